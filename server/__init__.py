@@ -1,0 +1,1 @@
+"""The Flask human-play server (installed as ``webshop_gym.server``)."""

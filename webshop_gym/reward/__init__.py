@@ -1,0 +1,238 @@
+"""The WebShop reward (SPEC section 6): a readable reference scorer and a Numba batch kernel.
+
+:func:`webshop_gym.reward.reference.reward` is the specification in plain Python;
+:class:`RewardModel` validates inputs, prepares arrays once per (catalog, goal set) and scores
+whole batches with the compiled kernel of :mod:`webshop_gym.reward._kernels`.  Tests check the
+two agree on every total and breakdown field.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from webshop_gym.error import GoalNotFound
+from webshop_gym.reward import reference
+from webshop_gym.reward.colors import COLOR_SET, normalize_color
+from webshop_gym.reward.strings import FuzzTableBuilder
+
+if TYPE_CHECKING:
+    from webshop_gym.catalog import Catalog
+    from webshop_gym.goals import GoalSet
+    from webshop_gym.reward.tables import GoalTables, ProductTables
+
+__all__ = ["BREAKDOWN_KEYS", "COLOR_SET", "RewardBatch", "RewardModel", "normalize_color", "reference"]
+
+BREAKDOWN_KEYS = (
+    "r_type", "r_att", "w_att", "query_match", "category_match", "title_score",
+    "r_option", "w_option", "r_price", "w_price",
+)  # fmt: skip
+"""Breakdown fields, in the reference's order (``r_option``/``w_option`` only with goal options)."""
+
+
+@dataclass(frozen=True)
+class RewardBatch:
+    """Totals and breakdown arrays of a scored batch (``r_option``/``w_option`` NaN without goal options)."""
+
+    total: np.ndarray
+    r_type: np.ndarray
+    r_att: np.ndarray
+    w_att: np.ndarray
+    query_match: np.ndarray
+    category_match: np.ndarray
+    title_score: np.ndarray
+    r_option: np.ndarray
+    w_option: np.ndarray
+    r_price: np.ndarray
+    w_price: np.ndarray
+    n_att: np.ndarray
+    n_opt: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.total)
+
+    def info(self, i: int) -> dict:
+        """Return item ``i``'s breakdown as the reference's verbose info dict."""
+        out = {
+            "r_type": float(self.r_type[i]),
+            "r_att": float(self.r_att[i]),
+            "w_att": float(self.w_att[i]),
+            "query_match": bool(self.query_match[i]),
+            "category_match": bool(self.category_match[i]),
+            "title_score": float(self.title_score[i]),
+        }
+        if not np.isnan(self.r_option[i]):
+            out["r_option"] = float(self.r_option[i])
+            out["w_option"] = float(self.w_option[i])
+        out["r_price"] = bool(self.r_price[i])
+        out["w_price"] = float(self.w_price[i])
+        return out
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Return the breakdown as a dict of arrays (reference key order)."""
+        return {k: getattr(self, k) for k in BREAKDOWN_KEYS}
+
+
+class RewardModel:
+    """Scores purchases for one (catalog, goal set) pair.
+
+    Args:
+        catalog: the compiled catalog (its title nouns are compiled on first use).
+        goals: the goal set whose goals are scored.
+    """
+
+    def __init__(self, catalog: Catalog, goals: GoalSet):
+        self.catalog = catalog
+        self.goals = goals
+        self._lock = threading.Lock()
+        self._products: ProductTables | None = None
+        self._goal_tables: GoalTables | None = None
+        self._fuzz = None
+        self._max_joined = 1
+        self._extra_ids: dict[str, int] = {}
+        self._goal_nouns: dict[int, list[str]] = {}
+        self.jit_seconds: float | None = None
+
+    # -- preparation ------------------------------------------------------------------------
+
+    def prepare(self) -> None:
+        """Build every table now (and compile title nouns), so the first purchase does not wait."""
+        from webshop_gym.reward.tables import build_goal_tables, build_product_tables
+
+        with self._lock:
+            if self._goal_tables is None:
+                self.catalog.ensure_nouns()
+                self._products = build_product_tables(self.catalog)
+                self._goal_tables = build_goal_tables(self.catalog, self.goals)
+                self._fuzz = self._goal_tables.fuzz
+                self._max_joined = self._goal_tables.max_joined
+
+    def warmup(self) -> float:
+        """Compile (or load from numba's cache) the kernel; return the seconds it took."""
+        self.prepare()
+        started = time.perf_counter()
+        if len(self.catalog) and len(self.goals):
+            self.score(np.zeros(1, np.int64), np.zeros(1, np.int64), [[]], np.zeros(1))
+        self.jit_seconds = time.perf_counter() - started
+        return self.jit_seconds
+
+    def value_ids(self, values: Sequence[int]) -> np.ndarray:
+        """Fuzz ids of catalog option values (by value id)."""
+        return np.asarray(self.catalog.value_fz)[np.asarray(values, dtype=np.int64)]
+
+    def string_ids(self, values: Sequence[str]) -> list[int]:
+        """Fuzz ids of arbitrary selected option strings (``normalize_color`` applied)."""
+        self.prepare()
+        keys = [normalize_color(v) for v in values]
+        missing = [k for k in dict.fromkeys(keys) if k not in self._extra_ids]
+        if missing:
+            from webshop_gym.reward.tables import max_joined_length
+
+            with self._lock:
+                builder = FuzzTableBuilder(base=self._fuzz)
+                for k in missing:
+                    self._extra_ids[k] = builder.add(k)
+                self._fuzz = builder.build()
+                self._max_joined = max_joined_length(self._fuzz)
+        return [self._extra_ids[k] for k in keys]
+
+    # -- scoring ------------------------------------------------------------------------------
+
+    def score(
+        self,
+        goal_indices: Sequence[int] | np.ndarray,
+        rows: Sequence[int] | np.ndarray,
+        selected_fz: Sequence[Sequence[int]],
+        prices: Sequence[float] | np.ndarray,
+        kernel: bool = True,
+    ) -> RewardBatch:
+        """Score a batch with the kernel.
+
+        Args:
+            goal_indices: goal of each purchase.
+            rows: catalog row of each purchased product.
+            selected_fz: fuzz ids of each purchase's selected option values
+                (see :meth:`value_ids` and :meth:`string_ids`).
+            prices: price paid for each purchase.
+            kernel: use the compiled kernel (``False`` runs its pure-Python twin).
+        """
+        from webshop_gym.reward import _kernels
+
+        self.prepare()
+        goal_indices = np.asarray(goal_indices, dtype=np.int64)
+        rows = np.asarray(rows, dtype=np.int64)
+        prices = np.asarray(prices, dtype=np.float64)
+        n = len(goal_indices)
+        if not (len(rows) == len(selected_fz) == len(prices) == n):
+            raise ValueError(
+                f"batch arrays differ in length: goals {n}, rows {len(rows)}, "
+                f"options {len(selected_fz)}, prices {len(prices)}"
+            )
+        if n and (goal_indices.min() < 0 or goal_indices.max() >= len(self.goals)):
+            bad = int(goal_indices[(goal_indices < 0) | (goal_indices >= len(self.goals))][0])
+            raise GoalNotFound(f"goal index {bad} is out of range: the goal set has {len(self.goals)} goals")
+        if n and (rows.min() < 0 or rows.max() >= len(self.catalog)):
+            raise IndexError(f"product rows must be in [0, {len(self.catalog)})")
+        sel_off = np.zeros(n + 1, dtype=np.int64)
+        if n:
+            np.cumsum([len(s) for s in selected_fz], out=sel_off[1:])
+        sel = np.fromiter((x for s in selected_fz for x in s), dtype=np.int32, count=int(sel_off[-1]))
+        out_f = {k: np.empty(n, np.float64) for k in ("total", "r_type", "r_att", "w_att", "title_score", "r_option", "w_option", "w_price")}
+        out_b = {k: np.empty(n, np.bool_) for k in ("query_match", "category_match", "r_price")}
+        out_i = {k: np.empty(n, np.int32) for k in ("n_att", "n_opt")}
+        c, gt, pt, fz = self.catalog, self._goal_tables, self._products, self._fuzz
+        fn = _kernels.score_batch_jit if kernel else _kernels.score_batch
+        args = (
+            np.asarray(fz.tokens.offsets), np.asarray(fz.tokens.values),
+            np.asarray(fz.strings.offsets), np.asarray(fz.strings.values), self._max_joined,
+            np.asarray(c.query), np.asarray(c.product_category),
+            np.asarray(c.category_parts.offsets), np.asarray(c.category_parts.values),
+            np.asarray(c.nouns.offsets), np.asarray(c.nouns.values),
+            pt.attr_offsets, pt.attr_fz,
+            np.asarray(c.title_lower.data), np.asarray(c.title_lower.offsets),
+            np.asarray(c.bullets_lower.data), np.asarray(c.bullets_lower.offsets),
+            np.asarray(c.description_lower.data), np.asarray(c.description_lower.offsets),
+            gt.query, np.asarray(gt.parts.offsets), np.asarray(gt.parts.values),
+            np.asarray(gt.nouns.offsets), np.asarray(gt.nouns.values), gt.noun_count,
+            gt.attr_offsets, gt.attr_fz, np.asarray(gt.attr_text.data), np.asarray(gt.attr_text.offsets),
+            gt.opt_offsets, gt.opt_fz, gt.upper,
+            goal_indices, rows, sel_off, sel, prices,
+            out_f["total"], out_f["r_type"], out_f["r_att"], out_f["w_att"], out_f["title_score"],
+            out_f["r_option"], out_f["w_option"], out_f["w_price"],
+            out_b["query_match"], out_b["category_match"], out_b["r_price"], out_i["n_att"], out_i["n_opt"],
+        )  # fmt: skip
+        fn(*args)
+        return RewardBatch(**out_f, **out_b, **out_i)
+
+    # -- the reference path -------------------------------------------------------------------
+
+    def goal_nouns(self, goal_index: int) -> list[str]:
+        """Return the nouns of a goal's title, duplicates kept."""
+        cached = self._goal_nouns.get(goal_index)
+        if cached is None:
+            row = int(self.goals.target[goal_index])
+            name = self.goals.name[goal_index]
+            if row >= 0 and self.catalog.title[row] == name:
+                cached = self.catalog.title_nouns(row)
+            else:
+                from webshop_gym.nouns import tag_nouns
+
+                cached = tag_nouns([name])[0]
+            self._goal_nouns[goal_index] = cached
+        return cached
+
+    def reference(self, goal_index: int, row: int, options: Mapping[str, str], price: float) -> tuple[float, dict]:
+        """Score one purchase with the pure-Python reference scorer."""
+        return reference.reward(
+            self.catalog.product_record(row),
+            self.goals[goal_index],
+            price,
+            dict(options),
+            self.catalog.title_nouns(row),
+            self.goal_nouns(goal_index),
+        )

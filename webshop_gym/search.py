@@ -1,0 +1,288 @@
+"""Search: Pyserini BM25 over a catalog, built and cached automatically (SPEC section 3).
+
+One Lucene document per product, id = asin, text = lower-case of
+``Title + " " + Description + " " + BulletPoints[0] + " " + option_text``.  Ranking is
+Pyserini's ``LuceneSearcher`` default (English analyzer, BM25 with k1=0.9, b=0.4); Anserini
+rounds scores to four decimals and breaks ties by document id (the asin), so we index with the
+asin as id, exactly as the reference did.
+
+Results are catalog rows (``numpy.int32``).  A thread-safe LRU cache on the normalised query
+(lower case, runs of white space collapsed; neither changes what Lucene sees) answers repeated
+queries in microseconds: RL agents repeat queries constantly (a GRPO group searches the same
+instruction G times).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from webshop_gym import _java
+from webshop_gym._paths import build_atomically
+from webshop_gym.catalog import Catalog
+from webshop_gym.error import SearchEngineError
+
+__all__ = ["LuceneSearch", "SearchBackend", "document_text", "build_index", "normalize_query"]
+
+SEARCH_RETURN_N = 50
+INDEX_VERSION = "1"
+_EMPTY = np.zeros(0, dtype=np.int32)
+_EMPTY.flags.writeable = False
+
+
+class SearchBackend(Protocol):
+    """What the simulator needs from a search engine."""
+
+    def search(self, query: str, k: int = SEARCH_RETURN_N) -> np.ndarray:
+        """Return the catalog rows of the top ``k`` products for ``query``."""
+        ...
+
+    def search_batch(self, queries: Sequence[str], k: int = SEARCH_RETURN_N) -> list[np.ndarray]:
+        """Return :meth:`search` for each query."""
+        ...
+
+
+def normalize_query(query: str) -> str:
+    """Return the cache key of a query: lower case, white space collapsed."""
+    return " ".join(query.lower().split())
+
+
+def document_text(catalog: Catalog, row: int) -> str:
+    """Return the indexed text of one product (SPEC section 3).
+
+    A product without bullet points contributes an empty first bullet (the reference would
+    fail on it).
+    """
+    bullets = catalog.bullets[row]
+    first = catalog.bullet_text[int(bullets[0])] if len(bullets) else ""
+    parts = []
+    for g in catalog.option_groups[row]:
+        values = ", ".join(catalog.value_text[v] for v in catalog.group_values[g])
+        parts.append(f"{catalog.group_name[g]}: {values}")
+    option_text = ", and ".join(parts)
+    return " ".join([catalog.title[row], catalog.description[row], first, option_text]).lower()
+
+
+def build_index(catalog: Catalog, folder: str | os.PathLike, progress: bool = True, batch: int = 1000) -> Path:
+    """Build the Lucene index of a catalog into ``folder`` (atomically; no-op when it exists).
+
+    Args:
+        catalog: the compiled catalog.
+        folder: the index folder to create.
+        progress: show a progress bar.
+        batch: documents per call into Java.
+
+    Returns:
+        The index folder.
+    """
+    final = Path(folder)
+
+    def build(tmp: Path) -> None:
+        _java.start()
+        from pyserini.index.lucene import LuceneIndexer
+
+        started = time.perf_counter()
+        target = tmp / "lucene"
+        # One thread keeps Lucene doc ids in catalog order (tie order of equal scores).
+        indexer = LuceneIndexer(args=["-index", str(target)], threads=1)
+        rows = range(len(catalog))
+        bar = None
+        if progress:
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(catalog), desc="indexing products", unit="doc")
+        try:
+            for start in range(0, len(catalog), batch):
+                docs = [
+                    json.dumps({"id": catalog.asin[r], "contents": document_text(catalog, r)})
+                    for r in rows[start : start + batch]
+                ]
+                indexer.add_batch_raw(docs)
+                if bar is not None:
+                    bar.update(len(docs))
+        finally:
+            indexer.close()
+            if bar is not None:
+                bar.close()
+        (tmp / "meta.json").write_text(
+            json.dumps({"documents": len(catalog), "seconds": round(time.perf_counter() - started, 3)})
+        )
+
+    if not (final / "meta.json").exists():
+        build_atomically(final, build)
+    return final
+
+
+class _LRU:
+    """A small thread-safe LRU map."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self.data: OrderedDict = OrderedDict()
+        self.lock = threading.Lock()
+        self.hits = self.misses = 0
+
+    def get(self, key):
+        with self.lock:
+            value = self.data.get(key)
+            if value is None:
+                self.misses += 1
+                return None
+            self.data.move_to_end(key)
+            self.hits += 1
+            return value
+
+    def put(self, key, value) -> None:
+        if self.size <= 0:
+            return
+        with self.lock:
+            self.data[key] = value
+            self.data.move_to_end(key)
+            while len(self.data) > self.size:
+                self.data.popitem(last=False)
+
+
+class LuceneSearch:
+    """BM25 search over a catalog with Pyserini's ``LuceneSearcher``.
+
+    Args:
+        catalog: the compiled catalog.
+        index: an existing Lucene index folder (e.g. the reference's); default: the catalog's own
+            index in its cache folder, built on first use.
+        cache_size: entries of the query LRU cache (0 disables it).
+        threads: Java threads for :meth:`search_batch`.
+        batch_size: queries per Java batch call.
+        progress: show a progress bar when the index has to be built.
+
+    Example:
+        >>> from webshop_gym import load_shop
+        >>> shop = load_shop()
+        >>> rows = shop.search("gluten free snack")
+        >>> len(shop.asins(rows)) <= 50
+        True
+    """
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        index: str | os.PathLike | None = None,
+        cache_size: int = 65536,
+        threads: int = 2,
+        batch_size: int = 64,
+        progress: bool = True,
+    ):
+        self.catalog = catalog
+        self._index_arg = Path(index) if index is not None else None
+        self.threads = threads
+        self.batch_size = batch_size
+        self.progress = progress
+        self.cache = _LRU(cache_size)
+        self._searcher = None
+        self._lock = threading.Lock()
+
+    @property
+    def index_path(self) -> Path:
+        """The Lucene index folder in use."""
+        if self._index_arg is not None:
+            return self._index_arg
+        return self.catalog.folder / f"index-v{INDEX_VERSION}"
+
+    def _lucene_path(self) -> Path:
+        path = self.index_path
+        if self._index_arg is None:
+            build_index(self.catalog, path, progress=self.progress)
+            return path / "lucene"
+        return path
+
+    def searcher(self):
+        """Return the ``LuceneSearcher`` (starts the JVM and builds the index when needed)."""
+        if self._searcher is None:
+            with self._lock:
+                if self._searcher is None:
+                    _java.start()
+                    from pyserini.search.lucene import LuceneSearcher
+
+                    path = self._lucene_path()
+                    try:
+                        self._searcher = LuceneSearcher(str(path))
+                    except Exception as exc:
+                        raise SearchEngineError(f"cannot open the Lucene index at {path}: {exc}") from exc
+        return self._searcher
+
+    def _rows(self, hits) -> np.ndarray:
+        if not hits:
+            return _EMPTY
+        rows = self.catalog.rows_of([hit.docid for hit in hits])
+        rows = rows[rows >= 0].astype(np.int32)  # documents of an external index that the catalog lacks
+        rows.flags.writeable = False
+        return rows
+
+    def _lucene(self, query: str, k: int):
+        try:
+            return self.searcher().search(query, k=k)
+        except SearchEngineError:
+            raise
+        except Exception:  # e.g. TooManyClauses for a 10 kB query: no results, never a crash
+            return []
+
+    def search(self, query: str, k: int = SEARCH_RETURN_N) -> np.ndarray:
+        """Return the catalog rows of the top ``k`` products for ``query`` (read-only int32)."""
+        key = (normalize_query(query), k)
+        cached = self.cache.get(key)
+        if cached is not None:
+            return cached
+        if not key[0]:
+            rows = _EMPTY
+        else:
+            rows = self._rows(self._lucene(key[0], k))
+        self.cache.put(key, rows)
+        return rows
+
+    def search_batch(self, queries: Sequence[str], k: int = SEARCH_RETURN_N) -> list[np.ndarray]:
+        """Search many queries: cache hits first, then the distinct misses in one Java batch."""
+        keys = [(normalize_query(q), k) for q in queries]
+        out: list[np.ndarray | None] = [self.cache.get(key) for key in keys]
+        missing = list(dict.fromkeys(key[0] for key, got in zip(keys, out) if got is None and key[0]))
+        found: dict[str, np.ndarray] = {}
+        if len(missing) == 1:
+            found[missing[0]] = self._rows(self._lucene(missing[0], k))
+        elif missing:
+            # Java holds every hit's stored document until the call returns: keep batches small.
+            for start in range(0, len(missing), self.batch_size):
+                chunk = missing[start : start + self.batch_size]
+                qids = [str(i) for i in range(len(chunk))]
+                try:
+                    results = self.searcher().batch_search(chunk, qids, k=k, threads=self.threads)
+                except SearchEngineError:
+                    raise
+                except Exception:
+                    results = {qid: self._lucene(q, k) for q, qid in zip(chunk, qids)}
+                for q, qid in zip(chunk, qids):
+                    found[q] = self._rows(results.get(qid, []))
+        for q, rows in found.items():
+            self.cache.put((q, k), rows)
+        return [got if got is not None else (found.get(key[0], _EMPTY)) for got, key in zip(out, keys)]
+
+    def close(self) -> None:
+        """Release the searcher."""
+        with self._lock:
+            if self._searcher is not None:
+                try:
+                    self._searcher.close()
+                except Exception:
+                    pass
+                self._searcher = None
+
+
+def clear_index(catalog: Catalog) -> None:
+    """Delete the catalog's cached index (it is rebuilt on next use)."""
+    shutil.rmtree(catalog.folder / f"index-v{INDEX_VERSION}", ignore_errors=True)

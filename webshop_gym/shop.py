@@ -1,0 +1,191 @@
+"""A shop: one catalog, one goal set, their prices, the search engine and the reward.
+
+:func:`load_shop` is the one entry point the envs, the server and the CLIs use.  Shops are
+cached per process (creating an env twice does not reload anything).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from webshop_gym._paths import default_shop_dir
+from webshop_gym.catalog import Catalog, load_catalog
+from webshop_gym.error import GoalNotFound, ProductNotFound
+from webshop_gym.goals import GoalSet, build_goals, load_goal_file
+from webshop_gym.reward import RewardBatch, RewardModel
+from webshop_gym.search import SEARCH_RETURN_N, LuceneSearch
+
+__all__ = ["Shop", "load_shop"]
+
+
+class Shop:
+    """A catalog with a goal set, a search engine and a reward model.
+
+    Use :func:`load_shop` to get one.
+
+    Attributes:
+        catalog: the compiled, memory-mapped catalog.
+        goals: the goal set (ordered as the reference serves them).
+        prices: per catalog row, the price the reward compares with the goal's cap.
+        engine: the search engine.
+        rewards: the reward model (Numba kernel).
+    """
+
+    def __init__(self, catalog: Catalog, goals: GoalSet, engine: LuceneSearch, path: Path):
+        self.catalog = catalog
+        self.goals = goals
+        self.prices = goals.prices
+        self.engine = engine
+        self.rewards = RewardModel(catalog, goals)
+        self.path = path
+
+    def __repr__(self) -> str:
+        return f"Shop({str(self.path)!r}, products={len(self.catalog)}, goals={len(self.goals)} {self.goals.kind})"
+
+    # -- search -----------------------------------------------------------------------------
+
+    def search(self, query: str, k: int = SEARCH_RETURN_N) -> np.ndarray:
+        """Return the catalog rows (int32) of the top ``k`` products for ``query``."""
+        return self.engine.search(query, k)
+
+    def search_batch(self, queries: Sequence[str], k: int = SEARCH_RETURN_N) -> list[np.ndarray]:
+        """Search many queries at once (cache first, then one Java batch for the misses)."""
+        return self.engine.search_batch(queries, k)
+
+    def asins(self, rows: Sequence[int] | np.ndarray) -> list[str]:
+        """Return the asins of catalog rows."""
+        return [self.catalog.asin[int(r)] for r in rows]
+
+    def row(self, asin: str) -> int:
+        """Return the catalog row of an asin.
+
+        Raises:
+            ProductNotFound: when the catalog has no such asin.
+        """
+        row = self.catalog.row_of(asin)
+        if row < 0:
+            row = self.catalog.row_of(asin.upper())
+        if row < 0:
+            raise ProductNotFound(asin, self.catalog.asin[: min(len(self.catalog), 5000)])
+        return row
+
+    # -- reward -------------------------------------------------------------------------------
+
+    def _check_goal(self, goal_index: int) -> int:
+        if not 0 <= int(goal_index) < len(self.goals):
+            raise GoalNotFound(f"goal index {goal_index} is out of range: this shop has {len(self.goals)} goals")
+        return int(goal_index)
+
+    def reward(
+        self, goal_index: int, asin: str, options: Mapping[str, str] | None = None, price: float | None = None
+    ) -> tuple[float, dict]:
+        """Score one purchase with the pure-Python reference scorer (SPEC section 6).
+
+        Args:
+            goal_index: index into :attr:`goals`.
+            asin: the purchased product.
+            options: selected options, ``name -> value``.
+            price: the price paid; ``None`` uses the shop's price of ``asin``.
+
+        Returns:
+            ``(total, breakdown)`` with the reference's breakdown keys.
+        """
+        goal_index = self._check_goal(goal_index)
+        row = self.row(asin)
+        paid = float(self.prices[row]) if price is None else float(price)
+        return self.rewards.reference(goal_index, row, options or {}, paid)
+
+    def reward_batch(
+        self,
+        goal_indices: Sequence[int],
+        asins: Sequence[str],
+        options_list: Sequence[Mapping[str, str] | None],
+        prices: Sequence[float | None] | None = None,
+    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """Score many purchases with the Numba kernel.
+
+        Returns:
+            ``(totals, breakdown)``: ``breakdown`` maps each key of
+            :data:`webshop_gym.reward.BREAKDOWN_KEYS` to an array (``r_option``/``w_option``
+            are NaN for goals without options).
+        """
+        batch = self.score_batch(goal_indices, asins, options_list, prices)
+        return batch.total, batch.arrays()
+
+    def score_batch(self, goal_indices, asins, options_list, prices=None) -> RewardBatch:
+        """Like :meth:`reward_batch` but returns the :class:`~webshop_gym.reward.RewardBatch`."""
+        if not (len(goal_indices) == len(asins) == len(options_list)):
+            raise ValueError(
+                f"goal_indices ({len(goal_indices)}), asins ({len(asins)}) and options_list "
+                f"({len(options_list)}) must have one entry per purchase"
+            )
+        rows = np.array([self.row(a) for a in asins], dtype=np.int64)
+        if prices is None:
+            prices = [None] * len(rows)
+        paid = np.array(
+            [float(self.prices[r]) if p is None else float(p) for r, p in zip(rows, prices)], dtype=np.float64
+        )
+        selected = []
+        for row, options in zip(rows, options_list):
+            values = list((options or {}).values())
+            selected.append(self._selected_fz(int(row), values))
+        return self.rewards.score(np.asarray(goal_indices, dtype=np.int64), rows, selected, paid)
+
+    def _selected_fz(self, row: int, values: list[str]) -> list[int]:
+        catalog = self.catalog
+        own = {}
+        for g in catalog.option_groups[row]:
+            for v in catalog.group_values[g]:
+                own.setdefault(catalog.value_text[v], int(v))
+        known = [own.get(v) for v in values]
+        if all(k is not None for k in known):
+            return [int(x) for x in self.rewards.value_ids(known)] if known else []
+        return self.rewards.string_ids(values)
+
+
+@functools.lru_cache(maxsize=16)
+def _load(path: str, goals: str | None, human_goals: bool, seed: int, num_products: int | None,
+          index: str | None, progress: bool) -> Shop:
+    catalog = load_catalog(path, num_products=num_products, progress=progress)
+    goal_set = load_goal_file(goals, catalog) if goals else build_goals(catalog, human_goals=human_goals, seed=seed)
+    engine = LuceneSearch(catalog, index=index, progress=progress)
+    shop = Shop(catalog, goal_set, engine, Path(path))
+    shop.rewards.prepare()
+    return shop
+
+
+def load_shop(
+    path: str | os.PathLike | None = None,
+    goals: str | os.PathLike | None = None,
+    human_goals: bool = False,
+    seed: int = 0,
+    num_products: int | None = None,
+    index: str | os.PathLike | None = None,
+    progress: bool = True,
+) -> Shop:
+    """Load a shop: catalog + goal set (+ search and reward, ready on first use).
+
+    Args:
+        path: a directory in the reference format (e.g. ``../shared/webshop-small``);
+            ``None`` is the embedded default shop in ``data/``.
+        goals: a frozen goal-set file (ours, or a reference ``goals.json`` with
+            ``prices.json`` beside it); ``None`` builds goals from the shop.
+        human_goals: human instructions instead of synthetic goals (when building goals).
+        seed: seeds product prices and price caps (``0`` reproduces the reference's seed-0 run).
+        num_products: keep only the first N product records.
+        index: an existing Lucene index to search instead of the shop's own (built and cached
+            on first search).
+        progress: show progress bars while compiling.
+
+    Returns:
+        The shop (cached per process for equal arguments).
+    """
+    resolved = Path(path).expanduser().resolve() if path is not None else default_shop_dir()
+    goal_path = str(Path(goals).expanduser().resolve()) if goals is not None else None
+    index_path = str(Path(index).expanduser().resolve()) if index is not None else None
+    return _load(str(resolved), goal_path, bool(human_goals), int(seed), num_products, index_path, bool(progress))

@@ -1,0 +1,15 @@
+"""Deterministic generator of synthetic WebShop-format shops.
+
+Example:
+    >>> from webshop_gym.synth import generate_shop
+    >>> summary = generate_shop("/tmp/shop", 1000, seed=0, progress=False)  # doctest: +SKIP
+
+The package depends only on numpy (and tqdm for the progress bar); it does not import any other
+webshop_gym module.
+"""
+
+from __future__ import annotations
+
+from webshop_gym.synth.generate import BLOCK_SIZE, MAX_TARGET_COMBOS, generate_shop, normalize_option_value
+
+__all__ = ["BLOCK_SIZE", "MAX_TARGET_COMBOS", "generate_shop", "normalize_option_value"]
