@@ -1,0 +1,360 @@
+"""The batched WebShop simulator: episode state as arrays, transitions as functions.
+
+One :class:`BatchState` holds ``n`` episodes ("slots").  :func:`reset_slots` starts episodes
+and :func:`step` advances every listed slot by one action: it classifies all actions first,
+applies clicks, then runs every search of the step as one deduplicated batch and scores every
+purchase of the step with one call of the reward kernel.  Nothing here renders, parses HTML or
+imports Flask, Jinja2 or Pyserini: the search engine and the reward come in through the
+:class:`SimContext` (a test checks the imports).
+
+The single env is this core with one slot; the vector env and the server use it as well.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from webshop_gym.core.actions import ActionKind, parse_action
+from webshop_gym.core.pages import (
+    BACK_TO_SEARCH,
+    BUY_NOW,
+    NEXT,
+    PREV,
+    PRODUCTS_PER_PAGE,
+    SEARCH_BUTTON,
+    SUB_LABELS,
+    Page,
+    ProductViews,
+)
+
+__all__ = ["BatchState", "SimContext", "StepOutcome", "clickables", "reset_slots", "step"]
+
+SPECIAL_QUERIES = ("<r>", "<a>", "<c>", "<q>")
+SEARCH_RETURN_N = 50
+
+
+@dataclass
+class SimContext:
+    """Everything a transition reads besides the state: the shop and the episode settings.
+
+    Args:
+        shop: the :class:`~webshop_gym.shop.Shop` (search engine, reward, catalog, goals).
+        show_attrs: show the ``Attributes`` tab on item pages (the reference's default: off).
+    """
+
+    shop: object
+    show_attrs: bool = False
+    views: ProductViews = field(init=False)
+    _special: dict = field(default_factory=dict, init=False, repr=False)
+
+    def __post_init__(self):
+        self.views = ProductViews(self.shop.catalog)
+
+
+@dataclass
+class BatchState:
+    """Episode state of ``n`` slots.
+
+    Arrays (one entry per slot): ``goal``, ``page`` (:class:`~webshop_gym.core.pages.Page`),
+    ``sub`` (tab on a sub page), ``row`` (current product, -1 for none), ``page_no`` (results
+    page), ``steps``, ``done``, ``reward``; ``selected[slot, g]`` is the value id chosen in the
+    current product's option group ``g`` (-1: none) and ``stamp[slot, g]`` the order in which
+    groups were first chosen.  Per-slot objects: ``keywords`` (the last search's lower-cased
+    text), ``results`` (its catalog rows), ``visited`` (products opened since the last
+    ``back to search``), ``rng`` (the slot's generator), ``last_reward_info``.
+    """
+
+    goal: np.ndarray
+    page: np.ndarray
+    sub: np.ndarray
+    row: np.ndarray
+    page_no: np.ndarray
+    steps: np.ndarray
+    done: np.ndarray
+    reward: np.ndarray
+    selected: np.ndarray
+    stamp: np.ndarray
+    keywords: list
+    results: list
+    visited: list
+    rng: list
+    purchase: list
+
+    @classmethod
+    def empty(cls, n: int, max_groups: int) -> BatchState:
+        """Return ``n`` slots on no page yet (call :func:`reset_slots`)."""
+        g = max(1, max_groups)
+        return cls(
+            goal=np.zeros(n, np.int64),
+            page=np.zeros(n, np.int8),
+            sub=np.zeros(n, np.int8),
+            row=np.full(n, -1, np.int64),
+            page_no=np.zeros(n, np.int64),
+            steps=np.zeros(n, np.int64),
+            done=np.zeros(n, bool),
+            reward=np.zeros(n, np.float64),
+            selected=np.full((n, g), -1, np.int64),
+            stamp=np.zeros((n, g), np.int64),
+            keywords=[None] * n,
+            results=[None] * n,
+            visited=[set() for _ in range(n)],
+            rng=[np.random.default_rng() for _ in range(n)],
+            purchase=[None] * n,
+        )
+
+    def __len__(self) -> int:
+        return len(self.goal)
+
+    def options(self, slot: int, views: ProductViews) -> dict[str, str]:
+        """Return the selected options of a slot as the reference's dict (selection order)."""
+        row = int(self.row[slot])
+        if row < 0:
+            return {}
+        groups = views(row).groups
+        chosen = [(int(self.stamp[slot, g]), g) for g in range(len(groups)) if self.selected[slot, g] >= 0]
+        out = {}
+        for _, g in sorted(chosen):
+            name, values = groups[g]
+            vid = int(self.selected[slot, g])
+            out[name] = next(text for v, text in values if v == vid)
+        return out
+
+    def selected_values(self, slot: int) -> list[int]:
+        """Return the selected value ids of a slot (selection order)."""
+        chosen = [(int(self.stamp[slot, g]), int(self.selected[slot, g]))
+                  for g in range(self.selected.shape[1]) if self.selected[slot, g] >= 0]
+        return [v for _, v in sorted(chosen)]
+
+    def page_rows(self, slot: int) -> np.ndarray:
+        """Return the catalog rows shown on the slot's current results page."""
+        results = self.results[slot]
+        if results is None:
+            return np.zeros(0, np.int32)
+        p = int(self.page_no[slot])
+        return results[(p - 1) * PRODUCTS_PER_PAGE : p * PRODUCTS_PER_PAGE]
+
+
+@dataclass
+class StepOutcome:
+    """Per-slot results of :func:`step` (arrays aligned with the ``slots`` argument)."""
+
+    kind: np.ndarray  # ActionKind per slot
+    invalid: np.ndarray
+    reward: np.ndarray
+    done: np.ndarray
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def _clear_product(state: BatchState, slot: int) -> None:
+    state.row[slot] = -1
+    state.selected[slot, :] = -1
+    state.stamp[slot, :] = 0
+
+
+def reset_slots(ctx: SimContext, state: BatchState, slots, goals) -> None:
+    """Start a new episode in each of ``slots`` with the given goal indices (start page)."""
+    for slot, goal in zip(slots, goals):
+        state.goal[slot] = goal
+        state.page[slot] = Page.START
+        state.sub[slot] = 0
+        state.page_no[slot] = 0
+        state.steps[slot] = 0
+        state.done[slot] = False
+        state.reward[slot] = 0.0
+        state.keywords[slot] = None
+        state.results[slot] = None
+        state.visited[slot] = set()
+        state.purchase[slot] = None
+        _clear_product(state, slot)
+
+
+def clickables(ctx: SimContext, state: BatchState, slot: int) -> tuple:
+    """Return the clickable labels of a slot's current page, in the reference's order."""
+    page = state.page[slot]
+    if page == Page.START:
+        return (SEARCH_BUTTON,)
+    if page == Page.RESULTS:
+        labels = [BACK_TO_SEARCH]
+        if state.page_no[slot] > 1:
+            labels.append(PREV)
+        labels.append(NEXT)
+        asin = ctx.shop.catalog.asin
+        labels.extend(asin[int(r)].lower() for r in state.page_rows(slot))
+        return tuple(dict.fromkeys(labels))
+    if page == Page.ITEM:
+        view = ctx.views(int(state.row[slot]))
+        return view.clickables_with_attributes if ctx.show_attrs else view.clickables
+    if page == Page.SUB:
+        return (BACK_TO_SEARCH, PREV)
+    return ()
+
+
+def _is_clickable(ctx: SimContext, state: BatchState, slot: int, label: str) -> bool:
+    page = state.page[slot]
+    if page == Page.START or page == Page.DONE:
+        return False  # "search" is never clicked; the done page has no clickables
+    if label == BACK_TO_SEARCH or label == PREV and page != Page.RESULTS:
+        return True
+    if page == Page.RESULTS:
+        if label == NEXT or (label == PREV and state.page_no[slot] > 1):
+            return True
+        return _result_row(ctx, state, slot, label) >= 0
+    if page == Page.ITEM:
+        option_target = ctx.views(int(state.row[slot])).option_target
+        if label in SUB_LABELS and label != "attributes":
+            return True
+        if label == "attributes":  # the tab, or an option value that happens to read "attributes"
+            return ctx.show_attrs or label in option_target
+        return label == BUY_NOW or label in option_target
+    return False
+
+
+def _result_row(ctx: SimContext, state: BatchState, slot: int, label: str) -> int:
+    asin = ctx.shop.catalog.asin
+    for r in state.page_rows(slot):
+        if asin[int(r)].lower() == label:
+            return int(r)
+    return -1
+
+
+def _special_results(ctx: SimContext, state: BatchState, slot: int, keywords: list[str]) -> np.ndarray:
+    """The reference's debugging queries: ``<r>`` random, ``<a>``/``<c>``/``<q>`` exact filters."""
+    catalog = ctx.shop.catalog
+    head = keywords[0]
+    if head == "<r>":
+        n = len(catalog)
+        return state.rng[slot].choice(n, size=min(SEARCH_RETURN_N, n), replace=False).astype(np.int32)
+    if head == "<a>":
+        wanted = " ".join(keywords[1:]).strip()
+        key = ("a", wanted)
+        if key not in ctx._special:
+            names = catalog.attribute_names
+            ids = [i for i in range(len(names)) if names[i] == wanted]
+            values = np.asarray(catalog.attributes.values)
+            offsets = np.asarray(catalog.attributes.offsets)
+            hit = np.isin(values, ids)
+            owner = np.repeat(np.arange(len(catalog)), np.diff(offsets))
+            ctx._special[key] = np.unique(owner[hit]).astype(np.int32)
+        return ctx._special[key]
+    if head == "<c>":
+        wanted = keywords[1].strip() if len(keywords) > 1 else None
+        key = ("c", wanted)
+        if key not in ctx._special:
+            names = catalog.category_names.tolist()
+            ids = [i for i, s in enumerate(names) if s == wanted]
+            ctx._special[key] = np.flatnonzero(np.isin(np.asarray(catalog.category), ids)).astype(np.int32)
+        return ctx._special[key]
+    wanted = " ".join(keywords[1:]).strip()
+    key = ("q", wanted)
+    if key not in ctx._special:
+        names = catalog.query_names.tolist()
+        ids = [i for i, s in enumerate(names) if s == wanted]
+        ctx._special[key] = np.flatnonzero(np.isin(np.asarray(catalog.query), ids)).astype(np.int32)
+    return ctx._special[key]
+
+
+def step(ctx: SimContext, state: BatchState, slots, actions) -> StepOutcome:
+    """Apply one action to each of ``slots``.
+
+    Invalid actions (unparsable, unknown names, empty searches, labels not on the page,
+    anything on a finished episode) change nothing and give reward 0.
+
+    Args:
+        ctx: shop and settings.
+        state: the batch state (modified in place).
+        slots: slot indices to step.
+        actions: one action string per slot.
+
+    Returns:
+        Per-slot kind, invalid flag, reward and done flag.
+    """
+    slots = [int(s) for s in slots]
+    n = len(slots)
+    kind = np.zeros(n, np.int8)
+    reward = np.zeros(n, np.float64)
+    searches: list[tuple[int, int, str]] = []
+    buys: list[tuple[int, int]] = []
+
+    for i, (slot, action) in enumerate(zip(slots, actions)):
+        if state.done[slot]:
+            continue
+        state.steps[slot] += 1
+        name, arg = parse_action(action)
+        if arg is None:
+            continue
+        if name == "search":
+            kind[i] = ActionKind.SEARCH
+            searches.append((i, slot, arg))
+            continue
+        if name != "click" or not _is_clickable(ctx, state, slot, arg):
+            continue
+        kind[i] = ActionKind.CLICK
+        page = state.page[slot]
+        if arg == BUY_NOW:
+            buys.append((i, slot))
+        elif arg == BACK_TO_SEARCH:
+            state.page[slot] = Page.START
+            state.keywords[slot] = None
+            state.results[slot] = None
+            state.page_no[slot] = 0
+            state.visited[slot] = set()
+            _clear_product(state, slot)
+        elif arg == NEXT and page == Page.RESULTS:
+            state.page_no[slot] += 1
+        elif arg == PREV and page == Page.RESULTS:
+            state.page_no[slot] -= 1
+        elif arg == PREV and page == Page.SUB:
+            state.page[slot] = Page.ITEM
+        elif arg == PREV and page == Page.ITEM:
+            state.page[slot] = Page.RESULTS
+            _clear_product(state, slot)
+        elif arg in SUB_LABELS:
+            state.page[slot] = Page.SUB
+            state.sub[slot] = SUB_LABELS[arg]
+        elif page == Page.RESULTS:
+            state.row[slot] = _result_row(ctx, state, slot, arg)
+            state.visited[slot].add(int(state.row[slot]))
+            state.page[slot] = Page.ITEM
+        else:  # an option value on an item page
+            group, value = ctx.views(int(state.row[slot])).option_target[arg]
+            if state.selected[slot, group] < 0:
+                state.stamp[slot, group] = int(state.stamp[slot].max()) + 1
+            state.selected[slot, group] = value
+
+    if searches:
+        plain = [(i, slot, arg) for i, slot, arg in searches if arg.split(" ")[0] not in SPECIAL_QUERIES]
+        found = ctx.shop.search_batch([arg for _, _, arg in plain]) if plain else []
+        rows_for = {slot: rows for (_, slot, _), rows in zip(plain, found)}
+        for i, slot, arg in searches:
+            rows = rows_for.get(slot)
+            if rows is None:
+                rows = _special_results(ctx, state, slot, arg.split(" "))
+            state.keywords[slot] = arg
+            state.results[slot] = rows
+            state.page_no[slot] = 1
+            state.page[slot] = Page.RESULTS
+            _clear_product(state, slot)
+
+    if buys:
+        shop = ctx.shop
+        bslots = [slot for _, slot in buys]
+        rows = state.row[bslots]
+        selected = [[int(x) for x in shop.rewards.value_ids(state.selected_values(s))] for s in bslots]
+        batch = shop.rewards.score(state.goal[bslots], rows, selected, shop.prices[rows])
+        for j, (i, slot) in enumerate(buys):
+            reward[i] = batch.total[j]
+            state.reward[slot] = batch.total[j]
+            state.purchase[slot] = {
+                "asin": shop.catalog.asin[int(state.row[slot])],
+                "options": state.options(slot, ctx.views),
+                "price": float(shop.prices[int(state.row[slot])]),
+                "reward_info": batch.info(j),
+            }
+            state.page[slot] = Page.DONE
+            state.done[slot] = True
+
+    return StepOutcome(kind=kind, invalid=kind == ActionKind.INVALID, reward=reward, done=state.done[slots].copy())

@@ -1,0 +1,206 @@
+"""Text observations built straight from the simulator state (no HTML involved).
+
+``text`` joins the page's visible strings, stripped, with ``" [SEP] "``; ``text_rich`` puts one
+string per line and marks buttons, options and product links (SPEC section 5).  Both come from
+the node lists of :mod:`webshop_gym.render.nodes`; the parts that only depend on a product or a
+goal are joined once and cached, so an observation costs a few string concatenations.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+
+from webshop_gym.core.actions import format_click, round_trips
+from webshop_gym.core.pages import SUB_PAGES, Page
+from webshop_gym.core.sim import BatchState, SimContext, clickables
+from webshop_gym.render import nodes as N
+
+__all__ = ["BASE_URL", "Renderer", "SEARCH_TEMPLATE"]
+
+BASE_URL = "http://127.0.0.1:3000"
+SEARCH_TEMPLATE = "search[<query>]"
+
+
+class _Cache(OrderedDict):
+    def __init__(self, size: int):
+        super().__init__()
+        self.size = size
+
+    def remember(self, key, value):
+        self[key] = value
+        if len(self) > self.size:
+            self.popitem(last=False)
+        return value
+
+
+def _compose(parts) -> str:
+    return N.SEP.join(text for count, text in parts if count)
+
+
+class Renderer:
+    """Renders observations of a :class:`~webshop_gym.core.sim.BatchState` slot.
+
+    Args:
+        ctx: the simulator context (shop and settings).
+        cache_size: entries per cache (goals, products).
+    """
+
+    def __init__(self, ctx: SimContext, cache_size: int = 50_000):
+        self.ctx = ctx
+        self.catalog = ctx.shop.catalog
+        self.goals = ctx.shop.goals
+        self._goal = _Cache(cache_size)
+        self._link = _Cache(cache_size)
+        self._item = _Cache(cache_size)
+        self._sub = _Cache(cache_size)
+        self._valid = _Cache(cache_size)
+        self._prev = N.join_text([("< Prev", N.BUTTON)])
+
+    # -- pieces -----------------------------------------------------------------------------
+
+    def _goal_parts(self, goal: int):
+        parts = self._goal.get(goal)
+        if parts is None:
+            instruction = self.goals.instruction[goal]
+            parts = self._goal.remember(
+                goal, (N.join_text(N.start_nodes(instruction)), N.join_text(N.header_nodes(instruction)))
+            )
+        return parts
+
+    def _link_text(self, row: int):
+        got = self._link.get(row)
+        if got is None:
+            got = self._link.remember(row, N.join_text(N.product_link_nodes(self.catalog, row)))
+        return got
+
+    def _item_text(self, row: int):
+        key = (row, self.ctx.show_attrs)
+        got = self._item.get(key)
+        if got is None:
+            body = N.item_body_nodes(self.catalog, self.ctx.views(row), self.ctx.show_attrs)
+            got = self._item.remember(key, N.join_text(body))
+        return got
+
+    def _sub_text(self, row: int, sub: int):
+        key = (row, sub)
+        got = self._sub.get(key)
+        if got is None:
+            got = self._sub.remember(key, N.join_text(N.sub_body_nodes(self.catalog, row, sub)))
+        return got
+
+    # -- observations -------------------------------------------------------------------------
+
+    def text(self, state: BatchState, slot: int) -> str:
+        """The ``text`` observation of a slot."""
+        page = state.page[slot]
+        start, header = self._goal_parts(int(state.goal[slot]))
+        if page == Page.START:
+            return start[1]
+        if page == Page.RESULTS:
+            rows = state.page_rows(slot)
+            parts = [header, N.join_text(N.results_header_nodes(int(state.page_no[slot]), len(state.results[slot])))]
+            parts.extend(self._link_text(int(r)) for r in rows)
+            return _compose(parts)
+        if page == Page.ITEM:
+            return _compose([header, self._prev, self._item_text(int(state.row[slot]))])
+        if page == Page.SUB:
+            return _compose([header, self._prev, self._sub_text(int(state.row[slot]), int(state.sub[slot]))])
+        return N.join_text(self.done_nodes(state, slot))[1]
+
+    def nodes(self, state: BatchState, slot: int) -> list:
+        """All visible strings of a slot's page, in order, with their element kinds."""
+        page = state.page[slot]
+        instruction = self.goals.instruction[int(state.goal[slot])]
+        if page == Page.START:
+            return N.start_nodes(instruction)
+        if page == Page.RESULTS:
+            out = N.header_nodes(instruction) + N.results_header_nodes(int(state.page_no[slot]), len(state.results[slot]))
+            for r in state.page_rows(slot):
+                out += N.product_link_nodes(self.catalog, int(r))
+            return out
+        head = N.header_nodes(instruction) + [("< Prev", N.BUTTON)]
+        row = int(state.row[slot])
+        if page == Page.ITEM:
+            return head + N.item_body_nodes(self.catalog, self.ctx.views(row), self.ctx.show_attrs)
+        if page == Page.SUB:
+            return head + N.sub_body_nodes(self.catalog, row, int(state.sub[slot]))
+        return self.done_nodes(state, slot)
+
+    def done_nodes(self, state: BatchState, slot: int) -> list:
+        """The done page's strings for a finished slot."""
+        row = int(state.row[slot])
+        return N.done_nodes(self.catalog.asin[row].upper(), state.options(slot, self.ctx.views), float(state.reward[slot]))
+
+    def text_rich(self, state: BatchState, slot: int) -> str:
+        """The ``text_rich`` observation of a slot."""
+        page = state.page[slot]
+        url = self.url(state, slot) if page == Page.ITEM else ""
+        visited = ()
+        if page == Page.RESULTS and state.visited[slot]:
+            visited = {self.catalog.asin[r].upper() for r in state.visited[slot]}
+        clicked = []
+        lines = []
+        for text, kind in self.nodes(state, slot):
+            if not text:
+                continue
+            t = N.normalize(text, kind)
+            if t == "\n":
+                continue
+            if kind == N.BUTTON:
+                lines.append(f"[button] {t} [button_]\n")
+            elif kind == N.LABEL:
+                if f'"{t}"' in url:
+                    lines.append(f"  [clicked button] {t} [clicked button_]\n")
+                    clicked.append(f"You have clicked {t}.\n")
+                else:
+                    lines.append(f"  [button] {t} [button_]\n")
+            elif kind == N.LINK:
+                mark = "clicked button" if t in visited else "button"
+                lines.append(f"\n[{mark}] {t} [{mark}_]\n")
+            else:
+                lines.append(t + "\n")
+        return "".join(reversed(clicked)) + "".join(lines)
+
+    # -- URL and actions ----------------------------------------------------------------------
+
+    def session_id(self, state: BatchState, slot: int) -> str:
+        """The session part of the URL: the goal index (as ``env.reset(session=i)`` in the reference)."""
+        return str(int(state.goal[slot]))
+
+    def url(self, state: BatchState, slot: int) -> str:
+        """The reference's URL of the slot's page (the ``url`` observation)."""
+        sid = self.session_id(state, slot)
+        page = state.page[slot]
+        if page == Page.START:
+            return f"{BASE_URL}/{sid}"
+        keywords = (state.keywords[slot] or "").replace(" ", "+")
+        if page == Page.RESULTS:
+            return f"{BASE_URL}/search_results/{sid}/{keywords}/{int(state.page_no[slot])}"
+        asin = self.catalog.asin[int(state.row[slot])].upper()
+        options = state.options(slot, self.ctx.views)
+        if page == Page.ITEM:
+            return f"{BASE_URL}/item_page/{sid}/{asin}/{keywords}/{int(state.page_no[slot])}/{json.dumps(options)}"
+        if page == Page.SUB:
+            name = SUB_PAGES[int(state.sub[slot])]
+            return f"{BASE_URL}/item_sub_page/{sid}/{asin}/{keywords}/{int(state.page_no[slot])}/{name}/{options}"
+        return f"{BASE_URL}/done/{sid}/{asin}/{options}"
+
+    def available_actions(self, state: BatchState, slot: int) -> dict:
+        """``{"has_search_bar": bool, "clickables": [labels]}`` as the reference reports it."""
+        return {"has_search_bar": bool(state.page[slot] == Page.START), "clickables": list(clickables(self.ctx, state, slot))}
+
+    def valid_actions(self, state: BatchState, slot: int) -> list[str]:
+        """Complete action strings valid now (the search as one template on the start page)."""
+        page = state.page[slot]
+        if page == Page.START:
+            return [SEARCH_TEMPLATE]
+        if page == Page.ITEM:
+            key = (int(state.row[slot]), self.ctx.show_attrs)
+            got = self._valid.get(key)
+            if got is None:
+                got = self._valid.remember(
+                    key, tuple(format_click(c) for c in clickables(self.ctx, state, slot) if round_trips(c))
+                )
+            return list(got)
+        return [format_click(c) for c in clickables(self.ctx, state, slot) if round_trips(c)]
