@@ -331,7 +331,7 @@ def test_shop_prefix_is_a_pure_function_of_size_and_seed(tmp_path: Path) -> None
     assert _digest(tmp_path) == EXPECTED_DIGEST_50_0
 
 
-EXPECTED_DIGEST_50_0 = "UPDATE_ME"
+EXPECTED_DIGEST_50_0 = "549e074fc022c7d340b2f63321a4538ccfe4649ae2b6d496058ac08a6fac28ef"
 
 
 def test_edge_sizes_and_bad_arguments(tmp_path: Path) -> None:
@@ -365,3 +365,40 @@ def test_generation_streams_in_bounded_memory(tmp_path: Path, monkeypatch: pytes
     written = summary["bytes_total"]
     assert summary["products"] == 3000
     assert peak < written / 3, (peak, written)
+
+
+# ------------------------------------------------------------------------------------------
+# Vocabulary
+# ------------------------------------------------------------------------------------------
+def test_vocabulary_attribute_pools_are_distinguishable() -> None:
+    """Within a product type's attribute pool no two attributes may match each other under the
+    reward's rules (fuzzy > 85, or substring): otherwise a product lacking one would match it."""
+    from thefuzz import fuzz
+
+    from webshop_gym.synth import vocab
+
+    def strip_role(a: str) -> str:
+        for role in ("for ", "with "):
+            if a.startswith(role):
+                return a[len(role):]
+        return a
+
+    queries = [t.query for t in vocab.PRODUCT_TYPES]
+    assert len(queries) == len(set(queries)) >= 200
+    assert {vocab.GROUPS[t.group].category for t in vocab.PRODUCT_TYPES} == FIVE_CATEGORIES
+    assert set(vocab.TYPE_TWEAKS) <= set(queries)
+    for t in vocab.PRODUCT_TYPES:
+        tweak = vocab.TYPE_TWEAKS.get(t.query, {})
+        pool = [strip_role(a) for a in vocab.GROUPS[t.group].attributes]
+        for e in tweak.get("exclude", ()):
+            assert e in pool, (t.query, e)
+        pool = [a for a in pool if a not in tweak.get("exclude", ())]
+        pool += [strip_role(a) for a in t.extra_attributes + tweak.get("extra", ())]
+        assert len(pool) == len(set(pool)) >= 8, t.query
+        for i, a in enumerate(pool):
+            assert len(a.split()) >= 2 and a == a.lower(), a
+            for b in pool[i + 1:]:
+                assert a not in b and b not in a, (t.query, a, b)
+                assert fuzz.token_set_ratio(a, b) <= 85, (t.query, a, b)
+        for key, *_ in tweak.get("options", vocab.GROUPS[t.group].options):
+            assert key in vocab.OPTION_POOLS

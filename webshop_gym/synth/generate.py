@@ -434,7 +434,7 @@ def _make_family(draw: Draw, info: _TypeInfo, capacity: int) -> list[_Product]:
 
     members: list[_Product] = []
     targets: list[_Product] = []
-    for i, u in enumerate(unique):
+    for u in unique:
         own_extra = draw.sample(extra, draw.randint(0, 2))
         attrs = list(base) + [u] + own_extra
         draw.shuffle(attrs)
@@ -475,7 +475,7 @@ def _make_family(draw: Draw, info: _TypeInfo, capacity: int) -> list[_Product]:
         lo = _nice_cents(max(hi * 1.3, hi + 4_500) / 100 * (1.0 + 0.4 * draw.u()), draw)
         twin_options = [
             (n, _in_pool_order(n, vs + [v for v in pool_vs if v not in vs][: draw.below(2)], full))
-            for (n, vs), (_, pool_vs, _, _, full) in zip(t.options, plan)
+            for (n, vs), (_, pool_vs, _, _, full) in zip(t.options, plan, strict=True)
         ]
         members.append(
             _Product(
@@ -511,7 +511,10 @@ def _make_family(draw: Draw, info: _TypeInfo, capacity: int) -> list[_Product]:
         members.append(
             _Product(
                 kind="decoy", info=info, brand=draw.choice(family_brands), attrs=attrs,
-                options=[(n, _in_pool_order(n, vs, full)) for (n, vs), (*_, full) in zip(union, plan)],
+                options=[
+                    (n, _in_pool_order(n, vs, full))
+                    for (n, vs), (*_, full) in zip(union, plan, strict=True)
+                ],
                 price=_draw_price(draw, base_price * 0.85, allow_range=True)
                 if not draw.chance(0.03) else None,
                 lacking=list(unique_texts), mention=list(unique_texts), short=True,
@@ -907,7 +910,7 @@ def generate_shop(
             del block_products
             if bar is not None:
                 bar.update(n)
-        sizes = {name: s.close() for name, s in zip(_FILES, streams)}
+        sizes = {name: s.close() for name, s in zip(_FILES, streams, strict=True)}
     except BaseException:
         for s in streams:
             s.abort()

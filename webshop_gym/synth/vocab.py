@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# The tables below keep one entry per line; formatters should leave them alone.
+# fmt: off
 BREADCRUMB_SEP = " \u203a "
 
 CATEGORIES: tuple[str, ...] = ("beauty", "electronics", "fashion", "grocery", "garden")
@@ -1273,3 +1275,4 @@ BUDGET_PHRASES: tuple[str, ...] = (
     " under {cap} dollars", ", under {cap} dollars", " that costs less than {cap} dollars",
     ", my budget is {cap} dollars", " for less than {cap} dollars",
 )
+# fmt: on
