@@ -1,9 +1,19 @@
-"""webshop-gym: the WebShop benchmark as a fast, faithful Gymnasium environment."""
+"""webshop-gym: the WebShop benchmark as a fast, faithful Gymnasium environment.
+
+>>> import gymnasium as gym
+>>> import webshop_gym
+>>> env = gym.make("webshop_gym:WebShop-v0")
+"""
 
 from __future__ import annotations
 
+from webshop_gym.env import WebShopEnv
+from webshop_gym.registration import register_envs
 from webshop_gym.shop import Shop, load_shop
+from webshop_gym.vector_env import WebShopVectorEnv
 
 __version__ = "0.1.0"
 
-__all__ = ["Shop", "__version__", "load_shop"]
+__all__ = ["Shop", "WebShopEnv", "WebShopVectorEnv", "__version__", "load_shop", "register_envs"]
+
+register_envs()

@@ -1,0 +1,175 @@
+"""The engine shared by the env, the vector env and the server.
+
+An :class:`Engine` owns a batch of episode slots over one shop: the simulator state, the goal
+selection, the step cap, observations in every mode and the per-slot ``info`` dicts.  The
+Gymnasium classes are thin facades over it (:class:`~webshop_gym.env.WebShopEnv` is an engine
+with one slot), so every front end behaves the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from webshop_gym.core.pages import SUB_PAGES, Page
+from webshop_gym.core.sim import BatchState, SimContext, reset_slots, step
+from webshop_gym.error import GoalNotFound, expect_one_of
+from webshop_gym.render.text import Renderer
+from webshop_gym.shop import Shop
+
+__all__ = ["OBSERVATION_MODES", "Engine"]
+
+OBSERVATION_MODES = ("text", "text_rich", "html", "url")
+
+
+def page_name(page: int, sub: int) -> str:
+    """Name of a page for ``info["page"]``: start, results, item, description, ..., done."""
+    if page == Page.SUB:
+        return SUB_PAGES[sub].lower()
+    return ("start", "results", "item", "sub", "done")[page]
+
+
+class Engine:
+    """Episodes of one shop in ``num_slots`` slots.
+
+    Args:
+        shop: the shop.
+        num_slots: number of slots.
+        observation_mode: ``text`` (default), ``text_rich``, ``html`` or ``url``.
+        max_steps: steps after which an episode is truncated (``None``: never).
+        show_attrs: show the ``Attributes`` tab on item pages.
+        split: ``"test"``, ``"eval"``, ``"train"`` or ``None`` (all goals) for sampled goals.
+        html_images: let HTML pages load product images.
+    """
+
+    def __init__(
+        self,
+        shop: Shop,
+        num_slots: int,
+        observation_mode: str = "text",
+        max_steps: int | None = 15,
+        show_attrs: bool = False,
+        split: str | None = None,
+        html_images: bool = False,
+    ):
+        expect_one_of("observation_mode", observation_mode, OBSERVATION_MODES)
+        if max_steps is not None and int(max_steps) < 1:
+            raise ValueError(f"max_steps must be a positive number of steps or None, got {max_steps!r}")
+        self.shop = shop
+        self.observation_mode = observation_mode
+        self.max_steps = None if max_steps is None else int(max_steps)
+        self.ctx = SimContext(shop, show_attrs=show_attrs)
+        max_groups = int(np.diff(np.asarray(shop.catalog.option_groups.offsets)).max(initial=1))
+        self.state = BatchState.empty(num_slots, max_groups)
+        self.renderer = Renderer(self.ctx)
+        self.html_images = html_images
+        self._html = None
+        self.goal_range = shop.goals.split_range(split)
+        if len(self.goal_range) == 0:
+            raise GoalNotFound(f"split {split!r} holds no goals in this goal set ({len(shop.goals)} goals)")
+        self.split = split
+        self.invalid = np.zeros(num_slots, bool)
+        self.truncated = np.zeros(num_slots, bool)
+
+    @property
+    def num_slots(self) -> int:
+        """Number of slots."""
+        return len(self.state)
+
+    # -- goals and resets ---------------------------------------------------------------------
+
+    def set_rng(self, slot: int, rng: np.random.Generator) -> None:
+        """Give a slot its random generator (goal sampling, ``<r>`` searches)."""
+        self.state.rng[slot] = rng
+
+    def sample_goal(self, slot: int) -> int:
+        """Draw a goal for ``slot`` in proportion to weight (within the split) from its generator."""
+        return self.sample_goal_with(self.state.rng[slot])
+
+    def sample_goal_with(self, rng: np.random.Generator) -> int:
+        """Draw a goal in proportion to weight (within the split) from ``rng``."""
+        return self.shop.goals.sample(rng, self.goal_range)
+
+    def check_goal(self, goal: int) -> int:
+        """Validate a goal index."""
+        goal = int(goal)
+        if not 0 <= goal < len(self.shop.goals):
+            raise GoalNotFound(f"goal_index {goal} is out of range: this shop has {len(self.shop.goals)} goals")
+        return goal
+
+    def reset(self, slots: Sequence[int], goals: Sequence[int]) -> None:
+        """Start episodes in ``slots`` with ``goals``."""
+        reset_slots(self.ctx, self.state, slots, [self.check_goal(g) for g in goals])
+        self.invalid[list(slots)] = False
+        self.truncated[list(slots)] = False
+
+    # -- stepping -----------------------------------------------------------------------------
+
+    def finished(self, slot: int) -> bool:
+        """Whether the slot's episode ended (purchase or step cap)."""
+        return bool(self.state.done[slot] or self.truncated[slot])
+
+    def step(self, slots: Sequence[int], actions: Sequence) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Advance ``slots`` by one action each; return (rewards, terminated, truncated)."""
+        slots = list(slots)
+        out = step(self.ctx, self.state, slots, actions)
+        self.invalid[slots] = out.invalid
+        terminated = out.done
+        if self.max_steps is None:
+            truncated = np.zeros(len(slots), bool)
+        else:
+            truncated = ~terminated & (self.state.steps[slots] >= self.max_steps)
+        self.truncated[slots] = truncated
+        return out.reward, terminated, truncated
+
+    # -- observations and infos ---------------------------------------------------------------
+
+    @property
+    def html(self):
+        """The HTML renderer (built on first use)."""
+        if self._html is None:
+            from webshop_gym.render.html import HtmlRenderer
+
+            self._html = HtmlRenderer(self.renderer, images=self.html_images)
+        return self._html
+
+    def observe(self, slot: int, mode: str | None = None) -> str:
+        """The observation of a slot in ``mode`` (default: the engine's mode)."""
+        mode = mode or self.observation_mode
+        if mode == "text":
+            return self.renderer.text(self.state, slot)
+        if mode == "text_rich":
+            return self.renderer.text_rich(self.state, slot)
+        if mode == "url":
+            return self.renderer.url(self.state, slot)
+        return self.html.render(self.state, slot)
+
+    def info(self, slot: int) -> dict:
+        """The info dict of a slot (deterministic: no timings).
+
+        Keys: ``goal_index``, ``instruction``, ``page``, ``steps``, ``invalid_action``,
+        ``available_actions`` (the reference's ``{has_search_bar, clickables}``) and
+        ``valid_actions`` (complete action strings valid now); after a purchase also
+        ``success``, ``reward_info`` (the reward breakdown), ``purchased_asin``,
+        ``purchased_options`` and ``purchased_price``.
+        """
+        state = self.state
+        goal = int(state.goal[slot])
+        info = {
+            "goal_index": goal,
+            "instruction": self.shop.goals.instruction[goal],
+            "page": page_name(int(state.page[slot]), int(state.sub[slot])),
+            "steps": int(state.steps[slot]),
+            "invalid_action": bool(self.invalid[slot]),
+            "available_actions": self.renderer.available_actions(state, slot),
+            "valid_actions": self.renderer.valid_actions(state, slot),
+        }
+        purchase = state.purchase[slot]
+        if purchase is not None:
+            info["success"] = bool(state.reward[slot] == 1.0)
+            info["reward_info"] = dict(purchase["reward_info"])
+            info["purchased_asin"] = purchase["asin"]
+            info["purchased_options"] = dict(purchase["options"])
+            info["purchased_price"] = purchase["price"]
+        return info

@@ -1,0 +1,28 @@
+"""Registers the environments with Gymnasium (on ``import webshop_gym``)."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+
+__all__ = ["register_envs"]
+
+ENVS = {
+    "WebShop-v0": {},
+    "WebShopHuman-v0": {"human_goals": True},
+}
+"""Environment ids and their keyword arguments (variants differ only in kwargs)."""
+
+
+def register_envs() -> None:
+    """Register every WebShop id (idempotent)."""
+    for env_id, kwargs in ENVS.items():
+        if env_id in gym.registry:
+            continue
+        gym.register(
+            id=env_id,
+            entry_point="webshop_gym.env:WebShopEnv",
+            vector_entry_point="webshop_gym.vector_env:WebShopVectorEnv",
+            kwargs=dict(kwargs),
+            # The env truncates itself after max_steps (default 15): no TimeLimit wrapper on top.
+            max_episode_steps=None,
+        )

@@ -1,0 +1,296 @@
+"""``WebShopVectorEnv``: many WebShop episodes stepped as one batch over one shared catalog."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from gymnasium.utils import seeding
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from webshop_gym.engine import OBSERVATION_MODES, Engine
+from webshop_gym.error import EpisodeFinished
+from webshop_gym.shop import Shop, load_shop
+from webshop_gym.spaces import String
+
+__all__ = ["WebShopVectorEnv"]
+
+
+class WebShopVectorEnv(VectorEnv):
+    """A batch of ``num_envs`` WebShop episodes sharing one catalog, search engine and reward.
+
+    Observations are a tuple of strings, actions a sequence of strings; rewards, terminations
+    and truncations are ``(num_envs,)`` arrays; ``info`` is a dict of arrays with ``_key``
+    masks, as Gymnasium's vector envs report it.  Each step classifies every action, runs all
+    searches of the step as one deduplicated (and cached) batch and scores all purchases with
+    one call of the Numba reward kernel.  Slot ``i`` behaves exactly like a
+    :class:`~webshop_gym.env.WebShopEnv` seeded with ``seed + i``.
+
+    Args:
+        num_envs: number of slots.
+        shop, goals, human_goals, price_seed, num_products: the shop (see ``load_shop``).
+        observation_mode: ``text``, ``text_rich``, ``html`` or ``url``.
+        split: goals to sample from: ``"test"``, ``"eval"``, ``"train"`` or ``None`` (all).
+        max_steps: step cap per episode (truncation).
+        group_size: each goal is given to this many consecutive slots (GRPO/GiGPO groups);
+            ``num_envs`` must be a multiple of it.
+        eval_mode: hand out the goals of ``split`` in order, each to exactly one group, then
+            leave slots idle; :attr:`exhausted` and :attr:`all_idle` report the end.
+        autoreset_mode: :class:`gymnasium.vector.AutoresetMode` (default ``NEXT_STEP``).
+        num_workers: 0 steps in this process; ``W >= 1`` shards the batch over ``W`` worker
+            processes (see :mod:`webshop_gym.workers`).
+        show_attrs: show the ``Attributes`` tab on item pages.
+        render_mode: ``"ansi"`` or ``"html"``.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> import webshop_gym
+        >>> envs = gym.make_vec("webshop_gym:WebShop-v0", num_envs=4, vectorization_mode="vector_entry_point")
+        >>> obs, infos = envs.reset(seed=0)
+        >>> len(obs), infos["goal_index"].shape
+        (4, (4,))
+    """
+
+    metadata = {"render_modes": ["ansi", "html"], "render_fps": 1, "autoreset_mode": AutoresetMode.NEXT_STEP}
+
+    def __init__(
+        self,
+        num_envs: int,
+        shop: str | os.PathLike | Shop | None = None,
+        goals: str | os.PathLike | None = None,
+        human_goals: bool = False,
+        observation_mode: str = "text",
+        split: str | None = None,
+        max_steps: int | None = 15,
+        group_size: int = 1,
+        eval_mode: bool = False,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+        num_workers: int = 0,
+        show_attrs: bool = False,
+        price_seed: int = 0,
+        num_products: int | None = None,
+        render_mode: str | None = None,
+        max_episode_steps: int | None = None,
+    ):
+        if num_envs < 1:
+            raise ValueError(f"num_envs must be at least 1, got {num_envs}")
+        if group_size < 1 or num_envs % group_size:
+            raise ValueError(f"num_envs ({num_envs}) must be a positive multiple of group_size ({group_size})")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode={render_mode!r} is not supported; expected one of {self.metadata['render_modes']}")
+        if max_episode_steps is not None:  # gymnasium.make_vec passes the registered cap this way
+            max_steps = max_episode_steps
+        self.autoreset_mode = AutoresetMode(autoreset_mode)
+        self.metadata = {**self.metadata, "autoreset_mode": self.autoreset_mode}
+        self.num_envs = int(num_envs)
+        self.group_size = int(group_size)
+        self.eval_mode = bool(eval_mode)
+        self.render_mode = render_mode
+        self.observation_mode = observation_mode
+        self.shop = shop if isinstance(shop, Shop) else load_shop(
+            shop, goals=goals, human_goals=human_goals, seed=price_seed, num_products=num_products, progress=False
+        )
+        if num_workers:
+            from webshop_gym.workers import WorkerPool
+
+            self.engine = WorkerPool(
+                num_workers, self.num_envs, shop=shop, goals=goals, human_goals=human_goals, price_seed=price_seed,
+                num_products=num_products, observation_mode=observation_mode, max_steps=max_steps,
+                show_attrs=show_attrs, split=split,
+            )
+        else:
+            self.engine = Engine(
+                self.shop, self.num_envs, observation_mode=observation_mode, max_steps=max_steps,
+                show_attrs=show_attrs, split=split,
+            )
+        self.single_observation_space = String()
+        self.single_action_space = String(max_length=100_000)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        n = self.num_envs
+        self._rngs = [seeding.np_random(None)[0] for _ in range(n)]
+        self._episode = np.zeros(n, np.int64)
+        self._streams: list[list[int]] = [[] for _ in range(n // self.group_size)]
+        self._queue: list[int] = list(self.engine.goal_range) if self.eval_mode else []
+        self._idle = np.zeros(n, bool)
+        self._autoreset = np.zeros(n, bool)
+        self._started = False
+        self._obs: list[str] = [""] * n
+
+    # -- goals ----------------------------------------------------------------------------------
+
+    @property
+    def exhausted(self) -> bool:
+        """Eval mode: every goal of the split has been handed out."""
+        return self.eval_mode and not self._queue and all(
+            len(s) <= e for s, e in zip(self._streams, self._episode[:: self.group_size])
+        )
+
+    @property
+    def all_idle(self) -> bool:
+        """Eval mode: no goal is left and every slot has finished its last episode."""
+        return bool(self.eval_mode and self._idle.all())
+
+    @property
+    def idle(self) -> np.ndarray:
+        """Slots that wait with no goal left (eval mode)."""
+        return self._idle.copy()
+
+    def _next_goal(self, slot: int) -> int | None:
+        group = slot // self.group_size
+        stream = self._streams[group]
+        episode = int(self._episode[slot])
+        while len(stream) <= episode:
+            if self.eval_mode:
+                if not self._queue:
+                    return None
+                stream.append(self._queue.pop(0))
+            else:
+                leader = group * self.group_size
+                stream.append(self.engine.sample_goal_with(self._rngs[leader]))
+        return stream[episode]
+
+    def _start(self, slots: Sequence[int], goals: Sequence[int | None]) -> None:
+        live = [(s, g) for s, g in zip(slots, goals) if g is not None]
+        for s, g in zip(slots, goals):
+            self._idle[s] = g is None
+        if live:
+            self.engine.reset([s for s, _ in live], [g for _, g in live])
+        for s in slots:
+            self._episode[s] += 1
+
+    # -- Gymnasium API ----------------------------------------------------------------------------
+
+    def reset(self, *, seed: int | Sequence[int | None] | None = None, options: dict[str, Any] | None = None):
+        """Reset all slots, or those of ``options["reset_mask"]``.
+
+        Args:
+            seed: an int (slot ``i`` gets ``seed + i``), a list of per-slot seeds, or ``None``.
+            options: ``goal_index`` (an int for every slot, or one per slot), ``reset_mask``
+                (a boolean array: reset only these slots).
+        """
+        n = self.num_envs
+        options = dict(options or {})
+        unknown = set(options) - {"goal_index", "reset_mask"}
+        if unknown:
+            raise ValueError(f"unknown reset options {sorted(unknown)}; expected 'goal_index' and/or 'reset_mask'")
+        if seed is None:
+            seeds: list[int | None] = [None] * n
+        elif isinstance(seed, (int, np.integer)):
+            seeds = [int(seed) + i for i in range(n)]
+        else:
+            seeds = list(seed)
+            if len(seeds) != n:
+                raise ValueError(f"expected {n} seeds, got {len(seeds)}")
+        mask = options.get("reset_mask")
+        if mask is None:
+            mask = np.ones(n, bool)
+        else:
+            mask = np.asarray(mask)
+            if mask.shape != (n,) or mask.dtype != np.bool_:
+                raise ValueError(f"reset_mask must be a boolean array of shape ({n},), got {mask.dtype} {mask.shape}")
+        slots = [int(i) for i in np.flatnonzero(mask)]
+        full = bool(mask.all())
+        for i in slots:
+            if seeds[i] is not None:
+                self._rngs[i] = seeding.np_random(seeds[i])[0]
+            self.engine.set_rng(i, self._rngs[i])
+        if full:
+            self._episode[:] = 0
+            self._streams = [[] for _ in range(n // self.group_size)]
+            if self.eval_mode:
+                self._queue = list(self.engine.goal_range)
+        goal_opt = options.get("goal_index")
+        if goal_opt is not None:
+            per_slot = np.broadcast_to(np.asarray(goal_opt, dtype=np.int64), (n,)) if np.ndim(goal_opt) == 0 or len(goal_opt) == n else None
+            if per_slot is None:
+                raise ValueError(f"goal_index must be an int or have one entry per slot ({n})")
+            goals = [int(per_slot[i]) for i in slots]
+            for i, g in zip(slots, goals):
+                stream = self._streams[i // self.group_size]
+                if len(stream) <= self._episode[i]:
+                    stream.append(g)
+                else:
+                    stream[int(self._episode[i])] = g
+        else:
+            goals = [self._next_goal(i) for i in slots]
+        self._start(slots, goals)
+        self._autoreset[slots] = False
+        self._started = True
+        infos: dict[str, Any] = {}
+        for i in slots:
+            self._obs[i] = self._observe(i)
+            infos = self._add_info(infos, self._info(i), i)
+        return tuple(self._obs), infos
+
+    def step(self, actions: Sequence[str]):
+        """Step every slot with its action (autoreset as ``metadata["autoreset_mode"]`` says)."""
+        if not self._started:
+            raise RuntimeError("call reset() before step()")
+        n = self.num_envs
+        if len(actions) != n:
+            raise ValueError(f"expected {n} actions, got {len(actions)}")
+        rewards = np.zeros(n, np.float64)
+        terminations = np.zeros(n, bool)
+        truncations = np.zeros(n, bool)
+        mode = self.autoreset_mode
+        to_reset = [i for i in range(n) if self._autoreset[i]] if mode == AutoresetMode.NEXT_STEP else []
+        finished = [i for i in range(n) if not self._idle[i] and self.engine.finished(i)]
+        if mode == AutoresetMode.DISABLED and finished:
+            raise EpisodeFinished(
+                f"slots {finished[:10]} have finished; with autoreset disabled reset them with "
+                "reset(options={'reset_mask': mask})"
+            )
+        reset_set = set(to_reset)
+        stepping = [i for i in range(n) if i not in reset_set and not self._idle[i]]
+        if stepping:
+            r, term, trunc = self.engine.step(stepping, [actions[i] for i in stepping])
+            rewards[stepping] = r
+            terminations[stepping] = term
+            truncations[stepping] = trunc
+        infos: dict[str, Any] = {}
+        if to_reset:
+            self._start(to_reset, [self._next_goal(i) for i in to_reset])
+        for i in range(n):
+            if self._idle[i]:
+                self._obs[i] = ""
+                infos = self._add_info(infos, {"idle": True}, i)
+                continue
+            obs = self._observe(i)
+            info = self._info(i)
+            if mode == AutoresetMode.SAME_STEP and (terminations[i] or truncations[i]):
+                infos = self._add_info(infos, {"final_obs": obs, "final_info": info}, i)
+                self._start([i], [self._next_goal(i)])
+                if self._idle[i]:
+                    obs, info = "", {"idle": True}
+                else:
+                    obs, info = self._observe(i), self._info(i)
+            self._obs[i] = obs
+            infos = self._add_info(infos, info, i)
+        if mode == AutoresetMode.NEXT_STEP:
+            self._autoreset = terminations | truncations
+        return tuple(self._obs), rewards, terminations, truncations, infos
+
+    def render(self) -> tuple[str, ...] | None:
+        """Return every slot's page as text (``"ansi"``) or HTML (``"html"``)."""
+        if self.render_mode is None:
+            return None
+        mode = "text" if self.render_mode == "ansi" else "html"
+        return tuple("" if self._idle[i] else self.engine.observe(i, mode) for i in range(self.num_envs))
+
+    def close_extras(self, **kwargs: Any) -> None:
+        """Stop worker processes (multi-process mode)."""
+        close = getattr(self.engine, "close", None)
+        if close is not None:
+            close()
+
+    # -- helpers ----------------------------------------------------------------------------------
+
+    def _observe(self, slot: int) -> str:
+        return self.engine.observe(slot)
+
+    def _info(self, slot: int) -> dict:
+        return self.engine.info(slot)
