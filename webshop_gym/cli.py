@@ -1,0 +1,262 @@
+"""The ``webshop-gym`` command.
+
+Subcommands::
+
+    webshop-gym demo                      play one scripted episode on the default shop
+    webshop-gym data synth|info|compile|index|goals ...
+    webshop-gym serve --shop DIR          play the shop in a browser (needs webshop-gym[server])
+    webshop-gym replay LOG                replay a trajectory log and check its rewards
+    webshop-gym eval --policy rule ...    Score and SR of a policy over a split
+    webshop-gym demos --policy oracle ... SFT-ready demonstrations
+
+Every subcommand has ``--help``.  Feature modules contribute their subcommands through
+``add_arguments(parser)`` / ``run(args)`` pairs and import heavy dependencies only when run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+import textwrap
+from pathlib import Path
+
+__all__ = ["main"]
+
+_FEATURES = {
+    # name: (module, help)
+    "serve": ("webshop_gym.server.cli", "play the shop in a browser (Flask; pip install 'webshop-gym[server]')"),
+    "eval": ("webshop_gym.evaluation", "evaluate a policy over a split: Score, SR, steps, breakdown"),
+    "demos": ("webshop_gym.demos", "write SFT-ready demonstration transcripts"),
+}
+
+
+def _shop_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--shop", metavar="DIR", help="shop directory in the reference format (default: the embedded shop)")
+    parser.add_argument("--goals", metavar="FILE", help="frozen goal set (ours, or a reference goals.json with prices.json beside it)")
+    parser.add_argument("--human-goals", action="store_true", help="human instructions instead of synthetic goals")
+    parser.add_argument("--price-seed", type=int, default=0, help="seed of product prices and price caps (default 0 = the reference's seed-0 run)")
+
+
+def _load(args):
+    from webshop_gym.shop import load_shop
+
+    return load_shop(args.shop, goals=args.goals, human_goals=args.human_goals, seed=args.price_seed)
+
+
+# -- demo ------------------------------------------------------------------------------------
+
+
+def _demo(args) -> int:
+    from webshop_gym.env import WebShopEnv
+    from webshop_gym.policies.rule import RulePolicy
+
+    shop = _load(args)
+    env = WebShopEnv(shop=shop, observation_mode=args.observation_mode, max_steps=args.max_steps)
+    policy = RulePolicy()
+    goal = args.goal if args.goal is not None else None
+    obs, info = env.reset(seed=args.seed, options=None if goal is None else {"goal_index": goal})
+    width = 100
+    print(f"shop: {shop}")
+    print(f"goal {info['goal_index']}: {info['instruction']}\n")
+    print("observation:\n" + textwrap.indent(textwrap.shorten(obs, 600, placeholder=" ...") if args.observation_mode == "text" else obs, "  "))
+    total = 0.0
+    done = False
+    while not done:
+        action = policy.act(obs, info)
+        obs, reward, terminated, truncated, info = env.step(action)
+        done = terminated or truncated
+        total = reward
+        print(f"\naction: {action}")
+        shown = textwrap.shorten(obs, 600, placeholder=" ...") if args.observation_mode == "text" else obs
+        print("observation:\n" + textwrap.indent(textwrap.fill(shown, width) if args.observation_mode == "text" else shown, "  "))
+    print(f"\nreward: {total}")
+    if "reward_info" in info:
+        print("breakdown: " + json.dumps(info["reward_info"]))
+    return 0
+
+
+# -- data ------------------------------------------------------------------------------------
+
+
+def _data_synth(args) -> int:
+    from webshop_gym.synth import generate_shop
+
+    summary = generate_shop(args.out, args.products, seed=args.seed, progress=not args.quiet)
+    print(json.dumps(summary, indent=1))
+    return 0
+
+
+def _data_compile(args) -> int:
+    from webshop_gym.catalog import load_catalog
+
+    catalog = load_catalog(args.dir or _default_dir(), num_products=args.num_products)
+    catalog.ensure_nouns(progress=True)
+    print(f"compiled {len(catalog)} products into {catalog.folder}")
+    return 0
+
+
+def _data_index(args) -> int:
+    from webshop_gym.catalog import load_catalog
+    from webshop_gym.search import LuceneSearch
+
+    catalog = load_catalog(args.dir or _default_dir(), num_products=args.num_products)
+    engine = LuceneSearch(catalog)
+    engine.searcher()
+    print(f"index of {len(catalog)} products: {engine.index_path}")
+    return 0
+
+
+def _default_dir() -> str:
+    from webshop_gym._paths import default_shop_dir
+
+    return str(default_shop_dir())
+
+
+def _data_info(args) -> int:
+    from collections import Counter
+
+    from webshop_gym.catalog import load_catalog
+    from webshop_gym.goals import SPLITS, build_goals
+
+    catalog = load_catalog(args.dir or _default_dir())
+    counts = catalog.meta["counts"]
+    categories = Counter(catalog.category_names[c] for c in catalog.category)
+    option_names = Counter(catalog.group_name[g] for g in range(len(catalog.group_name)))
+    lines = [
+        f"shop: {args.dir or _default_dir()}",
+        f"products: {counts['products']} (records {counts['records']}, skipped {counts['skipped']}, duplicate asins {counts['duplicates']})",
+        f"categories: " + ", ".join(f"{k} {v}" for k, v in sorted(categories.items())),
+        f"product types (queries): {len(catalog.query_names)}",
+        f"products with options: {sum(1 for r in range(len(catalog)) if catalog.option_groups.length(r))}",
+        "option names: " + ", ".join(f"{k} {v}" for k, v in option_names.most_common(12)),
+        f"distinct attributes: {len(catalog.attribute_names)}",
+    ]
+    for human in (False, True):
+        goals = build_goals(catalog, human_goals=human, seed=0)
+        splits = ", ".join(f"{name} {len(goals.split_range(name))}" for name in SPLITS)
+        lines.append(f"{'human' if human else 'synthetic'} goals: {len(goals)} ({splits})")
+    print("\n".join(lines))
+    return 0
+
+
+def _data_goals(args) -> int:
+    from webshop_gym.shop import load_shop
+
+    shop = load_shop(args.dir or None, human_goals=args.human_goals, seed=args.price_seed)
+    shop.goals.save(args.out, shop.catalog)
+    print(f"wrote {len(shop.goals)} {shop.goals.kind} goals to {args.out}")
+    return 0
+
+
+# -- replay ----------------------------------------------------------------------------------
+
+
+def _replay(args) -> int:
+    from webshop_gym.recorder import replay
+
+    results = replay(args.log, shop_path=args.shop)
+    bad = [r for r in results if not r["match"]]
+    for r in results:
+        status = "ok" if r["match"] else "MISMATCH"
+        print(f"{r['episode'][:12]}  goal {r['goal_index']:>5}  steps {r['steps']:>3}  "
+              f"logged {r['logged_reward']:.4f}  replayed {r['replayed_reward']:.4f}  {status}")
+    print(f"{len(results)} episodes, {len(bad)} mismatches")
+    return 1 if bad else 0
+
+
+# -- parser ------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the argument parser of ``webshop-gym``."""
+    parser = argparse.ArgumentParser(
+        prog="webshop-gym",
+        description="The WebShop benchmark as a Gymnasium environment: play, evaluate, serve, prepare data.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    demo = sub.add_parser("demo", help="play one scripted episode on the default shop and print it",
+                          description="Play one episode with the rule policy and print the instruction, every action, observation and the reward.")
+    _shop_arguments(demo)
+    demo.add_argument("--goal", type=int, help="goal index (default: one drawn with --seed)")
+    demo.add_argument("--seed", type=int, default=0, help="episode seed (default 0)")
+    demo.add_argument("--max-steps", type=int, default=15, help="step cap (default 15)")
+    demo.add_argument("--observation-mode", default="text", choices=["text", "text_rich", "html", "url"])
+    demo.set_defaults(func=_demo)
+
+    data = sub.add_parser("data", help="generate, inspect, compile and index shops",
+                          description="Work with shop data in the reference's three-file JSON format.")
+    data_sub = data.add_subparsers(dest="data_command", metavar="ACTION", required=True)
+    synth = data_sub.add_parser("synth", help="generate a synthetic shop",
+                                description="Write items_shuffle.json, items_ins_v2.json and items_human_ins.json. "
+                                            "The embedded default shop is `--products 1000 --seed 0 --out data`.")
+    synth.add_argument("--products", type=int, required=True, help="number of products")
+    synth.add_argument("--seed", type=int, default=0, help="generator seed (default 0)")
+    synth.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    synth.add_argument("--quiet", action="store_true", help="no progress bar")
+    synth.set_defaults(func=_data_synth)
+    for name, func, text in (
+        ("info", _data_info, "print a summary: products, categories, option names, goals per split"),
+        ("compile", _data_compile, "compile (and cache) the catalog and its title nouns"),
+        ("index", _data_index, "build (and cache) the Lucene search index"),
+    ):
+        cmd = data_sub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
+        cmd.add_argument("dir", nargs="?", metavar="DIR", help="shop directory (default: the embedded shop)")
+        if name != "info":
+            cmd.add_argument("--num-products", type=int, help="keep only the first N product records")
+        cmd.set_defaults(func=func)
+    goals = data_sub.add_parser("goals", help="export a frozen goal set (goals, texts, caps and prices) to JSON",
+                                description="Freeze a shop's goal set so that every run uses the same goals and prices.")
+    goals.add_argument("dir", nargs="?", metavar="DIR", help="shop directory (default: the embedded shop)")
+    goals.add_argument("--out", required=True, metavar="FILE", help="output JSON file")
+    goals.add_argument("--human-goals", action="store_true", help="human instructions instead of synthetic goals")
+    goals.add_argument("--price-seed", type=int, default=0, help="seed of prices and caps (default 0)")
+    goals.set_defaults(func=_data_goals)
+
+    replay = sub.add_parser("replay", help="replay a trajectory log in WebShopEnv and check its rewards",
+                            description="Replay every episode of a JSONL trajectory log (written by the env's "
+                                        "recorder or the play server) and print logged vs replayed rewards. "
+                                        "Exit status 1 on any mismatch.")
+    replay.add_argument("log", metavar="LOG", help="the JSONL log")
+    replay.add_argument("--shop", metavar="DIR", help="shop directory, if it moved since the log was written")
+    replay.set_defaults(func=_replay)
+
+    for name, (module, text) in _FEATURES.items():
+        cmd = sub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
+        try:
+            feature = importlib.import_module(module)
+        except ImportError as exc:
+            cmd.set_defaults(func=lambda args, exc=exc, name=name: _missing(name, exc))
+            continue
+        feature.add_arguments(cmd)
+        cmd.set_defaults(func=feature.run)
+    return parser
+
+
+def _missing(name: str, exc: Exception) -> int:
+    print(f"webshop-gym {name} is not available: {exc}", file=sys.stderr)
+    return 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from webshop_gym.error import Error
+
+    try:
+        return int(args.func(args) or 0)
+    except Error as exc:
+        print(f"webshop-gym {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except FileNotFoundError as exc:
+        print(f"webshop-gym {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
+
+
