@@ -97,8 +97,7 @@ class WebShopVectorEnv(VectorEnv):
             from webshop_gym.workers import WorkerPool
 
             self.engine = WorkerPool(
-                num_workers, self.num_envs, shop=shop, goals=goals, human_goals=human_goals, price_seed=price_seed,
-                num_products=num_products, observation_mode=observation_mode, max_steps=max_steps,
+                num_workers, self.num_envs, self.shop, observation_mode=observation_mode, max_steps=max_steps,
                 show_attrs=show_attrs, split=split,
             )
         else:
@@ -197,7 +196,6 @@ class WebShopVectorEnv(VectorEnv):
         for i in slots:
             if seeds[i] is not None:
                 self._rngs[i] = seeding.np_random(seeds[i])[0]
-            self.engine.set_rng(i, self._rngs[i])
         if full:
             self._episode[:] = 0
             self._streams = [[] for _ in range(n // self.group_size)]

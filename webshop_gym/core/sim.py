@@ -12,6 +12,7 @@ The single env is this core with one slot; the vector env and the server use it 
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -63,7 +64,8 @@ class BatchState:
     current product's option group ``g`` (-1: none) and ``stamp[slot, g]`` the order in which
     groups were first chosen.  Per-slot objects: ``keywords`` (the last search's lower-cased
     text), ``results`` (its catalog rows), ``visited`` (products opened since the last
-    ``back to search``), ``rng`` (the slot's generator), ``last_reward_info``.
+    ``back to search``), ``rng`` (the slot's generator, for goal sampling) and ``purchase``
+    (the purchase's asin, options, price and reward breakdown once bought).
     """
 
     goal: np.ndarray
@@ -226,8 +228,11 @@ def _special_results(ctx: SimContext, state: BatchState, slot: int, keywords: li
     catalog = ctx.shop.catalog
     head = keywords[0]
     if head == "<r>":
+        # The reference draws from Python's global RNG; ours is a pure function of the episode
+        # (goal, step, keywords), so shards and processes need not share generators.
+        seed = [zlib.crc32(" ".join(keywords).encode("utf-8", "surrogatepass")), int(state.goal[slot]), int(state.steps[slot])]
         n = len(catalog)
-        return state.rng[slot].choice(n, size=min(SEARCH_RETURN_N, n), replace=False).astype(np.int32)
+        return np.random.default_rng(seed).choice(n, size=min(SEARCH_RETURN_N, n), replace=False).astype(np.int32)
     if head == "<a>":
         wanted = " ".join(keywords[1:]).strip()
         key = ("a", wanted)

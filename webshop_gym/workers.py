@@ -1,0 +1,274 @@
+"""Multi-process stepping: shards of a batch run in spawned worker processes.
+
+:class:`WorkerPool` has the interface of :class:`~webshop_gym.engine.Engine` (reset, step,
+observe, info, ...), so :class:`~webshop_gym.vector_env.WebShopVectorEnv` keeps its autoreset,
+goal and info logic in the parent and results are identical to one process.  Each worker owns a
+contiguous shard of slots and an engine over the same shop: the compiled catalog is
+memory-mapped from the cache (not pickled or copied), and each worker runs its own search
+engine.  Workers start with ``spawn``; one that dies raises :class:`WorkerDied` in the parent
+instead of hanging it.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import traceback
+from collections.abc import Sequence
+from multiprocessing.connection import wait
+
+import numpy as np
+
+from webshop_gym.error import Error
+
+__all__ = ["WorkerDied", "WorkerError", "WorkerPool", "shop_arguments"]
+
+
+class WorkerDied(Error, RuntimeError):
+    """A worker process exited unexpectedly."""
+
+
+class WorkerError(Error, RuntimeError):
+    """A worker raised an exception (its traceback is in the message)."""
+
+
+def shop_arguments(shop) -> dict:
+    """Arguments that make ``load_shop`` rebuild ``shop`` in another process."""
+    goals = shop.goals
+    return {
+        "path": str(shop.path),
+        "goals": goals.source or None,
+        "human_goals": goals.kind == "human",
+        "seed": goals.seed if goals.seed is not None else 0,
+        "num_products": shop.catalog.meta.get("num_products"),
+    }
+
+
+def _snapshot(engine, slot: int) -> tuple:
+    return engine.observe(slot), engine.info(slot), engine.finished(slot)
+
+
+def _worker(conn, shop_args: dict, engine_args: dict, n_slots: int, heap: str | None) -> None:
+    try:
+        if heap:
+            os.environ["WEBSHOP_GYM_JAVA_HEAP"] = heap
+        from webshop_gym.engine import Engine
+        from webshop_gym.shop import load_shop
+
+        shop = load_shop(progress=False, **shop_args)
+        engine = Engine(shop, n_slots, **engine_args)
+        conn.send(("ready", os.getpid()))
+    except BaseException:
+        conn.send(("error", traceback.format_exc()))
+        return
+    while True:
+        try:
+            message = conn.recv()
+        except EOFError:
+            return
+        try:
+            command = message[0]
+            if command == "close":
+                conn.send(("ok",))
+                return
+            if command == "reset":
+                _, slots, goals = message
+                engine.reset(slots, goals)
+                conn.send(("ok", [_snapshot(engine, s) for s in slots]))
+            elif command == "step":
+                _, slots, actions = message
+                rewards, terminated, truncated = engine.step(slots, actions)
+                conn.send(("ok", rewards, terminated, truncated, [_snapshot(engine, s) for s in slots]))
+            elif command == "observe":
+                _, slot, mode = message
+                conn.send(("ok", engine.observe(slot, mode)))
+            elif command == "exit":  # for tests: die without a word
+                os._exit(int(message[1]))
+            else:
+                conn.send(("error", f"unknown command {command!r}"))
+        except BaseException:
+            conn.send(("error", traceback.format_exc()))
+
+
+class WorkerPool:
+    """An engine whose slots are sharded over worker processes.
+
+    Args:
+        num_workers: worker processes.
+        num_slots: slots in all.
+        shop: the parent's shop (its files are re-opened, memory-mapped, by every worker).
+        observation_mode, max_steps, show_attrs, split: as :class:`~webshop_gym.engine.Engine`.
+        java_heap: each worker's JVM heap (default ``WEBSHOP_GYM_JAVA_HEAP`` or 1g).
+        timeout: seconds to wait for a worker's answer before declaring it stuck.
+    """
+
+    def __init__(
+        self,
+        num_workers: int,
+        num_slots: int,
+        shop,
+        observation_mode: str = "text",
+        max_steps: int | None = 15,
+        show_attrs: bool = False,
+        split: str | None = None,
+        java_heap: str | None = None,
+        timeout: float = 600.0,
+    ):
+        if not 1 <= num_workers <= num_slots:
+            raise ValueError(f"num_workers must be between 1 and num_envs ({num_slots}), got {num_workers}")
+        self.shop = shop
+        self.timeout = timeout
+        self.goal_range = shop.goals.split_range(split)
+        bounds = np.linspace(0, num_slots, num_workers + 1).round().astype(int)
+        self.shards = [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
+        self.owner = np.zeros(num_slots, np.int64)
+        for k, (a, b) in enumerate(self.shards):
+            self.owner[a:b] = k
+        self._obs: list[str] = [""] * num_slots
+        self._info: list[dict] = [{}] * num_slots
+        self._finished = np.zeros(num_slots, bool)
+        engine_args = {"observation_mode": observation_mode, "max_steps": max_steps, "show_attrs": show_attrs, "split": split}
+        ctx = mp.get_context("spawn")
+        self.conns = []
+        self.procs = []
+        self._closed = False
+        for a, b in self.shards:
+            parent, child = ctx.Pipe()
+            proc = ctx.Process(
+                target=_worker, args=(child, shop_arguments(shop), engine_args, b - a, java_heap), daemon=True
+            )
+            proc.start()
+            child.close()
+            self.conns.append(parent)
+            self.procs.append(proc)
+        for k in range(len(self.procs)):
+            self._receive(k)
+
+    # -- plumbing -----------------------------------------------------------------------------
+
+    def _receive(self, k: int):
+        conn, proc = self.conns[k], self.procs[k]
+        ready = wait([conn, proc.sentinel], timeout=self.timeout)
+        if not ready:
+            self.close(force=True)
+            raise WorkerDied(f"worker {k} (pid {proc.pid}) did not answer within {self.timeout:.0f} s")
+        if conn in ready:
+            try:
+                message = conn.recv()
+            except EOFError:
+                message = None
+            if message is not None:
+                if message[0] == "error":
+                    self.close(force=True)
+                    raise WorkerError(f"worker {k} (pid {proc.pid}) failed:\n{message[1]}")
+                return message
+        proc.join(timeout=1)
+        code = proc.exitcode
+        self.close(force=True)
+        raise WorkerDied(
+            f"worker {k} (pid {proc.pid}, slots {self.shards[k][0]}-{self.shards[k][1] - 1}) exited with code {code}; "
+            "its episodes are lost. Create the vector env again."
+        )
+
+    def _send(self, k: int, message) -> None:
+        try:
+            self.conns[k].send(message)
+        except (BrokenPipeError, OSError):
+            self._receive(k)  # raises WorkerDied with the exit code
+
+    def _split(self, slots: Sequence[int], values: Sequence) -> dict[int, tuple[list[int], list]]:
+        parts: dict[int, tuple[list[int], list]] = {}
+        for slot, value in zip(slots, values):
+            k = int(self.owner[slot])
+            local, vals = parts.setdefault(k, ([], []))
+            local.append(int(slot) - self.shards[k][0])
+            vals.append(value)
+        return parts
+
+    def _store(self, k: int, local: list[int], snapshots) -> None:
+        base = self.shards[k][0]
+        for s, (obs, info, finished) in zip(local, snapshots):
+            self._obs[base + s] = obs
+            self._info[base + s] = info
+            self._finished[base + s] = finished
+
+    # -- the engine interface -------------------------------------------------------------------
+
+    def set_rng(self, slot: int, rng) -> None:
+        """Goal sampling happens in the parent; nothing to send."""
+
+    def sample_goal_with(self, rng: np.random.Generator) -> int:
+        """Draw a goal (in the parent, from the parent's generator)."""
+        return self.shop.goals.sample(rng, self.goal_range)
+
+    def reset(self, slots: Sequence[int], goals: Sequence[int]) -> None:
+        """Start episodes in ``slots``."""
+        parts = self._split(slots, goals)
+        for k, (local, vals) in parts.items():
+            self._send(k, ("reset", local, vals))
+        for k, (local, _) in parts.items():
+            self._store(k, local, self._receive(k)[1])
+
+    def step(self, slots: Sequence[int], actions: Sequence) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Step ``slots`` in their workers, all workers at once."""
+        slots = list(slots)
+        parts = self._split(slots, actions)
+        for k, (local, vals) in parts.items():
+            self._send(k, ("step", local, vals))
+        position = {slot: i for i, slot in enumerate(slots)}
+        rewards = np.zeros(len(slots), np.float64)
+        terminated = np.zeros(len(slots), bool)
+        truncated = np.zeros(len(slots), bool)
+        for k, (local, _) in parts.items():
+            _, r, term, trunc, snapshots = self._receive(k)
+            self._store(k, local, snapshots)
+            base = self.shards[k][0]
+            idx = [position[base + s] for s in local]
+            rewards[idx], terminated[idx], truncated[idx] = r, term, trunc
+        return rewards, terminated, truncated
+
+    def finished(self, slot: int) -> bool:
+        """Whether the slot's episode ended."""
+        return bool(self._finished[slot])
+
+    def observe(self, slot: int, mode: str | None = None) -> str:
+        """The slot's observation (another mode asks the worker)."""
+        if mode is None:
+            return self._obs[slot]
+        k = int(self.owner[slot])
+        self._send(k, ("observe", slot - self.shards[k][0], mode))
+        return self._receive(k)[1]
+
+    def info(self, slot: int) -> dict:
+        """The slot's info."""
+        return self._info[slot]
+
+    def kill_worker(self, k: int, code: int = 9) -> None:
+        """Make worker ``k`` exit at once (to test failure handling)."""
+        self.conns[k].send(("exit", code))
+        self.procs[k].join(timeout=10)
+
+    def close(self, force: bool = False) -> None:
+        """Stop every worker."""
+        if self._closed:
+            return
+        self._closed = True
+        for conn, proc in zip(self.conns, self.procs):
+            if not force and proc.is_alive():
+                try:
+                    conn.send(("close",))
+                    if conn.poll(5):
+                        conn.recv()
+                except (BrokenPipeError, EOFError, OSError):
+                    pass
+            proc.join(timeout=0 if force else 5)
+            if proc.is_alive():
+                proc.terminate()
+                proc.join(timeout=5)
+            conn.close()
+
+    def __del__(self):  # pragma: no cover - best effort at interpreter exit
+        try:
+            self.close(force=True)
+        except Exception:
+            pass
