@@ -28,7 +28,7 @@ def decode(raw: bytes | memoryview) -> str:
 
 def readonly(array: np.ndarray) -> np.ndarray:
     """Return ``array`` marked read-only (a view, no copy)."""
-    view = array.view()
+    view = array.view(np.ndarray)  # a plain ndarray: memmap's Python-level __getitem__ is slow
     view.flags.writeable = False
     return view
 

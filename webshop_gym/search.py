@@ -227,11 +227,10 @@ class LuceneSearch:
         return rows
 
     def _lucene(self, query: str, k: int):
+        searcher = self.searcher()
         try:
-            return self.searcher().search(query, k=k)
-        except SearchEngineError:
-            raise
-        except Exception:  # e.g. TooManyClauses for a 10 kB query: no results, never a crash
+            return searcher.search(query, k=k)
+        except Exception:  # a Java exception, e.g. TooManyClauses for a 10 kB query: no results, never a crash
             return []
 
     def search(self, query: str, k: int = SEARCH_RETURN_N) -> np.ndarray:
@@ -260,10 +259,9 @@ class LuceneSearch:
             for start in range(0, len(missing), self.batch_size):
                 chunk = missing[start : start + self.batch_size]
                 qids = [str(i) for i in range(len(chunk))]
+                searcher = self.searcher()
                 try:
-                    results = self.searcher().batch_search(chunk, qids, k=k, threads=self.threads)
-                except SearchEngineError:
-                    raise
+                    results = searcher.batch_search(chunk, qids, k=k, threads=self.threads)
                 except Exception:
                     results = {qid: self._lucene(q, k) for q, qid in zip(chunk, qids)}
                 for q, qid in zip(chunk, qids):

@@ -16,7 +16,40 @@ from webshop_gym.error import EpisodeFinished
 from webshop_gym.shop import Shop, load_shop
 from webshop_gym.spaces import String
 
-__all__ = ["WebShopVectorEnv"]
+__all__ = ["WebShopVectorEnv", "batch_infos"]
+
+
+def batch_infos(entries: Sequence[tuple[int, dict]], n: int) -> dict[str, Any]:
+    """Batch per-slot info dicts exactly as Gymnasium's ``VectorEnv._add_info`` does, column by column.
+
+    Every key becomes an array of ``n`` entries (typed by its first value: ``int``, ``float``,
+    ``bool`` and numpy numbers give numeric arrays, anything else an object array; dicts
+    recurse) plus a boolean mask ``_key`` of the slots that reported it.
+    """
+    columns: dict[str, list[tuple[int, Any]]] = {}
+    for slot, info in entries:
+        for key, value in info.items():
+            columns.setdefault(key, []).append((slot, value))
+    out: dict[str, Any] = {}
+    for key, values in columns.items():
+        first = values[0][1]
+        if key != "final_obs" and isinstance(first, dict):
+            array: Any = batch_infos(values, n)
+        else:
+            if key == "final_obs":
+                array = np.full(n, None, dtype=object)
+            elif type(first) in (int, float, bool) or issubclass(type(first), np.number):
+                array = np.zeros(n, dtype=type(first))
+            elif isinstance(first, np.ndarray):
+                array = np.zeros((n, *first.shape), dtype=first.dtype)
+            else:
+                array = np.full(n, None, dtype=object)
+            for slot, value in values:
+                array[slot] = value
+        mask = np.zeros(n, dtype=np.bool_)
+        mask[[slot for slot, _ in values]] = True
+        out[key], out[f"_{key}"] = array, mask
+    return out
 
 
 class WebShopVectorEnv(VectorEnv):
@@ -218,11 +251,11 @@ class WebShopVectorEnv(VectorEnv):
         self._start(slots, goals)
         self._autoreset[slots] = False
         self._started = True
-        infos: dict[str, Any] = {}
+        entries = []
         for i in slots:
             self._obs[i] = self._observe(i)
-            infos = self._add_info(infos, self._info(i), i)
-        return tuple(self._obs), infos
+            entries.append((i, self._info(i)))
+        return tuple(self._obs), batch_infos(entries, n)
 
     def step(self, actions: Sequence[str]):
         """Step every slot with its action (autoreset as ``metadata["autoreset_mode"]`` says)."""
@@ -249,25 +282,27 @@ class WebShopVectorEnv(VectorEnv):
             rewards[stepping] = r
             terminations[stepping] = term
             truncations[stepping] = trunc
-        infos: dict[str, Any] = {}
+        entries = []
         if to_reset:
             self._start(to_reset, [self._next_goal(i) for i in to_reset])
         for i in range(n):
             if self._idle[i]:
                 self._obs[i] = ""
-                infos = self._add_info(infos, {"idle": True}, i)
+                entries.append((i, {"idle": True}))
                 continue
             obs = self._observe(i)
             info = self._info(i)
             if mode == AutoresetMode.SAME_STEP and (terminations[i] or truncations[i]):
-                infos = self._add_info(infos, {"final_obs": obs, "final_info": info}, i)
+                final = {"final_obs": obs, "final_info": info}
                 self._start([i], [self._next_goal(i)])
                 if self._idle[i]:
                     obs, info = "", {"idle": True}
                 else:
                     obs, info = self._observe(i), self._info(i)
+                info = {**final, **info}
             self._obs[i] = obs
-            infos = self._add_info(infos, info, i)
+            entries.append((i, info))
+        infos = batch_infos(entries, n)
         if mode == AutoresetMode.NEXT_STEP:
             self._autoreset = terminations | truncations
         return tuple(self._obs), rewards, terminations, truncations, infos

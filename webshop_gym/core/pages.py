@@ -13,7 +13,12 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 __all__ = [
+    "DONE",
+    "ITEM",
     "PRODUCTS_PER_PAGE",
+    "RESULTS",
+    "START",
+    "SUB",
     "Page",
     "ProductView",
     "ProductViews",
@@ -49,9 +54,12 @@ class SubPage(IntEnum):
     ATTRIBUTES = 3
 
 
+# Plain ints for hot paths (an IntEnum member lookup costs a microsecond).
+START, RESULTS, ITEM, SUB, DONE = (int(p) for p in Page)
+
 SUB_PAGES = ("Description", "Features", "Reviews", "Attributes")
 """Tab names as shown (their lower-cased forms are the click labels)."""
-SUB_LABELS = {name.lower(): SubPage(i) for i, name in enumerate(SUB_PAGES)}
+SUB_LABELS = {name.lower(): i for i, name in enumerate(SUB_PAGES)}
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ The single env is this core with one slot; the vector env and the server use it 
 from __future__ import annotations
 
 import zlib
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -26,7 +27,11 @@ from webshop_gym.core.pages import (
     PRODUCTS_PER_PAGE,
     SEARCH_BUTTON,
     SUB_LABELS,
-    Page,
+    DONE,
+    ITEM,
+    RESULTS,
+    START,
+    SUB,
     ProductViews,
 )
 
@@ -49,9 +54,47 @@ class SimContext:
     show_attrs: bool = False
     views: ProductViews = field(init=False)
     _special: dict = field(default_factory=dict, init=False, repr=False)
+    _labels: dict = field(default_factory=dict, init=False, repr=False)
+    _pages: OrderedDict = field(default_factory=OrderedDict, init=False, repr=False)
 
     def __post_init__(self):
         self.views = ProductViews(self.shop.catalog)
+
+    def label(self, row: int) -> str:
+        """The click label of a product link: its asin, lower-cased."""
+        label = self._labels.get(row)
+        if label is None:
+            if len(self._labels) > 200_000:
+                self._labels.clear()
+            label = self._labels[row] = self.shop.catalog.asin[row].lower()
+        return label
+
+    def results_view(self, results: np.ndarray, page_no: int) -> ResultsView:
+        """What one results page shows and what can be clicked on it (cached)."""
+        key = (id(results), page_no)
+        cached = self._pages.get(key)
+        if cached is not None and cached[0] is results:
+            self._pages.move_to_end(key)
+            return cached[1]
+        rows = results[(page_no - 1) * PRODUCTS_PER_PAGE : page_no * PRODUCTS_PER_PAGE]
+        labels = {}
+        for r in rows.tolist():
+            labels.setdefault(self.label(r), r)
+        buttons = [BACK_TO_SEARCH, PREV, NEXT] if page_no > 1 else [BACK_TO_SEARCH, NEXT]
+        view = ResultsView(rows, labels, tuple(dict.fromkeys([*buttons, *labels])))
+        self._pages[key] = (results, view)  # holding `results` keeps its id from being reused
+        if len(self._pages) > 50_000:
+            self._pages.popitem(last=False)
+        return view
+
+
+@dataclass(frozen=True)
+class ResultsView:
+    """One results page: its rows, click label -> row, and clickable labels in order."""
+
+    rows: np.ndarray
+    label_to_row: dict
+    clickables: tuple
 
 
 @dataclass
@@ -161,7 +204,7 @@ def reset_slots(ctx: SimContext, state: BatchState, slots, goals) -> None:
     """Start a new episode in each of ``slots`` with the given goal indices (start page)."""
     for slot, goal in zip(slots, goals):
         state.goal[slot] = goal
-        state.page[slot] = Page.START
+        state.page[slot] = START
         state.sub[slot] = 0
         state.page_no[slot] = 0
         state.steps[slot] = 0
@@ -177,35 +220,29 @@ def reset_slots(ctx: SimContext, state: BatchState, slots, goals) -> None:
 def clickables(ctx: SimContext, state: BatchState, slot: int) -> tuple:
     """Return the clickable labels of a slot's current page, in the reference's order."""
     page = state.page[slot]
-    if page == Page.START:
+    if page == START:
         return (SEARCH_BUTTON,)
-    if page == Page.RESULTS:
-        labels = [BACK_TO_SEARCH]
-        if state.page_no[slot] > 1:
-            labels.append(PREV)
-        labels.append(NEXT)
-        asin = ctx.shop.catalog.asin
-        labels.extend(asin[int(r)].lower() for r in state.page_rows(slot))
-        return tuple(dict.fromkeys(labels))
-    if page == Page.ITEM:
+    if page == RESULTS:
+        return ctx.results_view(state.results[slot], int(state.page_no[slot])).clickables
+    if page == ITEM:
         view = ctx.views(int(state.row[slot]))
         return view.clickables_with_attributes if ctx.show_attrs else view.clickables
-    if page == Page.SUB:
+    if page == SUB:
         return (BACK_TO_SEARCH, PREV)
     return ()
 
 
 def _is_clickable(ctx: SimContext, state: BatchState, slot: int, label: str) -> bool:
     page = state.page[slot]
-    if page == Page.START or page == Page.DONE:
+    if page == START or page == DONE:
         return False  # "search" is never clicked; the done page has no clickables
-    if label == BACK_TO_SEARCH or label == PREV and page != Page.RESULTS:
+    if label == BACK_TO_SEARCH or label == PREV and page != RESULTS:
         return True
-    if page == Page.RESULTS:
+    if page == RESULTS:
         if label == NEXT or (label == PREV and state.page_no[slot] > 1):
             return True
         return _result_row(ctx, state, slot, label) >= 0
-    if page == Page.ITEM:
+    if page == ITEM:
         option_target = ctx.views(int(state.row[slot])).option_target
         if label in SUB_LABELS and label != "attributes":
             return True
@@ -216,11 +253,7 @@ def _is_clickable(ctx: SimContext, state: BatchState, slot: int, label: str) -> 
 
 
 def _result_row(ctx: SimContext, state: BatchState, slot: int, label: str) -> int:
-    asin = ctx.shop.catalog.asin
-    for r in state.page_rows(slot):
-        if asin[int(r)].lower() == label:
-            return int(r)
-    return -1
+    return ctx.results_view(state.results[slot], int(state.page_no[slot])).label_to_row.get(label, -1)
 
 
 def _special_results(ctx: SimContext, state: BatchState, slot: int, keywords: list[str]) -> np.ndarray:
@@ -302,28 +335,28 @@ def step(ctx: SimContext, state: BatchState, slots, actions) -> StepOutcome:
         if arg == BUY_NOW:
             buys.append((i, slot))
         elif arg == BACK_TO_SEARCH:
-            state.page[slot] = Page.START
+            state.page[slot] = START
             state.keywords[slot] = None
             state.results[slot] = None
             state.page_no[slot] = 0
             state.visited[slot] = set()
             _clear_product(state, slot)
-        elif arg == NEXT and page == Page.RESULTS:
+        elif arg == NEXT and page == RESULTS:
             state.page_no[slot] += 1
-        elif arg == PREV and page == Page.RESULTS:
+        elif arg == PREV and page == RESULTS:
             state.page_no[slot] -= 1
-        elif arg == PREV and page == Page.SUB:
-            state.page[slot] = Page.ITEM
-        elif arg == PREV and page == Page.ITEM:
-            state.page[slot] = Page.RESULTS
+        elif arg == PREV and page == SUB:
+            state.page[slot] = ITEM
+        elif arg == PREV and page == ITEM:
+            state.page[slot] = RESULTS
             _clear_product(state, slot)
         elif arg in SUB_LABELS:
-            state.page[slot] = Page.SUB
+            state.page[slot] = SUB
             state.sub[slot] = SUB_LABELS[arg]
-        elif page == Page.RESULTS:
+        elif page == RESULTS:
             state.row[slot] = _result_row(ctx, state, slot, arg)
             state.visited[slot].add(int(state.row[slot]))
-            state.page[slot] = Page.ITEM
+            state.page[slot] = ITEM
         else:  # an option value on an item page
             group, value = ctx.views(int(state.row[slot])).option_target[arg]
             if state.selected[slot, group] < 0:
@@ -341,7 +374,7 @@ def step(ctx: SimContext, state: BatchState, slots, actions) -> StepOutcome:
             state.keywords[slot] = arg
             state.results[slot] = rows
             state.page_no[slot] = 1
-            state.page[slot] = Page.RESULTS
+            state.page[slot] = RESULTS
             _clear_product(state, slot)
 
     if buys:
@@ -359,7 +392,7 @@ def step(ctx: SimContext, state: BatchState, slots, actions) -> StepOutcome:
                 "price": float(shop.prices[int(state.row[slot])]),
                 "reward_info": batch.info(j),
             }
-            state.page[slot] = Page.DONE
+            state.page[slot] = DONE
             state.done[slot] = True
 
     return StepOutcome(kind=kind, invalid=kind == ActionKind.INVALID, reward=reward, done=state.done[slots].copy())

@@ -15,14 +15,14 @@ from dataclasses import dataclass, field
 from importlib import resources
 from urllib.parse import quote
 
-from webshop_gym.core.pages import SUB_PAGES, Page
+from webshop_gym.core.pages import DONE, ITEM, RESULTS, START, SUB, SUB_PAGES
 from webshop_gym.core.sim import BatchState
 from webshop_gym.render.nodes import options_json
 from webshop_gym.render.text import Renderer
 
 __all__ = ["HtmlRenderer", "Nav", "template_environment"]
 
-PAGE_NAMES = {Page.START: "start", Page.RESULTS: "results", Page.ITEM: "item", Page.SUB: "sub", Page.DONE: "done"}
+PAGE_NAMES = {START: "start", RESULTS: "results", ITEM: "item", SUB: "sub", DONE: "done"}
 
 
 @dataclass
@@ -93,7 +93,7 @@ class HtmlRenderer:
 
     def context(self, state: BatchState, slot: int, human: bool = False, nav: Nav | None = None) -> dict:
         """The template variables of a slot's page."""
-        page = Page(int(state.page[slot]))
+        page = int(state.page[slot])
         goal = int(state.goal[slot])
         c = self.catalog
         ctx = {
@@ -105,7 +105,7 @@ class HtmlRenderer:
             "goal_index": goal,
             "instruction": self.renderer.goals.instruction[goal],
         }
-        if page == Page.RESULTS:
+        if page == RESULTS:
             rows = state.page_rows(slot)
             ctx.update(
                 page_no=int(state.page_no[slot]),
@@ -121,7 +121,7 @@ class HtmlRenderer:
                     for r in rows
                 ],
             )
-        elif page in (Page.ITEM, Page.SUB):
+        elif page in (ITEM, SUB):
             row = int(state.row[slot])
             view = self.ctx.views(row)
             chosen = set(state.selected[slot, : len(view.groups)].tolist())
@@ -140,7 +140,7 @@ class HtmlRenderer:
                     for pos, (name, values) in enumerate(view.groups)
                 ],
             )
-            if page == Page.SUB:
+            if page == SUB:
                 ctx.update(
                     tab=SUB_PAGES[int(state.sub[slot])].lower(),
                     description=c.description[row],
@@ -155,7 +155,7 @@ class HtmlRenderer:
                     query=c.query_names[c.query[row]],
                     product_category=c.product_category_names[c.product_category[row]],
                 )
-        elif page == Page.DONE:
+        elif page == DONE:
             row = int(state.row[slot])
             options = state.options(slot, self.ctx.views)
             purchase = state.purchase[slot] or {}

@@ -12,7 +12,7 @@ import json
 from collections import OrderedDict
 
 from webshop_gym.core.actions import format_click, round_trips
-from webshop_gym.core.pages import SUB_PAGES, Page
+from webshop_gym.core.pages import DONE, ITEM, RESULTS, START, SUB, SUB_PAGES
 from webshop_gym.core.sim import BatchState, SimContext, clickables
 from webshop_gym.render import nodes as N
 
@@ -95,16 +95,16 @@ class Renderer:
         """The ``text`` observation of a slot."""
         page = state.page[slot]
         start, header = self._goal_parts(int(state.goal[slot]))
-        if page == Page.START:
+        if page == START:
             return start[1]
-        if page == Page.RESULTS:
+        if page == RESULTS:
             rows = state.page_rows(slot)
             parts = [header, N.join_text(N.results_header_nodes(int(state.page_no[slot]), len(state.results[slot])))]
             parts.extend(self._link_text(int(r)) for r in rows)
             return _compose(parts)
-        if page == Page.ITEM:
+        if page == ITEM:
             return _compose([header, self._prev, self._item_text(int(state.row[slot]))])
-        if page == Page.SUB:
+        if page == SUB:
             return _compose([header, self._prev, self._sub_text(int(state.row[slot]), int(state.sub[slot]))])
         return N.join_text(self.done_nodes(state, slot))[1]
 
@@ -112,18 +112,18 @@ class Renderer:
         """All visible strings of a slot's page, in order, with their element kinds."""
         page = state.page[slot]
         instruction = self.goals.instruction[int(state.goal[slot])]
-        if page == Page.START:
+        if page == START:
             return N.start_nodes(instruction)
-        if page == Page.RESULTS:
+        if page == RESULTS:
             out = N.header_nodes(instruction) + N.results_header_nodes(int(state.page_no[slot]), len(state.results[slot]))
             for r in state.page_rows(slot):
                 out += N.product_link_nodes(self.catalog, int(r))
             return out
         head = N.header_nodes(instruction) + [("< Prev", N.BUTTON)]
         row = int(state.row[slot])
-        if page == Page.ITEM:
+        if page == ITEM:
             return head + N.item_body_nodes(self.catalog, self.ctx.views(row), self.ctx.show_attrs)
-        if page == Page.SUB:
+        if page == SUB:
             return head + N.sub_body_nodes(self.catalog, row, int(state.sub[slot]))
         return self.done_nodes(state, slot)
 
@@ -135,9 +135,9 @@ class Renderer:
     def text_rich(self, state: BatchState, slot: int) -> str:
         """The ``text_rich`` observation of a slot."""
         page = state.page[slot]
-        url = self.url(state, slot) if page == Page.ITEM else ""
+        url = self.url(state, slot) if page == ITEM else ""
         visited = ()
-        if page == Page.RESULTS and state.visited[slot]:
+        if page == RESULTS and state.visited[slot]:
             visited = {self.catalog.asin[r].upper() for r in state.visited[slot]}
         clicked = []
         lines = []
@@ -172,35 +172,37 @@ class Renderer:
         """The reference's URL of the slot's page (the ``url`` observation)."""
         sid = self.session_id(state, slot)
         page = state.page[slot]
-        if page == Page.START:
+        if page == START:
             return f"{BASE_URL}/{sid}"
         keywords = (state.keywords[slot] or "").replace(" ", "+")
-        if page == Page.RESULTS:
+        if page == RESULTS:
             return f"{BASE_URL}/search_results/{sid}/{keywords}/{int(state.page_no[slot])}"
         asin = self.catalog.asin[int(state.row[slot])].upper()
         options = state.options(slot, self.ctx.views)
-        if page == Page.ITEM:
+        if page == ITEM:
             return f"{BASE_URL}/item_page/{sid}/{asin}/{keywords}/{int(state.page_no[slot])}/{json.dumps(options)}"
-        if page == Page.SUB:
+        if page == SUB:
             name = SUB_PAGES[int(state.sub[slot])]
             return f"{BASE_URL}/item_sub_page/{sid}/{asin}/{keywords}/{int(state.page_no[slot])}/{name}/{options}"
         return f"{BASE_URL}/done/{sid}/{asin}/{options}"
 
     def available_actions(self, state: BatchState, slot: int) -> dict:
         """``{"has_search_bar": bool, "clickables": [labels]}`` as the reference reports it."""
-        return {"has_search_bar": bool(state.page[slot] == Page.START), "clickables": list(clickables(self.ctx, state, slot))}
+        return {"has_search_bar": bool(state.page[slot] == START), "clickables": list(clickables(self.ctx, state, slot))}
 
     def valid_actions(self, state: BatchState, slot: int) -> list[str]:
         """Complete action strings valid now (the search as one template on the start page)."""
         page = state.page[slot]
-        if page == Page.START:
+        if page == START:
             return [SEARCH_TEMPLATE]
-        if page == Page.ITEM:
-            key = (int(state.row[slot]), self.ctx.show_attrs)
-            got = self._valid.get(key)
-            if got is None:
-                got = self._valid.remember(
-                    key, tuple(format_click(c) for c in clickables(self.ctx, state, slot) if round_trips(c))
-                )
-            return list(got)
-        return [format_click(c) for c in clickables(self.ctx, state, slot) if round_trips(c)]
+        if page == ITEM:
+            key = ("item", int(state.row[slot]), self.ctx.show_attrs)
+        elif page == RESULTS:
+            key = ("results", id(self.ctx.results_view(state.results[slot], int(state.page_no[slot]))))
+        else:
+            return [format_click(c) for c in clickables(self.ctx, state, slot) if round_trips(c)]
+        got = self._valid.get(key)
+        if got is None or got[0] is not clickables(self.ctx, state, slot):
+            labels = clickables(self.ctx, state, slot)
+            got = self._valid.remember(key, (labels, tuple(format_click(c) for c in labels if round_trips(c))))
+        return list(got[1])

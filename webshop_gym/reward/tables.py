@@ -26,16 +26,13 @@ def _ids(lookup: dict[str, int], words) -> list[int]:
 
 
 def max_joined_length(fuzz: FuzzTable) -> int:
-    """Longest processed string of the table (tokens joined by spaces)."""
+    """Longest processed string of the table (its tokens joined by spaces), at least 1."""
     tok_len = np.diff(np.asarray(fuzz.tokens.offsets))
     off = np.asarray(fuzz.strings.offsets)
     vals = np.asarray(fuzz.strings.values)
-    if len(vals) == 0:
-        return 1
-    per_token = tok_len[vals] + 1
-    sums = np.add.reduceat(per_token, off[:-1]) if len(off) > 1 else np.zeros(0)
-    sums = np.where(np.diff(off) > 0, sums, 0)
-    return int(sums.max(initial=1))
+    cumulative = np.concatenate([[0], np.cumsum(tok_len[vals] + 1)]) if len(vals) else np.zeros(1, np.int64)
+    sums = cumulative[off[1:]] - cumulative[off[:-1]]
+    return int(max(1, sums.max(initial=0)))
 
 
 @dataclass(frozen=True, eq=False)

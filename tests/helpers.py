@@ -1,0 +1,35 @@
+"""Helpers for writing small hand-made shops in the reference format."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def product(asin: str, **fields) -> dict:
+    """A minimal valid product record."""
+    record = {
+        "asin": asin,
+        "name": f"Product {asin}",
+        "full_description": f"Description of {asin}.",
+        "small_description": [f"Bullet one of {asin}", "Bullet two"],
+        "pricing": "$10.00",
+        "customization_options": "",
+        "images": [f"https://img.invalid/{asin}.jpg"],
+        "category": "grocery",
+        "query": "Snack Bars ",
+        "product_category": "Grocery & Gourmet Food › Snacks › Bars",
+    }
+    record.update(fields)
+    return record
+
+
+def write_shop(folder: Path, products: list, attributes: dict | None = None, human: dict | None = None) -> Path:
+    """Write the three reference files into ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "items_shuffle.json").write_text(json.dumps(products), encoding="utf-8")
+    if attributes is not None:
+        (folder / "items_ins_v2.json").write_text(json.dumps(attributes), encoding="utf-8")
+    if human is not None:
+        (folder / "items_human_ins.json").write_text(json.dumps(human), encoding="utf-8")
+    return folder

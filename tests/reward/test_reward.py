@@ -1,0 +1,190 @@
+"""The reward: reference scorer, Numba kernel (and its twin), golden cases, edge cases."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from thefuzz import fuzz
+
+from tests.helpers import product, write_shop
+from webshop_gym.reward import BREAKDOWN_KEYS, _kernels
+from webshop_gym.reward.strings import FuzzTableBuilder
+from webshop_gym.reward.tables import max_joined_length
+
+# -- the fuzzy matcher ------------------------------------------------------------------------
+
+_ALPHABET = st.sampled_from(list("abcde xyz-12 ,.'\"()/|&ÄéßΩ你™_\t"))
+_WORDS = ["size", "large", "x-large", "black", "navy blue", "pack", "of", "2", "oz", "gluten free", "free",
+          "men's", "('size', 'large')", "", "  ", "éclair", "a", "aa", "ab", "ba", "abc", "cab"]
+
+
+def _kernel_ratio(pairs):
+    builder = FuzzTableBuilder()
+    ids = [(builder.add(a), builder.add(b)) for a, b in pairs]
+    table = builder.build()
+    out = np.empty(len(ids))
+    left = np.array([a for a, _ in ids], dtype=np.int32)
+    right = np.array([b for _, b in ids], dtype=np.int32)
+    _kernels.fuzzy_pairs_jit(
+        np.asarray(table.tokens.offsets), np.asarray(table.tokens.values), np.asarray(table.strings.offsets),
+        np.asarray(table.strings.values), max_joined_length(table), left, right, out,
+    )
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.text(_ALPHABET, max_size=40), st.text(_ALPHABET, max_size=40)), min_size=1, max_size=20))
+def test_token_set_ratio_kernel_equals_thefuzz(pairs):
+    scores = _kernel_ratio(pairs)
+    for (a, b), score in zip(pairs, scores):
+        assert int(round(score)) == fuzz.token_set_ratio(a, b), (a, b, score)
+
+
+def test_token_set_ratio_on_word_soup():
+    rng = np.random.default_rng(0)
+    pairs = [(" ".join(rng.choice(_WORDS, rng.integers(0, 6))), " ".join(rng.choice(_WORDS, rng.integers(0, 6))))
+             for _ in range(5000)]
+    pairs += [(("size", "large"), "large"), (("color", "navy blue"), "blue"), ("large", ("size", "x-large"))]
+    scores = _kernel_ratio(pairs)
+    mismatches = [(a, b) for (a, b), s in zip(pairs, scores) if int(round(s)) != fuzz.token_set_ratio(a, b)]
+    assert mismatches == []
+
+
+# -- golden cases ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("human", [False, True])
+def test_golden_rewards_exactly(real_dir, golden_dir, human):
+    """Every reward case of the reference's golden file, by the kernel and by the reference scorer.
+
+    The only way the two could differ from the reference is spaCy tagging the titles differently;
+    the count of such cases is asserted to be zero (the README states the figure).
+    """
+    from webshop_gym import load_shop
+
+    folder = golden_dir / "human" if human else golden_dir
+    shop = load_shop(real_dir, goals=folder / "goals.json", progress=False)
+    with open(folder / "rewards.jsonl", encoding="utf-8") as handle:
+        cases = [json.loads(line) for line in handle]
+    assert len(cases) == 10000
+    batch = shop.score_batch([c["goal_index"] for c in cases], [c["asin"] for c in cases],
+                             [c["options"] for c in cases], [c["price"] for c in cases])
+    kernel_bad = [i for i, c in enumerate(cases) if batch.total[i] != c["reward"] or batch.info(i) != c["info"]]
+    tagging = [i for i in kernel_bad if batch.info(i)["title_score"] != cases[i]["info"]["title_score"]]
+    assert len(tagging) == 0, f"{len(tagging)} cases differ only through spaCy's title tagging"
+    assert kernel_bad == []
+    reference_bad = [
+        i for i, c in enumerate(cases)
+        if shop.reward(c["goal_index"], c["asin"], c["options"], c["price"]) != (c["reward"], c["info"])
+    ]
+    assert reference_bad == []
+    assert sum(c["reward"] == 1.0 for c in cases) > 100  # the file has successes, not only failures
+
+
+# -- kernel == reference on random tuples --------------------------------------------------------------
+
+
+def _random_tuples(shop, n, seed):
+    rng = np.random.default_rng(seed)
+    catalog, goals = shop.catalog, shop.goals
+    tuples = []
+    for _ in range(n):
+        g = int(rng.integers(len(goals)))
+        row = int(goals.target[g]) if rng.random() < 0.5 and goals.target[g] >= 0 else int(rng.integers(len(catalog)))
+        options = {}
+        for grp in catalog.option_groups[row]:
+            if rng.random() < 0.7:
+                values = catalog.group_values[grp]
+                options[catalog.group_name[grp]] = catalog.value_text[int(values[rng.integers(len(values))])]
+        if rng.random() < 0.1:
+            options["free text"] = rng.choice(["navy blue", "XL", "größe", "24 | 36 pack", ""])
+        price = float(shop.prices[row]) if rng.random() < 0.6 else float(rng.uniform(1, 1200))
+        if rng.random() < 0.05:
+            price = float(goals.price_upper[g])  # exactly at the cap
+        tuples.append((g, catalog.asin[row], options, price))
+    return tuples
+
+
+def _compare(shop, tuples):
+    batch = shop.score_batch(*zip(*tuples))
+    bad = []
+    for i, (g, asin, options, price) in enumerate(tuples):
+        total, info = shop.reward(g, asin, options, price)
+        if total != batch.total[i] or info != batch.info(i):
+            bad.append((i, total, float(batch.total[i]), info, batch.info(i)))
+    return bad
+
+
+def test_kernel_equals_reference_on_the_default_shop(default_shop):
+    assert _compare(default_shop, _random_tuples(default_shop, 10000, seed=1)) == []
+
+
+def test_kernel_equals_reference_on_the_real_shop(real_shop, real_human_shop):
+    assert _compare(real_shop, _random_tuples(real_shop, 10000, seed=2)) == []
+    assert _compare(real_human_shop, _random_tuples(real_human_shop, 2000, seed=3)) == []
+
+
+def test_twin_equals_kernel(default_shop):
+    tuples = _random_tuples(default_shop, 300, seed=4)
+    rows = [default_shop.row(a) for _, a, _, _ in tuples]
+    selected = [default_shop._selected_fz(r, list(o.values())) for r, (_, _, o, _) in zip(rows, tuples)]
+    args = ([g for g, *_ in tuples], rows, selected, [p for *_, p in tuples])
+    compiled = default_shop.rewards.score(*args)
+    twin = default_shop.rewards.score(*args, kernel=False)
+    for key in (*BREAKDOWN_KEYS, "total", "n_att", "n_opt"):
+        assert np.array_equal(getattr(compiled, key), getattr(twin, key), equal_nan=True), key
+
+
+# -- edge cases on a hand-made shop ---------------------------------------------------------------------
+
+
+@pytest.fixture()
+def edge_shop(tmp_path, monkeypatch):
+    monkeypatch.setenv("WEBSHOP_GYM_CACHE", str(tmp_path / "cache"))
+    from webshop_gym import load_shop
+
+    products = [
+        product("B000000001", name="Crème Brûlée Candle for Café Décor", pricing="$20.00",
+                full_description="Smells like vanilla. Großartig!",
+                customization_options={"Scent": [{"value": "Vanilla/Caramel"}, {"value": "Sea Salt"}],
+                                       "Size": [{"value": "8 oz"}, {"value": "16 oz"}]}),
+        product("B000000002", name="Plain Candle", pricing="$20.00"),  # no attributes entry: DUMMY_ATTR
+    ]
+    attributes = {"B000000001": {"attributes": ["long lasting", "soy wax"], "instruction": "Find me candles",
+                                 "instruction_attributes": ["long lasting", "café décor"]}}
+    human = {"B000000001": [{"instruction": "i need a candle", "instruction_attributes": ["long lasting"],
+                             "instruction_options": []}]}
+    folder = write_shop(tmp_path / "shop", products, attributes, human)
+    return load_shop(folder, progress=False), load_shop(folder, human_goals=True, progress=False)
+
+
+def test_edge_cases(edge_shop):
+    shop, human = edge_shop
+    goal = next(i for i in range(len(shop.goals))
+                if shop.goals.options[i] == {"scent": "vanilla | caramel", "size": "8 oz"})
+    cap = float(shop.goals.price_upper[goal])
+    cases = [
+        (goal, "B000000001", {"scent": "vanilla | caramel", "size": "8 oz"}, None),  # '|' in a value
+        (goal, "B000000001", {}, None),  # no options selected
+        (goal, "B000000001", {"scent": "vanilla | caramel"}, cap),  # price exactly at the cap
+        (goal, "B000000001", {"scent": "sea salt", "size": "16 oz"}, cap + 0.01),
+        (goal, "B000000002", {}, None),  # a DUMMY_ATTR product
+        (goal, "B000000001", {"made up": "Ünïcode ✓"}, None),  # non-ASCII text, not an option of the product
+    ]
+    batch = shop.score_batch(*zip(*cases))
+    for i, (g, asin, options, price) in enumerate(cases):
+        assert shop.reward(g, asin, options, price) == (batch.total[i], batch.info(i)), i
+    best = shop.reward(*cases[0])
+    assert best[0] == 1.0 and best[1]["r_price"] is True
+    assert shop.reward(*cases[2])[1]["r_price"] is True  # price <= cap
+    assert shop.reward(*cases[3])[1]["r_price"] is False
+    # "café décor" is matched as a substring of the lower-cased title, accents and all
+    assert shop.reward(*cases[1])[1]["r_att"] == 1.0
+    # a goal without options has no option terms in its breakdown
+    h = human.score_batch([0], ["B000000001"], [{}])
+    assert "r_option" not in h.info(0) and "w_option" not in h.info(0)
+    assert human.reward(0, "B000000001", {}) == (float(h.total[0]), h.info(0))

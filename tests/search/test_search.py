@@ -1,0 +1,81 @@
+"""Pyserini BM25 search: index, ranking parity with the reference's index, robustness, cache."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from webshop_gym.search import LuceneSearch, document_text, normalize_query
+
+
+def test_search_returns_catalog_rows(default_shop):
+    rows = default_shop.search("gluten free snack bars")
+    assert rows.dtype == np.int32 and 0 < len(rows) <= 50
+    assert not rows.flags.writeable
+    asins = default_shop.asins(rows)
+    assert all(default_shop.catalog.row_of(a) == r for a, r in zip(asins, rows))
+    assert len(default_shop.search("shoes", k=7)) <= 7
+
+
+def test_index_lives_in_the_catalog_cache(default_shop):
+    default_shop.search("boots")
+    path = default_shop.engine.index_path
+    assert path.parent == default_shop.catalog.folder and (path / "meta.json").is_file()
+
+
+def test_batch_equals_single_and_cache_hits(default_shop):
+    engine = LuceneSearch(default_shop.catalog, cache_size=1000, progress=False)
+    queries = ["red dress", "Red   Dress", "wireless earbuds", "", "coffee beans", "wireless earbuds"]
+    batch = engine.search_batch(queries)
+    single = [LuceneSearch(default_shop.catalog, cache_size=0, progress=False).search(q) for q in queries]
+    assert all(np.array_equal(a, b) for a, b in zip(batch, single))
+    assert np.array_equal(batch[0], batch[1])  # normalised to the same key
+    assert len(batch[3]) == 0
+    again = engine.search("RED dress")
+    assert again is batch[0]  # served from the cache
+    assert engine.cache.hits >= 1
+    assert normalize_query("  Red\tDRESS \n") == "red dress"
+
+
+@pytest.mark.parametrize(
+    "query",
+    ['"unbalanced', "a:b c:d", "((((", "foo)", "AND OR NOT", "*", "?", "title:x^2", "[a TO b]", "{x}", "~1",
+     "\\", "!", "-", "+", "&&", "||", "/regex/", "héllo wörld 你好 🎁", "x" * 10000,
+     " ".join(str(i) for i in range(1500)), "\x00\x01", "search[nested]"],
+)
+def test_lucene_syntax_never_raises(default_shop, query):
+    rows = default_shop.search(query)
+    assert isinstance(rows, np.ndarray) and rows.dtype == np.int32 and len(rows) <= 50
+
+
+def test_document_text_follows_the_spec(default_shop):
+    catalog = default_shop.catalog
+    row = next(r for r in range(len(catalog)) if catalog.option_groups.length(r) >= 2)
+    record = catalog.product_record(row)
+    options = ", and ".join(f"{k}: {', '.join(v)}" for k, v in record["options"].items())
+    expected = " ".join([record["Title"], record["Description"], record["BulletPoints"][0], options]).lower()
+    assert document_text(catalog, row) == expected
+
+
+def test_ranking_matches_the_reference_index(real_dir, golden_dir):
+    """Our index of the real shop ranks exactly like the reference's own index (ids and order)."""
+    from webshop_gym.catalog import load_catalog
+    from webshop_gym.goals import load_goal_file
+
+    catalog = load_catalog(real_dir, progress=False)
+    goals = load_goal_file(golden_dir / "goals.json", catalog)
+    ours = LuceneSearch(catalog, cache_size=0, progress=False)
+    reference = LuceneSearch(catalog, index=real_dir / "reference_index_1k", cache_size=0, progress=False)
+    rng = random.Random(11)
+    words = " ".join(catalog.title.tolist()).lower().split()
+    queries = [goals.instruction[i].split(", and price")[0] for i in range(0, len(goals), 14)]  # 494
+    queries += [" ".join(q.split()[: rng.randint(1, 4)]) for q in queries[:250]]
+    queries += [" ".join(rng.choice(words) for _ in range(rng.randint(1, 8))) for _ in range(300)]
+    assert len(queries) >= 1000
+    a = ours.search_batch(queries)
+    b = reference.search_batch(queries)
+    mismatches = [q for q, x, y in zip(queries, a, b) if not np.array_equal(x, y)]
+    assert mismatches == []
+    assert sum(len(x) == 50 for x in a) > 500
