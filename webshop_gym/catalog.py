@@ -35,6 +35,7 @@ from webshop_gym.reward.strings import FuzzTable, FuzzTableBuilder
 __all__ = ["Catalog", "ShopFiles", "find_shop_files", "load_catalog", "parse_pricing"]
 
 COMPILER_VERSION = "1"
+NOUNS_FOLDER = "nouns-v2"  # bump when the tagging changes
 """Bump when the compiled layout or any loading rule changes: old caches are then ignored."""
 
 DUMMY_ATTR = "DUMMY_ATTR"
@@ -668,7 +669,7 @@ def load_catalog(
 def _compile_nouns(catalog: Catalog, progress: bool = False) -> dict:
     from webshop_gym import nouns as nouns_mod
 
-    folder = catalog.folder / "nouns"
+    folder = catalog.folder / NOUNS_FOLDER
 
     def build(tmp: Path) -> None:
         titles = catalog.title.tolist()

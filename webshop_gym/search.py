@@ -3,8 +3,9 @@
 One Lucene document per product, id = asin, text = lower-case of
 ``Title + " " + Description + " " + BulletPoints[0] + " " + option_text``.  Ranking is
 Pyserini's ``LuceneSearcher`` default (English analyzer, BM25 with k1=0.9, b=0.4); Anserini
-rounds scores to four decimals and breaks ties by document id (the asin), so we index with the
-asin as id, exactly as the reference did.
+breaks ties of equal scores by document id (the asin), so ranking does not depend on the order
+in which documents were indexed (a test compares our index with the reference's on 1,044
+queries: identical top-50 lists).
 
 Results are catalog rows (``numpy.int32``).  A thread-safe LRU cache on the normalised query
 (lower case, runs of white space collapsed; neither changes what Lucene sees) answers repeated
@@ -92,8 +93,9 @@ def build_index(catalog: Catalog, folder: str | os.PathLike, progress: bool = Tr
 
         started = time.perf_counter()
         target = tmp / "lucene"
-        # One thread keeps Lucene doc ids in catalog order (tie order of equal scores).
-        indexer = LuceneIndexer(args=["-index", str(target)], threads=1)
+        # Anserini breaks score ties by document id (the asin), not by indexing order, so several
+        # indexing threads rank exactly like the reference's single-threaded index.
+        indexer = LuceneIndexer(args=["-index", str(target)], threads=max(1, min(4, os.cpu_count() or 1)))
         rows = range(len(catalog))
         bar = None
         if progress:

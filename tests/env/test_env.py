@@ -1,0 +1,238 @@
+"""WebShopEnv: Gymnasium API, parity with the reference, HTML == text, determinism, bad input."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env, data_equivalence
+
+import webshop_gym
+from webshop_gym import WebShopEnv
+from webshop_gym.error import EpisodeFinished
+from webshop_gym.render.parse import available_actions, html_to_text, html_to_text_rich
+
+
+def test_check_env_and_registration():
+    env = gym.make("webshop_gym:WebShop-v0")
+    assert isinstance(env.unwrapped, WebShopEnv)
+    check_env(env.unwrapped)
+    human = gym.make("webshop_gym:WebShopHuman-v0")
+    assert human.unwrapped.shop.goals.kind == "human"
+
+
+def test_make_with_the_issue_signature(tmp_path, real_dir, golden_dir):
+    env = gym.make("webshop_gym:WebShop-v0", shop=str(real_dir), goals=str(golden_dir / "goals.json"),
+                   human_goals=False, observation_mode="text", split=None, max_steps=15)
+    obs, info = env.reset(options={"goal_index": 0})
+    assert info["instruction"].startswith("Find me double sided, machine washable decorative pillows")
+
+
+def test_episode_flow_and_infos(default_shop):
+    env = WebShopEnv(shop=default_shop)
+    obs, info = env.reset(seed=1, options={"goal_index": 5})
+    assert info["goal_index"] == 5 and info["page"] == "start" and info["valid_actions"] == ["search[<query>]"]
+    assert obs == f"WebShop [SEP] Instruction: [SEP] {info['instruction']} [SEP] Search"
+    obs, reward, terminated, truncated, info = env.step("search[" + info["instruction"].split(", and price")[0] + "]")
+    assert info["page"] == "results" and not info["invalid_action"] and reward == 0.0
+    first = info["available_actions"]["clickables"][2]
+    obs, *_, info = env.step(f"click[{first}]")
+    assert info["page"] == "item"
+    assert all(a in info["valid_actions"] for a in ("click[buy now]", "click[description]", "click[< prev]"))
+    obs, reward, terminated, truncated, info = env.step("click[buy now]")
+    assert terminated and not truncated and info["page"] == "done"
+    assert set(info["reward_info"]) >= {"r_type", "r_att", "w_att", "r_price", "w_price"}
+    assert info["purchased_asin"].lower() == first and reward == pytest.approx(
+        default_shop.reward(5, info["purchased_asin"], info["purchased_options"])[0])
+    with pytest.raises(EpisodeFinished):
+        env.step("click[back to search]")
+
+
+def test_truncation_and_render(default_shop):
+    env = WebShopEnv(shop=default_shop, max_steps=3, render_mode="html")
+    env.reset(options={"goal_index": 0})
+    results = [env.step("click[nothing]") for _ in range(3)]
+    assert [r[3] for r in results] == [False, False, True] and not any(r[2] for r in results)
+    html = env.render()
+    assert html.startswith("<!DOCTYPE html>") and html_to_text(html) == results[-1][0]
+    ansi = WebShopEnv(shop=default_shop, render_mode="ansi")
+    obs, _ = ansi.reset(options={"goal_index": 0})
+    assert ansi.render() == obs
+
+
+@pytest.mark.parametrize(
+    "action",
+    ["", "click[]", "search[]", "click[buy now", "search", "Search[shoes]", "click[BUY NOW]]x", "x" * 10_000,
+     "click[\n]", "💥[💥]", None, 3, b"click[buy now]", ["click[buy now]"]],
+)
+def test_garbage_actions_are_no_ops(default_shop, action):
+    env = WebShopEnv(shop=default_shop)
+    obs, info = env.reset(options={"goal_index": 2})
+    obs2, reward, terminated, truncated, info2 = env.step(action)
+    assert obs2 == obs and reward == 0.0 and not terminated and info2["invalid_action"]
+    assert info2["page"] == "start"
+
+
+def test_huge_and_unicode_searches_are_valid_searches(default_shop):
+    env = WebShopEnv(shop=default_shop)
+    env.reset(options={"goal_index": 2})
+    for query in ["ü" * 5000, "é" + "x" * 10_000, "🎁 gift", " " * 3]:
+        obs, reward, terminated, truncated, info = env.step(f"search[{query}]")
+        assert not info["invalid_action"] and info["page"] == "results" and reward == 0.0
+
+
+def test_sampled_actions_never_raise(default_shop):
+    env = WebShopEnv(shop=default_shop)
+    env.reset(seed=0)
+    env.action_space.seed(0)
+    for _ in range(200):
+        obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
+        if terminated or truncated:
+            env.reset()
+
+
+def _episode_digest(seed: int) -> str:
+    env = WebShopEnv(observation_mode="text_rich")
+    obs, info = env.reset(seed=seed)
+    digest = hashlib.sha256(obs.encode())
+    rng = np.random.default_rng(seed)
+    for _ in range(12):
+        actions = info["valid_actions"] or ["click[x]"]
+        action = actions[int(rng.integers(len(actions)))].replace("<query>", info["instruction"][:40])
+        obs, reward, terminated, truncated, info = env.step(action)
+        digest.update(f"{obs}|{reward}|{terminated}|{truncated}|{json.dumps(info, sort_keys=True)}".encode())
+        if terminated or truncated:
+            obs, info = env.reset()
+            digest.update(obs.encode())
+    return digest.hexdigest()
+
+
+def test_same_seed_same_episode_in_another_process():
+    here = _episode_digest(7)
+    code = "from tests.env.test_env import _episode_digest; print(_episode_digest(7))"
+    there = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert here == there
+    assert _episode_digest(8) != here
+
+
+def test_two_envs_same_seed_same_rollout(default_shop):
+    a, b = WebShopEnv(shop=default_shop), WebShopEnv(shop=default_shop)
+    ra, rb = a.reset(seed=42), b.reset(seed=42)
+    assert data_equivalence(ra, rb)
+    for action in ["search[red dress]", "click[next >]", "click[< prev]", "click[back to search]"]:
+        assert data_equivalence(a.step(action), b.step(action))
+
+
+# -- parity with the reference --------------------------------------------------------------------
+
+
+def _replay(shop, path):
+    rows = []
+    with open(path, encoding="utf-8") as handle:
+        trajectories = [json.loads(line) for line in handle]
+    text_env = WebShopEnv(shop=shop, max_steps=None)
+    rich_env = WebShopEnv(shop=shop, max_steps=None, observation_mode="text_rich")
+    for t in trajectories:
+        obs, info = text_env.reset(options={"goal_index": t["goal_index"]})
+        rich, _ = rich_env.reset(options={"goal_index": t["goal_index"]})
+        done = False
+        for k, step in enumerate(t["steps"]):
+            if k:
+                obs, reward, done, _, info = text_env.step(step["action"])
+                rich, *_ = rich_env.step(step["action"])
+            else:
+                reward = 0.0
+            rows.append((t["goal_index"], k, obs == step["obs_text"], rich == step["obs_text_rich"],
+                         info["available_actions"] == step["available_actions"], reward == step["reward"],
+                         done == step["done"], step["reward_info"] is None or info.get("reward_info") == step["reward_info"]))
+    return rows
+
+
+@pytest.mark.parametrize("human", [False, True])
+def test_golden_trajectories_replay_identically(real_dir, golden_dir, human):
+    folder = golden_dir / "human" if human else golden_dir
+    shop = webshop_gym.load_shop(real_dir, goals=folder / "goals.json", progress=False)
+    rows = _replay(shop, folder / "trajectories.jsonl")
+    assert len(rows) > (100 if human else 3000)
+    failures = [r for r in rows if not all(r[2:])]
+    assert failures == []
+
+
+# -- HTML: the text rule applied to the page gives the text observation ----------------------------
+
+
+def _random_walk(shop, seed, steps=60, observation_mode="html"):
+    env = WebShopEnv(shop=shop, observation_mode=observation_mode, max_steps=None, show_attrs=bool(seed % 2))
+    rng = np.random.default_rng(seed)
+    html, info = env.reset(seed=seed)
+    pages = [(html, info)]
+    for _ in range(steps):
+        r = rng.random()
+        if r < 0.1:
+            action = rng.choice(["click[nope]", "search[]", "garbage", "click[search]"])
+        elif r < 0.2:
+            action = f"search[{' '.join(info['instruction'].split()[: rng.integers(1, 9)])}]"
+        else:
+            choices = [a for a in info["valid_actions"] if a != "click[buy now]" or rng.random() < 0.2] or ["click[x]"]
+            action = choices[int(rng.integers(len(choices)))].replace("<query>", "shoes")
+        html, _, terminated, _, info = env.step(action)
+        pages.append((html, info))
+        if terminated:
+            html, info = env.reset()
+            pages.append((html, info))
+    return env, pages
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_html_parses_to_the_text_observation(default_shop, seed):
+    env, pages = _random_walk(default_shop, seed)
+    text_env = WebShopEnv(shop=default_shop, max_steps=None, show_attrs=bool(seed % 2))
+    _, replayed = _random_walk(default_shop, seed, observation_mode="text")
+    assert len(replayed) == len(pages)
+    for (html, info), (text, text_info) in zip(pages, replayed):
+        assert html_to_text(html) == text
+        assert available_actions(html) == info["available_actions"] == text_info["available_actions"]
+    del text_env
+
+
+def test_html_parses_to_text_rich_on_the_real_shop(real_shop):
+    env = WebShopEnv(shop=real_shop, observation_mode="html", max_steps=None)
+    rich = WebShopEnv(shop=real_shop, observation_mode="text_rich", max_steps=None)
+    rng = np.random.default_rng(3)
+    for goal in range(0, 60, 3):
+        html, info = env.reset(options={"goal_index": goal})
+        text, _ = rich.reset(options={"goal_index": goal})
+        for _ in range(10):
+            engine = env.engine
+            visited = {real_shop.catalog.asin[r].upper() for r in engine.state.visited[0]}
+            assert html_to_text_rich(html, engine.renderer.url(engine.state, 0), visited) == text
+            actions = [a for a in info["valid_actions"] if a != "click[buy now]"] or ["click[back to search]"]
+            action = actions[int(rng.integers(len(actions)))].replace("<query>", info["instruction"][:30])
+            html, _, _, _, info = env.step(action)
+            text, *_ = rich.step(action)
+
+
+def test_html_escapes_user_text(default_shop):
+    env = WebShopEnv(shop=default_shop, observation_mode="html")
+    env.reset(options={"goal_index": 0})
+    html, *_ = env.step("search[<script>alert(1)</script> & 'quotes']")
+    assert "<script>alert(1)</script>" not in html
+    assert "http" not in html.split("<body")[0].replace("http-equiv", "")  # no external CSS/JS in the head
+
+
+def test_url_mode(default_shop):
+    env = WebShopEnv(shop=default_shop, observation_mode="url")
+    url, info = env.reset(options={"goal_index": 9})
+    assert url == "http://127.0.0.1:3000/9"
+    url, *_ = env.step("search[red shoes]")
+    assert url == "http://127.0.0.1:3000/search_results/9/red+shoes/1"
+    url, *_, info = env.step("click[next >]")
+    assert url.endswith("/search_results/9/red+shoes/2")
+    label = info["available_actions"]["clickables"][3]
+    url, *_ = env.step(f"click[{label}]")
+    assert url == f"http://127.0.0.1:3000/item_page/9/{label.upper()}/red+shoes/2/{{}}"

@@ -1,0 +1,154 @@
+"""WebShopVectorEnv: equivalence with single envs, autoreset modes, groups, evaluation, workers."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import data_equivalence
+from gymnasium.vector import AutoresetMode, SyncVectorEnv
+
+import webshop_gym
+from webshop_gym import WebShopEnv, WebShopVectorEnv
+from webshop_gym.error import EpisodeFinished
+
+
+def _actions(rng, infos, n):
+    """Random valid and invalid actions from batched infos."""
+    out = []
+    for j in range(n):
+        valid = list(infos["valid_actions"][j]) if infos.get("_valid_actions", np.zeros(n, bool))[j] else []
+        r = rng.random()
+        if not valid or r < 0.12:
+            out.append(str(rng.choice(["click[nope]", "search[]", "garbage", "click[buy now", "click[search]"])))
+            continue
+        action = valid[int(rng.integers(len(valid)))]
+        if action == "search[<query>]":
+            words = str(infos["instruction"][j]).split()
+            action = f"search[{' '.join(words[: int(rng.integers(1, 9))])}]"
+        if r > 0.9:
+            action = "click[buy now]"
+        out.append(action)
+    return out
+
+
+def test_make_vec_gives_our_vector_env():
+    envs = gym.make_vec("webshop_gym:WebShop-v0", num_envs=3, vectorization_mode="vector_entry_point", max_steps=9)
+    assert isinstance(envs, WebShopVectorEnv) and envs.num_envs == 3
+    obs, infos = envs.reset(seed=0)
+    assert isinstance(obs, tuple) and len(obs) == 3 and infos["goal_index"].shape == (3,)
+    assert envs.single_observation_space.contains(obs[0]) and envs.observation_space.contains(obs)
+
+
+@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
+def test_equivalent_to_single_envs(default_shop, mode):
+    n = 6
+    vec = WebShopVectorEnv(n, shop=default_shop, autoreset_mode=mode, max_steps=5)
+    sync = SyncVectorEnv([lambda: WebShopEnv(shop=default_shop, max_steps=5) for _ in range(n)], autoreset_mode=mode)
+    a, b = vec.reset(seed=11), sync.reset(seed=11)
+    assert data_equivalence(a, b)
+    rng = np.random.default_rng(5)
+    infos = a[1]
+    ends = 0
+    for _ in range(120):
+        actions = _actions(rng, infos, n)
+        ra, rb = vec.step(actions), sync.step(actions)
+        for x, y in zip(ra, rb):
+            assert data_equivalence(x, y)
+        infos = ra[4]
+        ends += int(ra[2].sum() + ra[3].sum())
+    assert ends > 20  # autoresets happened, by purchase and by truncation
+
+
+def test_disabled_autoreset_and_reset_mask(default_shop):
+    vec = WebShopVectorEnv(3, shop=default_shop, autoreset_mode=AutoresetMode.DISABLED, max_steps=2)
+    obs, infos = vec.reset(seed=0, options={"goal_index": [4, 5, 6]})
+    assert list(infos["goal_index"]) == [4, 5, 6]
+    vec.step(["search[a]", "search[b]", "click[x]"])
+    obs, rewards, terms, truncs, infos = vec.step(["click[x]"] * 3)
+    assert truncs.all()
+    with pytest.raises(EpisodeFinished, match="reset_mask"):
+        vec.step(["click[x]"] * 3)
+    mask = np.array([True, False, True])
+    obs2, infos2 = vec.reset(options={"reset_mask": mask, "goal_index": 7})
+    assert list(infos2["_goal_index"]) == [True, False, True] and infos2["goal_index"][0] == 7
+    assert obs2[1] == obs[1] and obs2[0].startswith("WebShop [SEP]")
+    with pytest.raises(ValueError, match="reset_mask"):
+        vec.reset(options={"reset_mask": [1, 0, 1]})
+
+
+def test_group_size_gives_groups_one_goal(default_shop):
+    vec = WebShopVectorEnv(12, shop=default_shop, group_size=4, max_steps=4)
+    obs, infos = vec.reset(seed=3)
+    goals = infos["goal_index"].reshape(3, 4)
+    assert (goals == goals[:, :1]).all() and len(set(goals[:, 0])) == 3
+    assert all(len({obs[g * 4 + k] for k in range(4)}) == 1 for g in range(3))
+    rng = np.random.default_rng(0)
+    seen = {g: [] for g in range(3)}
+    for _ in range(40):  # groups keep one goal sequence through autoresets
+        obs, r, te, tr, infos = vec.step(_actions(rng, infos, 12))
+        for slot in range(12):
+            if infos["_steps"][slot] and infos["steps"][slot] == 0:
+                seen[slot // 4].append((slot, int(infos["goal_index"][slot])))
+    for g, starts in seen.items():
+        by_slot = {}
+        for slot, goal in starts:
+            by_slot.setdefault(slot, []).append(goal)
+        sequences = list(by_slot.values())
+        shortest = min(len(s) for s in sequences)
+        assert all(s[:shortest] == sequences[0][:shortest] for s in sequences)
+    with pytest.raises(ValueError, match="multiple of group_size"):
+        WebShopVectorEnv(10, shop=default_shop, group_size=4)
+
+
+def test_eval_mode_hands_out_every_goal_once(default_shop):
+    vec = WebShopVectorEnv(8, shop=default_shop, split="test", eval_mode=True, group_size=2, max_steps=3)
+    obs, infos = vec.reset(seed=0)
+    started = list(infos["goal_index"][::2])
+    steps = 0
+    while not vec.all_idle:
+        obs, r, te, tr, infos = vec.step(["click[x]"] * 8)
+        for g in range(4):
+            slot = 2 * g
+            if infos.get("_steps", np.zeros(8, bool))[slot] and infos["steps"][slot] == 0:
+                started.append(int(infos["goal_index"][slot]))
+        steps += 1
+        assert steps < 2000
+    assert sorted(started) == list(range(500)) and vec.exhausted
+    assert all(o == "" for o in obs) and infos["idle"].all()
+
+
+def test_per_slot_seeds_match_seeded_single_envs(default_shop):
+    vec = WebShopVectorEnv(4, shop=default_shop)
+    _, infos = vec.reset(seed=100)
+    singles = [WebShopEnv(shop=default_shop).reset(seed=100 + i)[1]["goal_index"] for i in range(4)]
+    assert list(infos["goal_index"]) == singles
+    _, again = vec.reset(seed=[100, 101, 102, 103])
+    assert list(again["goal_index"]) == singles
+
+
+@pytest.mark.slow
+def test_worker_processes_give_identical_results_and_fail_loudly(default_shop):
+    from webshop_gym.workers import WorkerDied
+
+    n = 6
+    local = WebShopVectorEnv(n, shop=default_shop, max_steps=5)
+    pooled = WebShopVectorEnv(n, shop=default_shop, max_steps=5, num_workers=2)
+    try:
+        a, b = local.reset(seed=2), pooled.reset(seed=2)
+        assert data_equivalence(a, b)
+        rng = np.random.default_rng(1)
+        infos = a[1]
+        for _ in range(40):
+            actions = _actions(rng, infos, n)
+            ra, rb = local.step(actions), pooled.step(actions)
+            for x, y in zip(ra, rb):
+                assert data_equivalence(x, y)
+            infos = ra[4]
+        assert pooled.render() is None
+        pooled.engine.kill_worker(1)
+        with pytest.raises(WorkerDied, match="worker 1"):
+            pooled.step(["click[x]"] * n)
+    finally:
+        pooled.close()
+        local.close()
