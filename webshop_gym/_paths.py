@@ -45,19 +45,22 @@ def default_shop_dir() -> Path:
     )
 
 
-def build_atomically(final: Path, build: Callable[[Path], None]) -> None:
+def build_atomically(final: Path, build: Callable[[Path], None], marker: str = "meta.json") -> None:
     """Create the folder ``final`` by running ``build`` on a temporary sibling, then renaming it.
 
-    A file lock (``final + ".lock"``) makes concurrent processes build once; an interrupted
-    build leaves only a temporary folder behind, never a half-written ``final``.
+    ``build`` must write ``marker`` last.  A file lock (``final + ".lock"``) makes concurrent
+    processes build once; an interrupted build leaves only a temporary folder behind, and a
+    ``final`` folder without its marker (damaged by hand, say) is removed and built again.
     """
     from filelock import FileLock
 
     final = Path(final)
     final.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(final) + ".lock"):
-        if final.exists():
+        if (final / marker).exists():
             return
+        if final.exists():
+            shutil.rmtree(final)
         tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=final.name + ".tmp-"))
         try:
             build(tmp)

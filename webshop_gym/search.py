@@ -214,6 +214,11 @@ class LuceneSearch:
                     from pyserini.search.lucene import LuceneSearcher
 
                     path = self._lucene_path()
+                    if not any(path.glob("segments*")):
+                        raise SearchEngineError(
+                            f"no Lucene index at {path}: pass index= an existing index folder, or delete "
+                            f"{self.index_path} to have it rebuilt"
+                        )
                     try:
                         self._searcher = LuceneSearcher(str(path))
                     except Exception as exc:

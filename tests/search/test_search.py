@@ -79,3 +79,33 @@ def test_ranking_matches_the_reference_index(real_dir, golden_dir):
     mismatches = [q for q, x, y in zip(queries, a, b) if not np.array_equal(x, y)]
     assert mismatches == []
     assert sum(len(x) == 50 for x in a) > 500
+
+
+def test_index_build_is_atomic_and_repairs_damage(tmp_path, monkeypatch):
+    import shutil
+
+    from tests.helpers import product, write_shop
+    from webshop_gym.catalog import load_catalog
+
+    monkeypatch.setenv("WEBSHOP_GYM_CACHE", str(tmp_path / "cache"))
+    folder = write_shop(tmp_path / "shop", [product(f"B00000000{i}", name=f"red apple {i}") for i in range(5)], {})
+    catalog = load_catalog(folder, progress=False)
+    engine = LuceneSearch(catalog, progress=False)
+    path = engine.index_path
+
+    import webshop_gym.search as search_module
+
+    original = search_module.document_text
+    monkeypatch.setattr(search_module, "document_text", lambda *a: (_ for _ in ()).throw(RuntimeError("killed")))
+    with pytest.raises(RuntimeError, match="killed"):
+        engine.search("apple")
+    assert not path.exists()  # an interrupted build leaves no index behind
+    monkeypatch.setattr(search_module, "document_text", original)
+    engine = LuceneSearch(catalog, progress=False)
+    assert len(engine.search("apple")) == 5
+    engine.close()
+    (path / "meta.json").unlink()  # damage: the marker is gone
+    shutil.rmtree(path / "lucene")
+    (path / "lucene").mkdir()
+    again = LuceneSearch(catalog, progress=False)
+    assert len(again.search("apple")) == 5 and (path / "meta.json").is_file()
