@@ -1,1 +1,119 @@
-"""The Flask human-play server (installed as ``webshop_gym.server``)."""
+"""The Flask human-play server (installed as ``webshop_gym.server``).
+
+A person plays the same episodes as :class:`~webshop_gym.env.WebShopEnv`: the pages are the
+package's templates in human mode, and every click or search becomes the env's action string,
+applied to a slot of one shared :class:`~webshop_gym.engine.Engine`.  Start it with
+``webshop-gym serve`` (see ``docs/server.md``) or build the app yourself::
+
+    from webshop_gym.server import create_app
+    app = create_app({"SHOP": "../shared/webshop-small", "LOG_DIR": "logs"})
+    app.run(host="127.0.0.1", port=3000, threaded=True)
+
+Flask is imported inside :func:`create_app`, so ``import webshop_gym.server`` (and the
+``webshop-gym`` command line) works without it.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+from pathlib import Path
+from typing import Any
+
+__all__ = ["DEFAULTS", "create_app"]
+
+#: Configuration keys and their defaults (pass overrides to :func:`create_app`).
+DEFAULTS: dict[str, Any] = {
+    "SHOP": None,  # shop directory, or a Shop (None: the embedded shop)
+    "GOALS": None,  # frozen goal-set file
+    "HUMAN_GOALS": False,  # human instructions instead of synthetic goals
+    "PRICE_SEED": 0,  # seed of prices and price caps
+    "MAX_STEPS": 15,  # actions per episode (0 or None: no cap)
+    "SESSION_TTL": 3600,  # seconds a session may stay idle (0 or None: forever)
+    "MAX_SESSIONS": 1000,  # sessions alive at once (engine slots); the least recently used is evicted
+    "LOG_DIR": None,  # folder of the per-session JSONL logs (None: no logs)
+    "LOG_FSYNC": False,  # fsync every log line
+    "SHOW_ATTRS": False,  # show the Attributes tab
+    "IMAGES": False,  # show product images (remote URLs)
+    "SEED": None,  # seed of random goals
+    "CLOCK": None,  # monotonic clock for session expiry (tests)
+    "MAX_CONTENT_LENGTH": 64 * 1024,  # bytes per request body
+}
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+
+def create_app(config: dict | None = None):
+    """Create the play server's Flask app.
+
+    Args:
+        config: overrides of :data:`DEFAULTS` (and any Flask setting, e.g. ``TESTING``).
+
+    Returns:
+        The app; its session store is ``app.extensions["webshop_gym"]``.
+
+    Raises:
+        DependencyNotInstalled: Flask is missing.
+    """
+    try:
+        import jinja2
+        from flask import Flask
+    except ImportError as exc:  # pragma: no cover - Flask is installed wherever the tests run
+        from webshop_gym.error import DependencyNotInstalled
+
+        raise DependencyNotInstalled(
+            f"the play server needs Flask ({exc}); install it with: pip install 'webshop-gym[server]'"
+        ) from exc
+
+    app = Flask(__name__, template_folder=str(TEMPLATES), static_folder=None)
+    app.config.from_mapping(DEFAULTS)
+    if config:
+        app.config.update(config)
+    # No tracebacks for players: outside tests, errors become the 500 page.
+    app.config["PROPAGATE_EXCEPTIONS"] = bool(app.config.get("TESTING"))
+    # The server's own templates first, then the package's (one tree serves Flask and render()).
+    app.jinja_loader = jinja2.ChoiceLoader([
+        jinja2.FileSystemLoader(str(TEMPLATES)),
+        jinja2.PackageLoader("webshop_gym", "templates"),
+    ])
+
+    from webshop_gym.server import errors, menu, play, sessions
+
+    sessions.init_app(app)
+    errors.init_app(app)
+    app.register_blueprint(menu.bp)
+    app.register_blueprint(play.bp)
+    _security_headers(app)
+    return app
+
+
+def _inline_script_hash() -> str | None:
+    """CSP hash of the one inline script of the package's ``base.html`` (None if not found)."""
+    from importlib import resources
+
+    text = resources.files("webshop_gym").joinpath("templates/base.html").read_text(encoding="utf-8")
+    scripts = re.findall(r"<script>(.*?)</script>", text, flags=re.S)
+    if len(scripts) != 1 or "{" + "{" in scripts[0] or "{%" in scripts[0]:
+        return None
+    digest = hashlib.sha256(scripts[0].encode("utf-8")).digest()
+    return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
+
+
+def _security_headers(app) -> None:
+    """Headers on every response: no framing, no sniffing, no referrer, a strict CSP."""
+    script = _inline_script_hash() or "'unsafe-inline'"
+    images = "'self' data: https: http:" if app.config.get("IMAGES") else "'self' data:"
+    policy = (
+        f"default-src 'none'; script-src {script}; style-src 'unsafe-inline'; img-src {images}; "
+        "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+    )
+
+    @app.after_request
+    def headers(response):
+        response.headers.setdefault("Content-Security-Policy", policy)
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        response.headers.setdefault("X-Frame-Options", "DENY")
+        # Session ids are in the URLs: never send them to another site (e.g. an image host).
+        response.headers.setdefault("Referrer-Policy", "no-referrer")
+        return response

@@ -27,12 +27,15 @@ def _kernel_ratio(pairs):
     ids = [(builder.add(a), builder.add(b)) for a, b in pairs]
     table = builder.build()
     out = np.empty(len(ids))
+    matches = np.zeros(len(ids), dtype=bool)
     left = np.array([a for a, _ in ids], dtype=np.int32)
     right = np.array([b for _, b in ids], dtype=np.int32)
     _kernels.fuzzy_pairs_jit(
         np.asarray(table.tokens.offsets), np.asarray(table.tokens.values), np.asarray(table.strings.offsets),
-        np.asarray(table.strings.values), max_joined_length(table), left, right, out,
+        np.asarray(table.strings.values), max_joined_length(table), left, right, out, matches,
     )
+    # the pruned match test agrees with thresholding the exact score
+    assert np.array_equal(matches, np.rint(out) > 85)
     return out
 
 

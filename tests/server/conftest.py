@@ -6,7 +6,6 @@ from urllib.parse import urlsplit
 
 import pytest
 from bs4 import BeautifulSoup
-
 from webshop_gym.server import create_app
 
 

@@ -10,10 +10,10 @@ import time
 import urllib.request
 
 import pytest
-
-from webshop_gym.cli import build_parser
 from webshop_gym.server import DEFAULTS, create_app
 from webshop_gym.server.cli import config_from_args
+
+from webshop_gym.cli import build_parser
 
 
 def test_defaults_are_safe(default_shop):

@@ -67,3 +67,24 @@ def test_step_cap_matches_the_env(make_app, default_shop):
     player.act("click[< prev]")
     assert player.state()["observation"] == before
     assert player.state()["info"]["steps"] == 4
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize("shop_fixture,goal", [("real_shop", 0), ("real_shop", 123), ("real_human_shop", 4)])
+def test_real_shop_episode_matches_the_env(make_app, request, shop_fixture, goal):
+    shop = request.getfixturevalue(shop_fixture)
+    app = make_app(SHOP=shop, MAX_STEPS=None)
+    client = app.test_client()
+    plan, *_ = OraclePolicy(shop).make_plan(goal)
+    actions = [*plan[:-1], "click[reviews]", "click[< prev]", "click[buy now]"] if plan else ["search[shoes]"]
+    env = WebShopEnv(shop=shop, max_steps=None)
+    env.reset(options={"goal_index": goal})
+    player = Player.start(client, goal)
+    for action in actions:
+        obs, reward, terminated, truncated, info = env.step(action)
+        player.act(action)
+        state = player.state()
+        assert state["observation"] == obs, action
+        assert (state["reward"], state["terminated"]) == (reward, terminated)
+        assert "Traceback" not in player.html()
+    assert state["info"].get("reward_info") == info.get("reward_info")

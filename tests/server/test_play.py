@@ -212,3 +212,13 @@ def test_inline_script_hash_matches_the_page(client):
     script = re.search(r"<script>(.*?)</script>", response.get_data(as_text=True), re.S).group(1)
     digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
     assert f"'sha256-{digest}'" in response.headers["Content-Security-Policy"]
+
+
+def test_pages_inline_the_whole_stylesheet_unaltered(client):
+    # Pages inline the CSS through an autoescaped template: any quote, ampersand or angle
+    # bracket in it would reach the browser as an entity and break the rule it is in.
+    from webshop_gym.render.html import stylesheet
+
+    player = Player.start(client, 0)
+    for url in (player.url, "/", "/no/such/page"):
+        assert stylesheet() in client.get(url).get_data(as_text=True), url

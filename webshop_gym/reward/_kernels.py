@@ -41,12 +41,14 @@ def lcs_length(a, na, b, nb, row):
     return row[nb]
 
 
-def token_set_ratio(s1, s2, tok_off, tok_cp, str_off, str_tok, buf1, buf2, row):
-    """rapidfuzz's ``token_set_ratio`` of two processed strings given as fuzz-table ids."""
+def split_tokens(s1, s2, tok_off, tok_cp, str_off, str_tok, buf1, buf2):
+    """Token-set parts of two fuzz strings.
+
+    Writes the sorted tokens only in ``s1`` (joined by spaces) to ``buf1`` and those only in
+    ``s2`` to ``buf2``; returns ``(n_inter, sect_chars, ab_len, n_ab, ba_len, n_ba)``.
+    """
     a0, a1 = str_off[s1], str_off[s1 + 1]
     b0, b1 = str_off[s2], str_off[s2 + 1]
-    if a1 == a0 or b1 == b0:
-        return 0.0
     n_inter = 0
     sect_chars = 0
     ab_len = 0
@@ -58,10 +60,9 @@ def token_set_ratio(s1, s2, tok_off, tok_cp, str_off, str_tok, buf1, buf2, row):
             if str_tok[j] == t:
                 common = True
                 break
-        tlen = tok_off[t + 1] - tok_off[t]
         if common:
             n_inter += 1
-            sect_chars += tlen
+            sect_chars += tok_off[t + 1] - tok_off[t]
         else:
             if n_ab > 0:
                 buf1[ab_len] = 32
@@ -87,6 +88,16 @@ def token_set_ratio(s1, s2, tok_off, tok_cp, str_off, str_tok, buf1, buf2, row):
                 buf2[ba_len] = tok_cp[k]
                 ba_len += 1
             n_ba += 1
+    return n_inter, sect_chars, ab_len, n_ab, ba_len, n_ba
+
+
+def token_set_ratio(s1, s2, tok_off, tok_cp, str_off, str_tok, buf1, buf2, row):
+    """rapidfuzz's ``token_set_ratio`` of two processed strings given as fuzz-table ids."""
+    if str_off[s1 + 1] == str_off[s1] or str_off[s2 + 1] == str_off[s2]:
+        return 0.0
+    n_inter, sect_chars, ab_len, n_ab, ba_len, n_ba = split_tokens(
+        s1, s2, tok_off, tok_cp, str_off, str_tok, buf1, buf2
+    )
     if n_inter > 0 and (n_ab == 0 or n_ba == 0):
         return 100.0
     sect_len = sect_chars + n_inter - 1 if n_inter > 0 else 0
@@ -101,6 +112,64 @@ def token_set_ratio(s1, s2, tok_off, tok_cp, str_off, str_tok, buf1, buf2, row):
     sect_ab_ratio = 100.0 - 100.0 * (has_sect + ab_len) / (sect_len + sect_ab_len)
     sect_ba_ratio = 100.0 - 100.0 * (has_sect + ba_len) / (sect_len + sect_ba_len)
     return max(result, sect_ab_ratio, sect_ba_ratio)
+
+
+def token_set_match(s1, s2, tok_off, tok_cp, str_off, str_tok, buf1, buf2, row, hist):
+    """Whether ``round(token_set_ratio(s1, s2)) > 85`` (the reward's test), with early exits.
+
+    Equal to thresholding :func:`token_set_ratio`: the intersection ratios are exact and cheap;
+    the diff-string ratio is bounded above with a character histogram (LCS <= sum of common
+    character counts) before the exact LCS is computed.  ``round`` is half-to-even, so the
+    test holds exactly when the score is at least 85.5.
+    """
+    if str_off[s1 + 1] == str_off[s1] or str_off[s2 + 1] == str_off[s2]:
+        return False
+    n_inter, sect_chars, ab_len, n_ab, ba_len, n_ba = split_tokens(
+        s1, s2, tok_off, tok_cp, str_off, str_tok, buf1, buf2
+    )
+    if n_inter > 0 and (n_ab == 0 or n_ba == 0):
+        return True
+    sect_len = sect_chars + n_inter - 1 if n_inter > 0 else 0
+    has_sect = 1 if sect_len != 0 else 0
+    sect_ab_len = sect_len + has_sect + ab_len
+    sect_ba_len = sect_len + has_sect + ba_len
+    lensum = sect_ab_len + sect_ba_len
+    best = 0.0
+    if sect_len != 0:
+        sect_ab_ratio = 100.0 - 100.0 * (has_sect + ab_len) / (sect_len + sect_ab_len)
+        sect_ba_ratio = 100.0 - 100.0 * (has_sect + ba_len) / (sect_len + sect_ba_len)
+        best = max(sect_ab_ratio, sect_ba_ratio)
+        if np.rint(best) > FUZZY_THRESHOLD:
+            return True
+    if lensum == 0:
+        return np.rint(100.0) > FUZZY_THRESHOLD
+    # Upper bound of the diff-string ratio: LCS is at most the common character count.
+    for k in range(256):
+        hist[k] = 0
+    ascii_only = True
+    for k in range(ab_len):
+        c = buf1[k]
+        if c >= 256:
+            ascii_only = False
+            break
+        hist[c] += 1
+    common = min(ab_len, ba_len)
+    if ascii_only:
+        common = 0
+        for k in range(ba_len):
+            c = buf2[k]
+            if c >= 256:
+                common = min(ab_len, ba_len)
+                break
+            if hist[c] > 0:
+                hist[c] -= 1
+                common += 1
+    upper = 100.0 - 100.0 * (ab_len + ba_len - 2 * common) / lensum
+    if max(upper, best) < 85.5:
+        return False
+    dist = ab_len + ba_len - 2 * lcs_length(buf1, ab_len, buf2, ba_len, row)
+    result = 100.0 - 100.0 * dist / lensum
+    return np.rint(max(result, best)) > FUZZY_THRESHOLD
 
 
 def contains(hay, h0, h1, needle, n0, n1):
@@ -135,7 +204,8 @@ def count_common(x, x0, x1, y, y0, y1):
     return n
 
 
-def score_batch(
+def score_range(
+    start, stop,
     # fuzz table
     tok_off, tok_cp, str_off, str_tok, max_joined,
     # products
@@ -150,11 +220,12 @@ def score_batch(
     total, r_type, r_att, w_att, title_score, r_option, w_option, w_price,
     query_match, category_match, r_price, n_att, n_opt,
 ):  # fmt: skip
-    """Score a batch of purchases (goal, product row, selected option values, price)."""
+    """Score purchases ``start`` to ``stop`` of a batch (goal, product row, selected values, price)."""
     buf1 = np.empty(max_joined + 1, dtype=np.int32)
     buf2 = np.empty(max_joined + 1, dtype=np.int32)
     row_buf = np.empty(max_joined + 2, dtype=np.int32)
-    for b in range(b_goal.shape[0]):
+    hist = np.zeros(256, dtype=np.int32)
+    for b in range(start, stop):
         g = b_goal[b]
         p = b_row[b]
         # type factor
@@ -179,8 +250,7 @@ def score_batch(
         for k in range(ga_off[g], ga_off[g + 1]):
             matched = False
             for j in range(pa_off[p], pa_off[p + 1]):
-                score = token_set_ratio(pa_fz[j], ga_fz[k], tok_off, tok_cp, str_off, str_tok, buf1, buf2, row_buf)
-                if np.rint(score) > FUZZY_THRESHOLD:
+                if token_set_match(pa_fz[j], ga_fz[k], tok_off, tok_cp, str_off, str_tok, buf1, buf2, row_buf, hist):
                     matched = True
                     break
             if not matched:
@@ -197,8 +267,7 @@ def score_batch(
         no = 0
         for k in range(go_off[g], go_off[g + 1]):
             for j in range(bs_off[b], bs_off[b + 1]):
-                score = token_set_ratio(bs_fz[j], go_fz[k], tok_off, tok_cp, str_off, str_tok, buf1, buf2, row_buf)
-                if np.rint(score) > FUZZY_THRESHOLD:
+                if token_set_match(bs_fz[j], go_fz[k], tok_off, tok_cp, str_off, str_tok, buf1, buf2, row_buf, hist):
                     no += 1
                     break
         n_goal_attrs = ga_off[g + 1] - ga_off[g]
@@ -224,13 +293,23 @@ def score_batch(
         n_opt[b] = no
 
 
-def fuzzy_pairs(tok_off, tok_cp, str_off, str_tok, max_joined, left, right, out):
-    """Raw ``token_set_ratio`` scores of many (left[i], right[i]) fuzz-string pairs."""
+def score_batch(chunks, *args):
+    """Score a whole batch, split in ``chunks`` pieces (run in parallel by the parallel binding)."""
+    n = args[32].shape[0]  # b_goal
+    size = (n + chunks - 1) // chunks
+    for c in numba.prange(chunks):
+        score_range(c * size, min(n, (c + 1) * size), *args)
+
+
+def fuzzy_pairs(tok_off, tok_cp, str_off, str_tok, max_joined, left, right, out, matches):
+    """Raw ``token_set_ratio`` scores and the reward's match test for many fuzz-string pairs."""
     buf1 = np.empty(max_joined + 1, dtype=np.int32)
     buf2 = np.empty(max_joined + 1, dtype=np.int32)
     row_buf = np.empty(max_joined + 2, dtype=np.int32)
+    hist = np.zeros(256, dtype=np.int32)
     for i in range(left.shape[0]):
         out[i] = token_set_ratio(left[i], right[i], tok_off, tok_cp, str_off, str_tok, buf1, buf2, row_buf)
+        matches[i] = token_set_match(left[i], right[i], tok_off, tok_cp, str_off, str_tok, buf1, buf2, row_buf, hist)
 
 
 # --------------------------------------------------------------------------------------------
@@ -252,13 +331,21 @@ _jit = numba.njit(cache=True, nogil=True)
 lcs_length_jit = _jit(lcs_length)
 contains_jit = _jit(contains)
 count_common_jit = _jit(count_common)
-token_set_ratio_jit = _jit(_rebind(token_set_ratio, lcs_length=lcs_length_jit))
-score_batch_jit = _jit(
+split_tokens_jit = _jit(split_tokens)
+token_set_ratio_jit = _jit(_rebind(token_set_ratio, lcs_length=lcs_length_jit, split_tokens=split_tokens_jit))
+token_set_match_jit = _jit(_rebind(token_set_match, lcs_length=lcs_length_jit, split_tokens=split_tokens_jit))
+score_range_jit = _jit(
     _rebind(
-        score_batch,
-        token_set_ratio=token_set_ratio_jit,
+        score_range,
+        token_set_match=token_set_match_jit,
         contains=contains_jit,
         count_common=count_common_jit,
     )
 )
-fuzzy_pairs_jit = _jit(_rebind(fuzzy_pairs, token_set_ratio=token_set_ratio_jit))
+score_batch_jit = _jit(_rebind(score_batch, score_range=score_range_jit))
+score_batch_parallel_jit = numba.njit(cache=True, nogil=True, parallel=True)(
+    _rebind(score_batch, score_range=score_range_jit)
+)
+fuzzy_pairs_jit = _jit(
+    _rebind(fuzzy_pairs, token_set_ratio=token_set_ratio_jit, token_set_match=token_set_match_jit)
+)
