@@ -53,14 +53,25 @@ def test_replay_command(tmp_path, default_shop):
 
     log = tmp_path / "log.jsonl"
     env = RecordTrajectory(webshop_gym_env(default_shop), log)
-    obs, info = env.reset(options={"goal_index": 1})
-    env.step("search[" + info["instruction"].split(", and price")[0] + "]")
-    obs, r, te, tr, info = env.step(f"click[{info['available_actions']['clickables'][0] if False else ''}]")
-    _, _, _, _, info = env.step("click[back to search]")
+    rewards = []
+    for goal in (1, 2):
+        obs, info = env.reset(options={"goal_index": goal})
+        obs, r, te, tr, info = env.step("search[" + info["instruction"].split(", and price")[0] + "]")
+        obs, r, te, tr, info = env.step(f"click[{info['available_actions']['clickables'][2]}]")
+        obs, r, te, tr, info = env.step("click[buy now]")
+        assert te
+        rewards.append(r)
     env.close()
     result = subprocess.run([sys.executable, "-m", "webshop_gym.cli", "replay", str(log)], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
-    assert "1 episodes, 0 mismatches" in result.stdout
+    assert "2 episodes, 0 mismatches" in result.stdout
+    assert f"logged {rewards[0]:.4f}  replayed {rewards[0]:.4f}  ok" in result.stdout
+    # a log whose reward was tampered with is reported, with exit status 1
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    lines[-1]["reward"] = 0.123  # the purchase of the second episode
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    bad = subprocess.run([sys.executable, "-m", "webshop_gym.cli", "replay", str(log)], capture_output=True, text=True)
+    assert bad.returncode == 1 and "1 mismatches" in bad.stdout
 
 
 def webshop_gym_env(shop):
