@@ -268,15 +268,15 @@ class WebShopVectorEnv(VectorEnv):
         terminations = np.zeros(n, bool)
         truncations = np.zeros(n, bool)
         mode = self.autoreset_mode
-        to_reset = [i for i in range(n) if self._autoreset[i]] if mode == AutoresetMode.NEXT_STEP else []
-        finished = [i for i in range(n) if not self._idle[i] and self.engine.finished(i)]
-        if mode == AutoresetMode.DISABLED and finished:
-            raise EpisodeFinished(
-                f"slots {finished[:10]} have finished; with autoreset disabled reset them with "
-                "reset(options={'reset_mask': mask})"
-            )
-        reset_set = set(to_reset)
-        stepping = [i for i in range(n) if i not in reset_set and not self._idle[i]]
+        to_reset = np.flatnonzero(self._autoreset).tolist() if mode == AutoresetMode.NEXT_STEP else []
+        if mode == AutoresetMode.DISABLED:
+            finished = [i for i in range(n) if not self._idle[i] and self.engine.finished(i)]
+            if finished:
+                raise EpisodeFinished(
+                    f"slots {finished[:10]} have finished; with autoreset disabled reset them with "
+                    "reset(options={'reset_mask': mask})"
+                )
+        stepping = np.flatnonzero(~(self._autoreset | self._idle) if to_reset else ~self._idle).tolist()
         if stepping:
             r, term, trunc = self.engine.step(stepping, [actions[i] for i in stepping])
             rewards[stepping] = r
