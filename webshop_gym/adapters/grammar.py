@@ -105,7 +105,7 @@ def find_blocks(text: str, tag: str) -> list[Block]:
             continue
         # An orphan closing tag: the block starts after the previous known tag.
         begin = 0
-        for s2, e2, _, _ in tags[:j]:
+        for _, e2, _, _ in tags[:j]:
             begin = e2
         blocks.append(Block(tag, text[begin:start], False, begin, end))
     blocks.sort(key=lambda b: b.start)
@@ -133,12 +133,12 @@ def strip_tags(text: str) -> str:
 
 
 def extract_prefixed(text: str, prefix: str) -> str | None:
-    """The text after the last ``Action:`` (or ``Thought:``) line prefix, or None.
+    r"""The text after the last ``Action:`` (or ``Thought:``) line prefix, or None.
 
     The prefix is matched case-insensitively at the start of a line, after optional markdown
     decoration (``**Action:**``) and an optional step number (``Action 3:``).
 
-    >>> extract_prefixed("Thought: it fits.\\nAction: click[buy now]", "action")
+    >>> extract_prefixed("Thought: it fits.\nAction: click[buy now]", "action")
     'click[buy now]'
     """
     pattern = _PREFIXED[prefix.lower()]

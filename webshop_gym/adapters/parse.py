@@ -30,10 +30,13 @@
    action strings, the first on ties; the search template is never chosen).  The result is
    valid and ``mapped`` is True.
 
-An invalid result still carries an action string for the env (the best candidate, else the
-stripped text), which the env will reject as invalid (reward 0, one step used).  ``format_ok``
-says whether the response followed its format strictly (exactly one ``<think>`` and one answer
-block with nothing else around them, or one ``Action:`` line).
+An invalid result still carries an action string (the best candidate, else the stripped text,
+``""`` when nothing is left) so the env can judge it: usually an invalid action (reward 0, one
+step used), but the env follows the reference and also runs a ``search[...]`` on pages whose
+admissible list has no search template.  ``format_ok`` says whether the response's *structure*
+followed its format strictly (exactly one closed ``<think>`` block then one closed answer block
+holding one action, nothing else around them; for ``react`` exactly one ``Action:`` line); the
+action inside is normalised either way.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ __all__ = [
     "normalize_action",
     "parse_batch",
     "parse_detailed",
+    "parse_or_raise",
     "parse_response",
 ]
 
@@ -123,16 +127,23 @@ def normalize_action(text: str) -> list[str]:
     ['click[buy now]']
     >>> normalize_action("I would search[red shoes] and then click[b0abc]")
     ['click[b0abc]', 'search[red shoes]']
+    >>> normalize_action("click[a] or click[b]")
+    ['click[b]', 'click[a]', 'click[a] or click[b]']
     """
     text = _clean(text)
     out: list[str] = []
     whole = grammar.split_action(text)
-    if whole is not None:
-        out.append(f"{whole[0]}[{_canonical_arg(whole[1])}]")
+    greedy = None if whole is None else f"{whole[0]}[{_canonical_arg(whole[1])}]"
+    # The whole text as one action comes first, unless its argument holds brackets: then the
+    # actions written inside it do (``search[a] then click[b]``), and it comes last.
+    if greedy is not None and not any(c in whole[1] for c in "[]"):
+        out.append(greedy)
     for name, arg in reversed(grammar.action_candidates(text)):
         action = f"{name}[{_canonical_arg(arg)}]"
         if action not in out:
             out.append(action)
+    if greedy is not None and greedy not in out:
+        out.append(greedy)
     if not out:
         bare = _BARE.match(text)
         if bare is not None and "\n" not in bare.group(2).strip():
@@ -248,8 +259,9 @@ def parse_detailed(
     else:
         candidates = normalize_action(extracted)
         fallback = _clean(extracted)
-    if format_ok and fmt in _ANSWER_TAG and (not candidates or grammar.split_action(_clean(extracted)) is None):
-        format_ok = False  # the answer block holds more than one action
+    if format_ok and fmt in _ANSWER_TAG:  # the answer block must hold exactly one action
+        cleaned = _clean(extracted)
+        format_ok = grammar.split_action(cleaned) is not None and len(grammar.action_candidates(cleaned)) <= 1
     chosen = None
     for candidate in candidates:
         for option in (candidate, *_variants(candidate)):
@@ -269,6 +281,8 @@ def parse_detailed(
                 return ParsedAction(f"click[{label}]", True, False, False, "", thought)
     elif grammar.split_action(action)[0] == "search" and not grammar.split_action(action)[1].strip():
         reason = "empty search"
+    elif re.match(r"^search\[<.*>\]$", action):
+        reason = "the search template's placeholder, not a query"
     else:
         reason = "not admissible"
     if closest and admissible and (action or fallback):
@@ -309,7 +323,7 @@ def parse_batch(
         admissible = [None] * len(texts)
     if len(admissible) != len(texts):
         raise ValueError(f"expected one admissible list per response ({len(texts)}), got {len(admissible)}")
-    results = [parse_detailed(t, a, fmt, closest) for t, a in zip(texts, admissible)]
+    results = [parse_detailed(t, a, fmt, closest) for t, a in zip(texts, admissible, strict=True)]
     return [r.action for r in results], [r.valid for r in results]
 
 

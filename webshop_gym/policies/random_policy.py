@@ -12,9 +12,11 @@ __all__ = ["RandomPolicy"]
 
 
 class RandomPolicy:
-    """Click a random valid action; search a random slice of the instruction; buy with
-    probability ``buy_probability`` whenever on an item page (and always after ``patience``
-    steps there).
+    """Random valid actions, then a purchase.
+
+    Clicks a random valid action (never ``back to search``); on the search page it searches a
+    random slice of the instruction's words; on an item page it buys with probability
+    ``buy_probability`` (and always once the episode has taken 12 steps).
 
     Args:
         seed: seed of its generator (reproducible runs).
@@ -26,6 +28,14 @@ class RandomPolicy:
     def __init__(self, seed: int | None = 0, buy_probability: float = 0.3, **_: Any):
         self.rng = np.random.default_rng(seed)
         self.buy_probability = buy_probability
+
+    def seed_episode(self, seed: int | None) -> None:
+        """Restart the generator from ``seed``.
+
+        The evaluation loop does this per episode, from the run seed and the goal, so results do
+        not depend on which slot runs a goal.
+        """
+        self.rng = np.random.default_rng(seed)
 
     def reset(self, info: dict[str, Any]) -> None:
         """Start a new episode."""
