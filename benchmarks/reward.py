@@ -52,16 +52,18 @@ def purchases(shop, n: int, seed: int = 0):
     return g.astype(np.int64), rows, selected, prices
 
 
-def time_kernel(shop, batch: int, repeats: int) -> float:
+def time_kernel(shop, batch: int, min_seconds: float = 1.0) -> float:
+    """Median rate over repeated calls filling ``min_seconds`` (after as long a warm-up)."""
     g, rows, selected, prices = purchases(shop, batch, seed=batch)
     fz = [[int(x) for x in shop.rewards.value_ids(s)] for s in selected]
-    shop.rewards.score(g[:1], rows[:1], fz[:1], prices[:1])
-    best = float("inf")
-    for _ in range(repeats):
+    times = []
+    start = time.perf_counter()
+    while time.perf_counter() - start < 2 * min_seconds or len(times) < 6:
         t = time.perf_counter()
         shop.rewards.score(g, rows, fz, prices)
-        best = min(best, time.perf_counter() - t)
-    return batch / best
+        times.append(time.perf_counter() - t)
+    measured = times[len(times) // 2 :]  # the second half: past the warm-up
+    return batch / sorted(measured)[len(measured) // 2]
 
 
 def time_python(shop, n: int, spacy_each_call: bool) -> float:
@@ -137,7 +139,7 @@ def main() -> None:
     rows = [{"scorer": "reference-impl (spaCy per call)", "batch": 1, "tuples_per_s": round(ref_impl, 1)},
             {"scorer": "python (nouns cached)", "batch": 1, "tuples_per_s": round(python, 1)}]
     for batch in args.batches:
-        rate = time_kernel(shop, batch, repeats=5 if batch <= 10000 else 1)
+        rate = time_kernel(shop, batch)
         rows.append({"scorer": "kernel", "batch": batch, "tuples_per_s": round(rate, 1),
                      "x_reference_impl": round(rate / ref_impl, 1), "x_python": round(rate / python, 1)})
     jit = jit_seconds(shop_path)

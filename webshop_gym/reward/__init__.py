@@ -28,16 +28,6 @@ if TYPE_CHECKING:
 
 __all__ = ["BREAKDOWN_KEYS", "COLOR_SET", "RewardBatch", "RewardModel", "normalize_color", "reference"]
 
-PARALLEL_MIN_BATCH = 4096
-"""Batches at least this large are scored on all of numba's threads."""
-
-
-def _threads() -> int:
-    import numba
-
-    return numba.get_num_threads()
-
-
 BREAKDOWN_KEYS = (
     "r_type", "r_att", "w_att", "query_match", "category_match", "title_score",
     "r_option", "w_option", "r_price", "w_price",
@@ -196,12 +186,7 @@ class RewardModel:
         out_b = {k: np.empty(n, np.bool_) for k in ("query_match", "category_match", "r_price")}
         out_i = {k: np.empty(n, np.int32) for k in ("n_att", "n_opt")}
         c, gt, pt, fz = self.catalog, self._goal_tables, self._products, self._fuzz
-        if not kernel:
-            fn, chunks = _kernels.score_batch, 1
-        elif n >= PARALLEL_MIN_BATCH and _threads() > 1:
-            fn, chunks = _kernels.score_batch_parallel_jit, 8 * _threads()
-        else:
-            fn, chunks = _kernels.score_batch_jit, 1
+        fn = _kernels.score_batch_jit if kernel else _kernels.score_batch
         args = (
             np.asarray(fz.tokens.offsets), np.asarray(fz.tokens.values),
             np.asarray(fz.strings.offsets), np.asarray(fz.strings.values), self._max_joined,
@@ -221,7 +206,7 @@ class RewardModel:
             out_f["r_option"], out_f["w_option"], out_f["w_price"],
             out_b["query_match"], out_b["category_match"], out_b["r_price"], out_i["n_att"], out_i["n_opt"],
         )  # fmt: skip
-        fn(chunks, *args)
+        fn(*args)
         return RewardBatch(**out_f, **out_b, **out_i)
 
     # -- the reference path -------------------------------------------------------------------
