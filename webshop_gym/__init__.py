@@ -8,12 +8,21 @@
 from __future__ import annotations
 
 from webshop_gym.env import WebShopEnv
+from webshop_gym.ray_env import WebShopRayVectorEnv
 from webshop_gym.registration import register_envs
 from webshop_gym.shop import Shop, load_shop
 from webshop_gym.vector_env import WebShopVectorEnv
 
 __version__ = "0.1.0"
 
-__all__ = ["Shop", "WebShopEnv", "WebShopVectorEnv", "__version__", "load_shop", "register_envs"]
+__all__ = [
+    "Shop",
+    "WebShopEnv",
+    "WebShopRayVectorEnv",
+    "WebShopVectorEnv",
+    "__version__",
+    "load_shop",
+    "register_envs",
+]
 
 register_envs()

@@ -192,6 +192,11 @@ class LuceneSearch:
         self._lock = threading.Lock()
 
     @property
+    def index_arg(self) -> Path | None:
+        """The external index given at construction (``None``: the catalog's own)."""
+        return self._index_arg
+
+    @property
     def index_path(self) -> Path:
         """The Lucene index folder in use."""
         if self._index_arg is not None:

@@ -41,6 +41,7 @@ def shop_arguments(shop) -> dict:
         "human_goals": goals.kind == "human",
         "seed": goals.seed if goals.seed is not None else 0,
         "num_products": shop.catalog.meta.get("num_products"),
+        "index": str(shop.engine.index_arg) if shop.engine.index_arg is not None else None,
     }
 
 
@@ -51,7 +52,9 @@ def _snapshot(engine, slot: int) -> tuple:
 def _worker(conn, shop_args: dict, engine_args: dict, n_slots: int, heap: str | None) -> None:
     try:
         if heap:
-            os.environ["WEBSHOP_GYM_JAVA_HEAP"] = heap
+            from webshop_gym import _java
+
+            _java.set_heap(heap)
         from webshop_gym.engine import Engine
         from webshop_gym.shop import load_shop
 

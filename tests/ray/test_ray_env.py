@@ -20,7 +20,7 @@ ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'webs
 from webshop_gym import WebShopVectorEnv, load_shop  # noqa: E402
 from webshop_gym._paths import cache_dir  # noqa: E402
 from webshop_gym.error import Error  # noqa: E402
-from webshop_gym.ray_env import ActorDied, LostEpisode, WebShopRayVectorEnv  # noqa: E402
+from webshop_gym.ray_env import ActorDied, LostEpisode, WebShopRayVectorEnv, init_ray  # noqa: E402
 from webshop_gym.workers import WorkerDied  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -31,7 +31,9 @@ GARBAGE = ["", "click[nope]", "search[]", "jump[now]", "click[]", "click[buy now
 
 @pytest.fixture(scope="module")
 def cluster():
-    ray.init(
+    # init_ray: without Ray's crash signal handler, which would break the JVM that earlier
+    # tests started in this process
+    init_ray(
         num_cpus=4, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False,
         namespace="webshop-gym-tests",
     )
@@ -97,6 +99,7 @@ def run_both(local: WebShopVectorEnv, remote: WebShopRayVectorEnv, steps: int, s
     got = remote.reset(seed=seed)
     assert_same(got, want, "reset")
     n = local.num_envs
+    seen = {"steps": 0, "terminated": 0, "truncated": 0, "invalid": 0, "rewarded": 0}
     for t in range(steps):
         actions = policy(rng, want[-1], n)
         want = local.step(actions)
@@ -104,9 +107,19 @@ def run_both(local: WebShopVectorEnv, remote: WebShopRayVectorEnv, steps: int, s
         assert_same(got, want, f"step {t}")
         assert (remote.exhausted, remote.all_idle) == (local.exhausted, local.all_idle)
         assert np.array_equal(remote.idle, local.idle)
+        seen["steps"] += 1
+        seen["terminated"] += int(want[2].sum())
+        seen["truncated"] += int(want[3].sum())
+        seen["rewarded"] += int((want[1] > 0).sum())
+        seen["invalid"] += int(np.sum(want[-1].get("invalid_action", [])))
         if until_idle and local.all_idle:
-            return t + 1
-    return steps
+            break
+    return seen
+
+
+def assert_covered(seen: dict) -> None:
+    """The random rollout bought, hit the step cap and made invalid actions."""
+    assert seen["terminated"] and seen["truncated"] and seen["invalid"] and seen["rewarded"], seen
 
 
 def test_equivalence_next_step_groups(cluster, shop):
@@ -116,7 +129,7 @@ def test_equivalence_next_step_groups(cluster, shop):
     try:
         assert [a["slots"] for a in remote.actors] == [(0, 4), (4, 8), (8, 12)]  # whole groups per shard
         assert len({a["pid"] for a in remote.actors}) == 3
-        run_both(local, remote, 150, seed=7)
+        assert_covered(run_both(local, remote, 150, seed=7))
         assert_same(remote.render(), local.render(), "render")
         # explicit goals and a partial reset go through the same paths
         mask = np.zeros(12, bool)
@@ -134,7 +147,7 @@ def test_equivalence_same_step(cluster, shop):
     remote = ray_env(shop, 8, 2, **kwargs)
     try:
         assert remote.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP
-        run_both(local, remote, 150, seed=11)
+        assert_covered(run_both(local, remote, 150, seed=11))
     finally:
         remote.close()
         local.close()
@@ -145,8 +158,8 @@ def test_equivalence_eval_mode_runs_the_split_once(cluster, shop):
     local = WebShopVectorEnv(16, shop=shop, **kwargs)
     remote = ray_env(shop, 16, 2, **kwargs)
     try:
-        steps = run_both(local, remote, 2000, seed=0, until_idle=True)
-        assert remote.all_idle and remote.exhausted, f"not done after {steps} steps"
+        seen = run_both(local, remote, 2000, seed=0, until_idle=True)
+        assert remote.all_idle and remote.exhausted, f"not done after {seen['steps']} steps"
     finally:
         remote.close()
         local.close()
@@ -157,8 +170,10 @@ def test_disabled_autoreset_raises_the_same(cluster, shop):
 
     kwargs = dict(autoreset_mode=AutoresetMode.DISABLED, max_steps=2)
     local = WebShopVectorEnv(4, shop=shop, **kwargs)
-    remote = ray_env(shop, 4, 2, **kwargs)
+    remote = ray_env(shop, 4, 2, placement="SPREAD", **kwargs)
     try:
+        group = remote.engine.placement_group
+        assert ray.util.placement_group_table(group)["strategy"] == "SPREAD"
         assert_same(remote.reset(seed=1), local.reset(seed=1), "reset")
         for _ in range(2):
             assert_same(remote.step(["search[shirt]"] * 4), local.step(["search[shirt]"] * 4), "step")
@@ -170,6 +185,61 @@ def test_disabled_autoreset_raises_the_same(cluster, shop):
     finally:
         remote.close()
         local.close()
+    assert ray.util.placement_group_table(group)["state"] == "REMOVED"
+
+
+def test_arguments_are_checked_before_actors_start(cluster, shop):
+    with pytest.raises(ValueError, match=r"num_actors must be between 1 and the number of groups .* = 2\), got 3"):
+        ray_env(shop, 4, 3, group_size=2)
+    with pytest.raises(ValueError, match="placement='ROUND_ROBIN' is not supported"):
+        ray_env(shop, 4, 2, placement="ROUND_ROBIN")
+    with pytest.raises(ValueError, match="either placement= or scheduling_strategy="):
+        ray_env(shop, 4, 2, placement="PACK", scheduling_strategy="SPREAD")
+    with pytest.raises(ValueError, match=r"actor_options may not set \['max_restarts'\]"):
+        ray_env(shop, 4, 2, actor_options={"max_restarts": 3})
+
+
+def test_a_node_with_another_shop_or_no_data_is_refused(cluster, shop, monkeypatch):
+    import webshop_gym.ray_env as ray_env_module
+    from webshop_gym.ray_env import ActorError, ShopMismatch
+
+    real = ray_env_module.shop_fingerprint
+    monkeypatch.setattr(ray_env_module, "shop_fingerprint", lambda s: {**real(s), "goals": 12345})
+    with pytest.raises(ShopMismatch, match=r"shard 0 \(slots 0-1\).*'goals': \(12345, 3887\)"):
+        ray_env(shop, 2, 1)
+    monkeypatch.undo()
+    args = ray_env_module.remote_shop_arguments(shop)
+    monkeypatch.setattr(ray_env_module, "remote_shop_arguments", lambda s: {**args, "path": "/nonexistent/shop"})
+    with pytest.raises(ActorError, match=r"failed to start:\n(.|\n)*/nonexistent/shop"):
+        ray_env(shop, 2, 1)
+
+
+def test_unschedulable_actors_fail_in_bounded_time(cluster, shop, caplog):
+    started = time.monotonic()
+    with pytest.raises(ActorDied, match=r"did not start within 3 s; the cluster may lack .*num_cpus=8"):
+        ray_env(shop, 2, 1, num_cpus_per_actor=8, start_timeout=3)
+    assert time.monotonic() - started < 30
+    assert "exceed the cluster's 4.0 CPUs" in caplog.text
+    deadline = time.monotonic() + 20  # nothing left behind: the pending actor was killed
+    while ray.available_resources().get("CPU") != 4.0 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert ray.available_resources().get("CPU") == 4.0
+
+
+def test_fresh_node_cache_is_built_once_and_shared(cluster, shop, tmp_path):
+    """Two actors start at once on a node whose cache is empty: one catalog, one index, no debris."""
+    env = WebShopRayVectorEnv(4, num_actors=2, shop=shop, cache_dir=str(tmp_path), start_timeout=300, timeout=60)
+    try:
+        assert [a["cache"] for a in env.actors] == [str(tmp_path)] * 2
+        obs, infos = env.reset(seed=0)
+        env.step(["search[shirt]"] * 4)
+    finally:
+        env.close()
+    catalogs = [p.name for p in (tmp_path / "catalogs").iterdir() if p.is_dir()]
+    assert catalogs == [shop.catalog.folder.name], catalogs
+    folder = tmp_path / "catalogs" / catalogs[0]
+    assert (folder / "index-v1" / "meta.json").is_file()
+    assert not [p.name for p in folder.iterdir() if ".tmp-" in p.name]
 
 
 def test_killed_actor_is_a_clear_error(cluster, shop):
@@ -177,7 +247,11 @@ def test_killed_actor_is_a_clear_error(cluster, shop):
     try:
         env.reset(seed=0)
         env.step(["search[shirt]"] * 8)
-        ray.kill(env.engine.actors[1])
+        actor = env.engine.actors[1]
+        ray.kill(actor)
+        with pytest.raises(ray.exceptions.RayActorError):  # ray.kill is asynchronous: wait until it is dead
+            while True:
+                ray.get(actor.ready.remote(), timeout=30)
         started = time.monotonic()
         with pytest.raises(ActorDied, match=r"shard 1 \(slots 4-7\).*restart_failed=True") as caught:
             env.step(["search[red dress]"] * 8)
@@ -252,6 +326,7 @@ def test_restart_failed_rebuilds_the_shard(cluster, shop, mode):
         assert list(infos["_goal_index"]) == [True] * 2 + [False] * 6
         obs, rewards, terminations, truncations, infos = env.step(["search[shirt]"] * 8)
         assert list(truncations[:4]) == [False, False, True, True]
+        assert list(infos["page"][:2]) == ["results"] * 2  # reset, then killed before it saw them: replayed
         assert [e.slot for e in env.lost_episodes[4:]] == [2, 3]
         rng = np.random.default_rng(0)
         for _ in range(20):  # and it keeps going
