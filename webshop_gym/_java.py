@@ -127,8 +127,8 @@ def start() -> None:
             jnius_config.add_options(f"-Xmx{_heap}", *_logging_options())
         _stub_encoders()
         try:
-            import pyserini.search.lucene  # noqa: F401  (starts the JVM)
             import pyserini.index.lucene  # noqa: F401
+            import pyserini.search.lucene  # noqa: F401  (starts the JVM)
         except ImportError as exc:
             raise DependencyNotInstalled(
                 f"Pyserini could not be imported ({exc}); reinstall it with `{PYSERINI_PIP}` "

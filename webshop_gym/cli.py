@@ -20,7 +20,6 @@ import importlib
 import json
 import sys
 import textwrap
-from pathlib import Path
 
 __all__ = ["main"]
 
@@ -127,7 +126,7 @@ def _data_info(args) -> int:
     lines = [
         f"shop: {args.dir or _default_dir()}",
         f"products: {counts['products']} (records {counts['records']}, skipped {counts['skipped']}, duplicate asins {counts['duplicates']})",
-        f"categories: " + ", ".join(f"{k} {v}" for k, v in sorted(categories.items())),
+        "categories: " + ", ".join(f"{k} {v}" for k, v in sorted(categories.items())),
         f"product types (queries): {len(catalog.query_names)}",
         f"products with options: {sum(1 for r in range(len(catalog)) if catalog.option_groups.length(r))}",
         "option names: " + ", ".join(f"{k} {v}" for k, v in option_names.most_common(12)),

@@ -33,7 +33,7 @@ from webshop_gym.engine import Engine
 from webshop_gym.error import DependencyNotInstalled, Error
 from webshop_gym.shop import Shop
 from webshop_gym.vector_env import WebShopVectorEnv
-from webshop_gym.workers import WorkerDied, WorkerError
+from webshop_gym.workers import ShardedEngine, WorkerDied, WorkerError
 
 __all__ = ["ActorDied", "ActorError", "LostEpisode", "RayEnginePool", "ShopMismatch", "WebShopRayVectorEnv", "init_ray"]
 
@@ -109,7 +109,7 @@ def init_ray(**kwargs: Any) -> None:
     ray.init(**kwargs)
 
 
-class RayEnginePool:
+class RayEnginePool(ShardedEngine):
     """An engine whose slots are sharded over Ray actors (the engine interface of ``Engine``).
 
     Args:
@@ -177,21 +177,13 @@ class RayEnginePool:
             raise ValueError("pass either placement= or scheduling_strategy=, not both")
         if placement is not None and str(placement).upper() not in PLACEMENTS:
             raise ValueError(f"placement={placement!r} is not supported; expected one of {list(PLACEMENTS)}")
-        self.shop = shop
         self.observation_mode = observation_mode
-        self.goal_range = shop.goals.split_range(split)
         self.restart_failed = bool(restart_failed)
         self.max_restarts = int(max_restarts)
         self.timeout = float(timeout)
         self.start_timeout = float(start_timeout)
-        bounds = np.linspace(0, groups, num_actors + 1).round().astype(int) * group_size
-        self.shards = [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
-        self.owner = np.zeros(num_slots, np.int64)
-        for k, (a, b) in enumerate(self.shards):
-            self.owner[a:b] = k
-        self._obs: list[str] = [""] * num_slots
-        self._info: list[dict] = [{}] * num_slots
-        self._finished = np.zeros(num_slots, bool)
+        # shards hold whole groups: a GRPO group never spans two actors
+        self._init_shards(shop, split, np.linspace(0, groups, num_actors + 1).round().astype(int) * group_size)
         self._live = np.zeros(num_slots, bool)  # the slot has an episode on its current actor
         self._lost: list[LostEpisode | None] = [None] * num_slots  # lost, not yet reported
         self._pending: list[dict[int, int]] = [{} for _ in self.shards]  # per shard: slot -> goal to reset
@@ -424,31 +416,6 @@ class RayEnginePool:
         self._live[list(pending)] = True
         self._restart(k, reason)
 
-    def _split(self, slots: Sequence[int], values: Sequence) -> dict[int, tuple[list[int], list]]:
-        parts: dict[int, tuple[list[int], list]] = {}
-        for slot, value in zip(slots, values, strict=True):
-            k = int(self.owner[slot])
-            local, vals = parts.setdefault(k, ([], []))
-            local.append(int(slot) - self.shards[k][0])
-            vals.append(value)
-        return parts
-
-    def _store(self, k: int, local: list[int], snapshots) -> None:
-        base = self.shards[k][0]
-        for s, (obs, info, finished) in zip(local, snapshots, strict=True):
-            self._obs[base + s] = obs
-            self._info[base + s] = info
-            self._finished[base + s] = finished
-
-    # -- the engine interface -------------------------------------------------------------------
-
-    def set_rng(self, slot: int, rng) -> None:
-        """Goal sampling happens in the driver; nothing to send."""
-
-    def sample_goal_with(self, rng: np.random.Generator) -> int:
-        """Draw a goal (in the driver, from the driver's generator)."""
-        return self.shop.goals.sample(rng, self.goal_range)
-
     def reset(self, slots: Sequence[int], goals: Sequence[int]) -> None:
         """Start episodes in ``slots``.
 
@@ -520,10 +487,6 @@ class RayEnginePool:
                 self._lost[s] = None
         return rewards, terminated, truncated
 
-    def finished(self, slot: int) -> bool:
-        """Whether the slot's episode ended."""
-        return bool(self._finished[slot])
-
     def observe(self, slot: int, mode: str | None = None) -> str:
         """The slot's observation (another mode asks its actor)."""
         if mode is None or mode == self.observation_mode:
@@ -548,10 +511,6 @@ class RayEnginePool:
             for s, page in zip(parts[k][0], pages, strict=True):
                 out[base + s] = page
         return [out[s] for s in slots]
-
-    def info(self, slot: int) -> dict:
-        """The slot's info."""
-        return self._info[slot]
 
     def kill_actor(self, k: int, wait: float = 30.0) -> None:
         """Kill the actor of shard ``k`` and wait until Ray reports it dead (to test failures).

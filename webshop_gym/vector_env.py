@@ -13,7 +13,7 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from webshop_gym.engine import OBSERVATION_MODES, Engine
+from webshop_gym.engine import Engine
 from webshop_gym.error import EpisodeFinished
 from webshop_gym.shop import Shop, load_shop
 from webshop_gym.spaces import String

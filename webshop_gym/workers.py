@@ -21,7 +21,7 @@ import numpy as np
 
 from webshop_gym.error import Error
 
-__all__ = ["WorkerDied", "WorkerError", "WorkerPool", "shop_arguments"]
+__all__ = ["ShardedEngine", "WorkerDied", "WorkerError", "WorkerPool", "shop_arguments"]
 
 
 class WorkerDied(Error, RuntimeError):
@@ -93,7 +93,63 @@ def _worker(conn, shop_args: dict, engine_args: dict, n_slots: int, heap: str | 
             conn.send(("error", traceback.format_exc()))
 
 
-class WorkerPool:
+class ShardedEngine:
+    """The engine interface over slots that live in contiguous shards elsewhere.
+
+    Bookkeeping shared by :class:`WorkerPool` (processes) and
+    :class:`~webshop_gym.ray_env.RayEnginePool` (Ray actors): which shard owns a slot, the last
+    observation, info and end flag of every slot, and goal sampling, which stays here (the
+    vector env's generators live in this process).
+    """
+
+    def _init_shards(self, shop, split: str | None, bounds: Sequence[int]) -> None:
+        """Split ``bounds[-1]`` slots into shards ``[bounds[k], bounds[k + 1])``."""
+        num_slots = int(bounds[-1])
+        self.shop = shop
+        self.goal_range = shop.goals.split_range(split)
+        self.shards = [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
+        self.owner = np.zeros(num_slots, np.int64)
+        for k, (a, b) in enumerate(self.shards):
+            self.owner[a:b] = k
+        self._obs: list[str] = [""] * num_slots
+        self._info: list[dict] = [{}] * num_slots
+        self._finished = np.zeros(num_slots, bool)
+
+    def _split(self, slots: Sequence[int], values: Sequence) -> dict[int, tuple[list[int], list]]:
+        """Group (slot, value) pairs by shard, with shard-local slot numbers."""
+        parts: dict[int, tuple[list[int], list]] = {}
+        for slot, value in zip(slots, values):
+            k = int(self.owner[slot])
+            local, vals = parts.setdefault(k, ([], []))
+            local.append(int(slot) - self.shards[k][0])
+            vals.append(value)
+        return parts
+
+    def _store(self, k: int, local: list[int], snapshots) -> None:
+        """Remember the (observation, info, finished) a shard reported for its slots."""
+        base = self.shards[k][0]
+        for s, (obs, info, finished) in zip(local, snapshots, strict=True):
+            self._obs[base + s] = obs
+            self._info[base + s] = info
+            self._finished[base + s] = finished
+
+    def set_rng(self, slot: int, rng) -> None:
+        """Goal sampling happens here; nothing to send."""
+
+    def sample_goal_with(self, rng: np.random.Generator) -> int:
+        """Draw a goal here, from this process's generator."""
+        return self.shop.goals.sample(rng, self.goal_range)
+
+    def finished(self, slot: int) -> bool:
+        """Whether the slot's episode ended."""
+        return bool(self._finished[slot])
+
+    def info(self, slot: int) -> dict:
+        """The slot's info."""
+        return self._info[slot]
+
+
+class WorkerPool(ShardedEngine):
     """An engine whose slots are sharded over worker processes.
 
     Args:
@@ -119,17 +175,8 @@ class WorkerPool:
     ):
         if not 1 <= num_workers <= num_slots:
             raise ValueError(f"num_workers must be between 1 and num_envs ({num_slots}), got {num_workers}")
-        self.shop = shop
+        self._init_shards(shop, split, np.linspace(0, num_slots, num_workers + 1).round().astype(int))
         self.timeout = timeout
-        self.goal_range = shop.goals.split_range(split)
-        bounds = np.linspace(0, num_slots, num_workers + 1).round().astype(int)
-        self.shards = [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
-        self.owner = np.zeros(num_slots, np.int64)
-        for k, (a, b) in enumerate(self.shards):
-            self.owner[a:b] = k
-        self._obs: list[str] = [""] * num_slots
-        self._info: list[dict] = [{}] * num_slots
-        self._finished = np.zeros(num_slots, bool)
         engine_args = {"observation_mode": observation_mode, "max_steps": max_steps, "show_attrs": show_attrs, "split": split}
         ctx = mp.get_context("spawn")
         self.conns = []
@@ -179,30 +226,7 @@ class WorkerPool:
         except (BrokenPipeError, OSError):
             self._receive(k)  # raises WorkerDied with the exit code
 
-    def _split(self, slots: Sequence[int], values: Sequence) -> dict[int, tuple[list[int], list]]:
-        parts: dict[int, tuple[list[int], list]] = {}
-        for slot, value in zip(slots, values):
-            k = int(self.owner[slot])
-            local, vals = parts.setdefault(k, ([], []))
-            local.append(int(slot) - self.shards[k][0])
-            vals.append(value)
-        return parts
-
-    def _store(self, k: int, local: list[int], snapshots) -> None:
-        base = self.shards[k][0]
-        for s, (obs, info, finished) in zip(local, snapshots):
-            self._obs[base + s] = obs
-            self._info[base + s] = info
-            self._finished[base + s] = finished
-
     # -- the engine interface -------------------------------------------------------------------
-
-    def set_rng(self, slot: int, rng) -> None:
-        """Goal sampling happens in the parent; nothing to send."""
-
-    def sample_goal_with(self, rng: np.random.Generator) -> int:
-        """Draw a goal (in the parent, from the parent's generator)."""
-        return self.shop.goals.sample(rng, self.goal_range)
 
     def reset(self, slots: Sequence[int], goals: Sequence[int]) -> None:
         """Start episodes in ``slots``."""
@@ -230,10 +254,6 @@ class WorkerPool:
             rewards[idx], terminated[idx], truncated[idx] = r, term, trunc
         return rewards, terminated, truncated
 
-    def finished(self, slot: int) -> bool:
-        """Whether the slot's episode ended."""
-        return bool(self._finished[slot])
-
     def observe(self, slot: int, mode: str | None = None) -> str:
         """The slot's observation (another mode asks the worker)."""
         if mode is None:
@@ -241,10 +261,6 @@ class WorkerPool:
         k = int(self.owner[slot])
         self._send(k, ("observe", slot - self.shards[k][0], mode))
         return self._receive(k)[1]
-
-    def info(self, slot: int) -> dict:
-        """The slot's info."""
-        return self._info[slot]
 
     def kill_worker(self, k: int, code: int = 9) -> None:
         """Make worker ``k`` exit at once (to test failure handling)."""

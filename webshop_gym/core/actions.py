@@ -1,6 +1,6 @@
-"""Action strings: ``search[<keywords>]`` and ``click[<label>]`` (SPEC section 4).
+r"""Action strings: ``search[<keywords>]`` and ``click[<label>]`` (SPEC section 4).
 
-The reference splits an action with the regular expression ``(.+)\\[(.+)\\]`` (``re.match``,
+The reference splits an action with the regular expression ``(.+)\[(.+)\]`` (``re.match``,
 greedy, no end anchor) and lower-cases the argument.  We keep that grammar exactly, quirks
 included: ``Search[x]`` is not a search (names are case-sensitive), ``click[a]b]`` clicks
 ``a]b``, trailing text after the last ``]`` is ignored, and a newline ends the match.

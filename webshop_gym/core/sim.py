@@ -22,16 +22,16 @@ from webshop_gym.core.actions import ActionKind, parse_action
 from webshop_gym.core.pages import (
     BACK_TO_SEARCH,
     BUY_NOW,
+    DONE,
+    ITEM,
     NEXT,
     PREV,
     PRODUCTS_PER_PAGE,
-    SEARCH_BUTTON,
-    SUB_LABELS,
-    DONE,
-    ITEM,
     RESULTS,
+    SEARCH_BUTTON,
     START,
     SUB,
+    SUB_LABELS,
     ProductViews,
 )
 
@@ -89,8 +89,10 @@ class SimContext:
 
 
 class ResultsView:
-    """One results page: its rows, click label -> row, clickable labels in order, and a
-    ``memo`` dict where renderers keep what they derive from the page (text, valid actions)."""
+    """One results page: its rows, its click labels and their rows, and a memo.
+
+    Renderers keep what they derive from the page (its text, its valid actions) in ``memo``.
+    """
 
     __slots__ = ("rows", "label_to_row", "clickables", "memo")
 
@@ -371,7 +373,7 @@ def step(ctx: SimContext, state: BatchState, slots, actions) -> StepOutcome:
         plain = [(i, slot, arg) for i, slot, arg in searches if arg.split(" ")[0] not in SPECIAL_QUERIES]
         found = ctx.shop.search_batch([arg for _, _, arg in plain]) if plain else []
         rows_for = {slot: rows for (_, slot, _), rows in zip(plain, found)}
-        for i, slot, arg in searches:
+        for _, slot, arg in searches:
             rows = rows_for.get(slot)
             if rows is None:
                 rows = _special_results(ctx, state, slot, arg.split(" "))

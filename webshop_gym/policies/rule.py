@@ -1,5 +1,7 @@
-"""The reference's rule-like baseline: search the instruction, open the first result, pick the
-options the instruction names, buy."""
+"""The reference's rule-like baseline.
+
+Search the instruction, open the first result, pick the options the instruction names, buy.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +13,11 @@ __all__ = ["RulePolicy"]
 
 
 class RulePolicy:
-    """Search the instruction (without its price clause), open the first result, click, in each
-    option group, the longest value that occurs in the instruction (first on ties; a group with
-    no such value is left alone), then buy.
+    """Search the instruction, open the first result, pick the named options, buy.
+
+    The search is the instruction without its price clause; in each option group the policy
+    clicks the longest value that occurs in the instruction (first on ties; a group with no such
+    value is left alone).
 
     The reference's own rule baseline clicks a random value where none matches; this one is
     deterministic instead.

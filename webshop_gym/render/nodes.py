@@ -1,4 +1,4 @@
-"""The visible strings of each page, in order, with what element holds them.
+r"""The visible strings of each page, in order, with what element holds them.
 
 This is the single description of page content.  The text observations are built from these
 lists directly; the Jinja templates render the same strings into HTML, and a test checks that
@@ -7,7 +7,7 @@ parsing the HTML with BeautifulSoup gives the same text (SPEC section 5).
 A node is ``(string, kind)``.  Kinds: ``TEXT`` (plain text), ``BUTTON`` (text of a button),
 ``LABEL`` (an option value's label), ``LINK`` (a product link on a results page) and ``PRE``
 (text inside ``<pre>``, where whitespace is kept).  As BeautifulSoup does, a string made only
-of ASCII white space becomes ``"\\n"`` when it holds a newline and ``" "`` otherwise (outside
+of ASCII white space becomes ``"\n"`` when it holds a newline and ``" "`` otherwise (outside
 ``<pre>``); empty strings are no nodes at all.
 """
 

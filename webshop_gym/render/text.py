@@ -12,7 +12,7 @@ import json
 from collections import OrderedDict
 
 from webshop_gym.core.actions import format_click, round_trips
-from webshop_gym.core.pages import DONE, ITEM, RESULTS, START, SUB, SUB_PAGES
+from webshop_gym.core.pages import ITEM, RESULTS, START, SUB, SUB_PAGES
 from webshop_gym.core.sim import BatchState, SimContext, clickables
 from webshop_gym.render import nodes as N
 

@@ -92,7 +92,7 @@ def split_tokens(s1, s2, tok_off, tok_cp, str_off, str_tok, buf1, buf2):
 
 
 def token_set_ratio(s1, s2, tok_off, tok_cp, str_off, str_tok, buf1, buf2, row):
-    """rapidfuzz's ``token_set_ratio`` of two processed strings given as fuzz-table ids."""
+    """Rapidfuzz's ``token_set_ratio`` of two processed strings given as fuzz-table ids."""
     if str_off[s1 + 1] == str_off[s1] or str_off[s2 + 1] == str_off[s2]:
         return 0.0
     n_inter, sect_chars, ab_len, n_ab, ba_len, n_ba = split_tokens(
