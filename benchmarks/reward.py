@@ -73,16 +73,9 @@ def time_python(shop, n: int, spacy_each_call: bool) -> float:
     catalog, goals = shop.catalog, shop.goals
     nlp = None
     if spacy_each_call:
-        import spacy
+        from webshop_gym.nouns import NOUN_TAGS, load_full_pipeline
 
-        from webshop_gym.nouns import MODEL_CANDIDATES, NOUN_TAGS
-
-        for name in MODEL_CANDIDATES:
-            try:
-                nlp = spacy.load(name)
-                break
-            except OSError:
-                continue
+        nlp = load_full_pipeline()
 
         def nouns(title):
             return [t.text.lower() for t in nlp(title) if t.pos_ in NOUN_TAGS]

@@ -283,18 +283,11 @@ def make_demos(
     env = WebShopVectorEnv(num_envs, shop=shop, split=split, max_steps=max_steps, eval_mode=True)
     available = len(env.engine.goal_range)
     total = available if n is None else min(int(n), available)
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=total, desc=f"demos ({policy})", unit="goal", file=sys.stderr, dynamic_ncols=True)
     try:
         episodes = rollout(env, teacher, seed=seed, num_goals=total, record=True,
-                           on_episode=(lambda e: bar.update(1)) if bar is not None else None)
+                           progress=f"demos ({policy})" if progress else None)
     finally:
         env.close()
-        if bar is not None:
-            bar.close()
     replay_env = WebShopEnv(shop=shop, max_steps=max_steps)
     kept, mismatched, low = [], 0, 0
     for episode in episodes:

@@ -140,6 +140,7 @@ def rollout(
     record: bool = False,
     on_episode: Callable[[dict], None] | None = None,
     stats: dict | None = None,
+    progress: str | None = None,
 ) -> list[dict]:
     """Run an eval-mode vector env until its goals (or the first ``num_goals``) are done.
 
@@ -153,6 +154,7 @@ def rollout(
         on_episode: called with each finished episode.
         stats: a dict to fill with facts of the run (``policy``: the policy's name,
             ``env_steps``: vector-env steps taken).
+        progress: show a progress bar (on stderr) with this description.
 
     Returns:
         One record per goal, sorted by goal index: ``goal_index``, ``reward``, ``success``,
@@ -160,6 +162,23 @@ def rollout(
         ``reward_info``, ``purchased_asin``, ``purchased_options``, ``purchased_price``; the
         oracle adds ``reachable`` and ``reason``.
     """
+    if progress is None:
+        return _rollout(env, policy, seed, num_goals, record, on_episode, stats)
+    from tqdm import tqdm
+
+    goals = len(env.engine.goal_range)
+    total = goals if num_goals is None else min(int(num_goals), goals)
+    with tqdm(total=total, desc=progress, unit="goal", file=sys.stderr, dynamic_ncols=True) as bar:
+
+        def tick(episode: dict) -> None:
+            bar.update(1)
+            if on_episode is not None:
+                on_episode(episode)
+
+        return _rollout(env, policy, seed, num_goals, record, tick, stats)
+
+
+def _rollout(env, policy, seed, num_goals, record, on_episode, stats) -> list[dict]:
     from webshop_gym.adapters.batch import unbatch_infos
 
     if not getattr(env, "eval_mode", False):
@@ -326,20 +345,13 @@ def evaluate(
     env = WebShopVectorEnv(num_envs, shop=shop, split=split, max_steps=max_steps, eval_mode=True,
                            observation_mode=observation_mode, num_workers=num_workers)
     total = len(env.engine.goal_range) if num_goals is None else min(num_goals, len(env.engine.goal_range))
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=total, desc="eval", unit="goal", file=sys.stderr, dynamic_ncols=True)
     started = time.perf_counter()
     stats: dict = {}
     try:
         episodes = rollout(env, policy, seed=seed, num_goals=num_goals, stats=stats,
-                           on_episode=(lambda e: bar.update(1)) if bar is not None else None)
+                           progress="eval" if progress else None)
     finally:
         env.close()
-        if bar is not None:
-            bar.close()
     wall = time.perf_counter() - started
     expected = list(env.engine.goal_range)[:total]
     got = [e["goal_index"] for e in episodes]

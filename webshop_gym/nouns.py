@@ -45,6 +45,18 @@ def load_tagger():
     )
 
 
+def load_full_pipeline():
+    """Load the English pipeline with every component, as the reference runs it on each call."""
+    import spacy
+
+    for name in MODEL_CANDIDATES:
+        try:
+            return spacy.load(name)
+        except OSError:
+            continue
+    return load_tagger()  # raises the actionable error when no model is installed
+
+
 def model_id() -> str:
     """Return a string naming the tagger (model name and version, spaCy version)."""
     import spacy

@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-import spacy
-
-from webshop_gym.nouns import MODEL_CANDIDATES, NOUN_TAGS, tag_nouns
+from webshop_gym.nouns import NOUN_TAGS, load_full_pipeline, tag_nouns
 
 
 def _full_pipeline_nouns(titles):
-    for name in MODEL_CANDIDATES:
-        try:
-            nlp = spacy.load(name)
-            break
-        except OSError:
-            continue
+    nlp = load_full_pipeline()
+    assert {"parser", "ner", "lemmatizer"} <= set(nlp.pipe_names)
     return [[t.text.lower() for t in nlp(title) if t.pos_ in NOUN_TAGS] for title in titles]
 
 

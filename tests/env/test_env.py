@@ -236,3 +236,30 @@ def test_url_mode(default_shop):
     label = info["available_actions"]["clickables"][3]
     url, *_ = env.step(f"click[{label}]")
     assert url == f"http://127.0.0.1:3000/item_page/9/{label.upper()}/red+shoes/2/{{}}"
+
+
+def test_reference_debugging_queries(default_shop):
+    catalog = default_shop.catalog
+    env = WebShopEnv(shop=default_shop, max_steps=None)
+
+    def listed(query):
+        env.reset(options={"goal_index": 0})
+        obs, *_ , info = env.step(f"search[{query}]")
+        total = int(obs.split("(Total results: ")[1].split(")")[0])
+        rows = env.engine.state.results[0]
+        return total, [catalog.asin[int(r)] for r in rows]
+
+    total, asins = listed("<c> beauty")
+    beauty = [catalog.asin[r] for r in range(len(catalog)) if catalog.category_names[catalog.category[r]] == "beauty"]
+    assert asins == beauty and total == len(beauty) > 50  # every product of the category, in catalog order
+    query = catalog.query_names[catalog.query[5]]
+    total, asins = listed(f"<q> {query}")
+    assert asins == [catalog.asin[r] for r in range(len(catalog)) if catalog.query_names[catalog.query[r]] == query]
+    attribute = catalog.attribute_names[catalog.attributes[7][0]]
+    total, asins = listed(f"<a> {attribute}")
+    expected = [catalog.asin[r] for r in range(len(catalog))
+                if attribute in [catalog.attribute_names[a] for a in catalog.attributes[r]]]
+    assert asins == expected and total >= 1
+    assert listed("<c>") == (0, [])
+    first, again = listed("<r> anything"), listed("<r> anything")
+    assert first[0] == 50 and first == again and len(set(first[1])) == 50  # seeded by the episode, no repeats

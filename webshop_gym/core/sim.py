@@ -284,20 +284,14 @@ def _special_results(ctx: SimContext, state: BatchState, slot: int, keywords: li
             owner = np.repeat(np.arange(len(catalog)), np.diff(offsets))
             ctx._special[key] = np.unique(owner[hit]).astype(np.int32)
         return ctx._special[key]
-    if head == "<c>":
-        wanted = keywords[1].strip() if len(keywords) > 1 else None
-        key = ("c", wanted)
-        if key not in ctx._special:
-            names = catalog.category_names.tolist()
-            ids = [i for i, s in enumerate(names) if s == wanted]
-            ctx._special[key] = np.flatnonzero(np.isin(np.asarray(catalog.category), ids)).astype(np.int32)
-        return ctx._special[key]
-    wanted = " ".join(keywords[1:]).strip()
-    key = ("q", wanted)
+    if head == "<c>":  # the reference reads one word after <c>, the rest of the line after <q>
+        wanted, ids, names = (keywords[1].strip() if len(keywords) > 1 else None), catalog.category, catalog.category_names
+    else:
+        wanted, ids, names = " ".join(keywords[1:]).strip(), catalog.query, catalog.query_names
+    key = (head, wanted)
     if key not in ctx._special:
-        names = catalog.query_names.tolist()
-        ids = [i for i, s in enumerate(names) if s == wanted]
-        ctx._special[key] = np.flatnonzero(np.isin(np.asarray(catalog.query), ids)).astype(np.int32)
+        matching = [i for i, name in enumerate(names.tolist()) if name == wanted]
+        ctx._special[key] = np.flatnonzero(np.isin(np.asarray(ids), matching)).astype(np.int32)
     return ctx._special[key]
 
 
