@@ -13,10 +13,9 @@ __all__ = ["add_arguments", "config_from_args", "run"]
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the ``serve`` flags to ``parser``."""
-    parser.add_argument("--shop", metavar="DIR", help="shop directory in the reference format (default: the embedded shop)")
-    parser.add_argument("--goals", metavar="FILE", help="frozen goal set (ours, or a reference goals.json with prices.json beside it)")
-    parser.add_argument("--human-goals", action="store_true", help="human instructions instead of synthetic goals")
-    parser.add_argument("--price-seed", type=int, default=0, help="seed of product prices and price caps (default 0)")
+    from webshop_gym.cli import add_shop_arguments
+
+    add_shop_arguments(parser)
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     parser.add_argument("--port", type=int, default=3000, help="port (default 3000)")
     parser.add_argument("--max-steps", type=int, default=15, help="actions per episode before it ends with reward 0 (default 15; 0: no cap)")

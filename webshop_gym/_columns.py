@@ -69,11 +69,6 @@ class StringColumn(Sequence[str]):
         start, stop = int(self.offsets[index]), int(self.offsets[index + 1])
         return decode(self._view[start:stop])
 
-    def raw(self, index: int) -> bytes:
-        """Return the encoded bytes of string ``index``."""
-        start, stop = int(self.offsets[index]), int(self.offsets[index + 1])
-        return bytes(self._view[start:stop])
-
     def tolist(self) -> list[str]:
         """Decode every string (use on small tables only)."""
         return [self[i] for i in range(len(self))]

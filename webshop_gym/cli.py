@@ -21,7 +21,7 @@ import json
 import sys
 import textwrap
 
-__all__ = ["main"]
+__all__ = ["add_shop_arguments", "main"]
 
 _FEATURES = {
     # name: (module, help)
@@ -31,7 +31,8 @@ _FEATURES = {
 }
 
 
-def _shop_arguments(parser: argparse.ArgumentParser) -> None:
+def add_shop_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``--shop``, ``--goals``, ``--human-goals`` and ``--price-seed`` (as ``load_shop`` takes them)."""
     parser.add_argument("--shop", metavar="DIR", help="shop directory in the reference format (default: the embedded shop)")
     parser.add_argument("--goals", metavar="FILE", help="frozen goal set (ours, or a reference goals.json with prices.json beside it)")
     parser.add_argument("--human-goals", action="store_true", help="human instructions instead of synthetic goals")
@@ -178,7 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser("demo", help="play one scripted episode on the default shop and print it",
                           description="Play one episode with the rule policy and print the instruction, every action, observation and the reward.")
-    _shop_arguments(demo)
+    add_shop_arguments(demo)
     demo.add_argument("--goal", type=int, help="goal index (default: one drawn with --seed)")
     demo.add_argument("--seed", type=int, default=0, help="episode seed (default 0)")
     demo.add_argument("--max-steps", type=int, default=15, help="step cap (default 15)")

@@ -350,15 +350,14 @@ def write_demos(path: str | Path, records: Sequence[dict]) -> None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``webshop-gym demos``."""
+    from webshop_gym.cli import add_shop_arguments
+
     parser.add_argument("--policy", default="oracle", choices=["oracle", "rule"], help="teacher policy (default oracle)")
     parser.add_argument("-n", "--num-goals", type=int, metavar="N", help="the first N goals of the split (default: all)")
     parser.add_argument("--format", default="think-answer", choices=["think-answer", "react", "verl-agent"],
                         help="transcript format (default think-answer)")
     parser.add_argument("--out", required=True, metavar="FILE", help="output JSONL file")
-    parser.add_argument("--shop", metavar="DIR", help="shop directory (default: the embedded shop)")
-    parser.add_argument("--goals", metavar="FILE", help="frozen goal set")
-    parser.add_argument("--human-goals", action="store_true", help="human instructions instead of synthetic goals")
-    parser.add_argument("--price-seed", type=int, default=0, help="seed of prices and price caps (default 0)")
+    add_shop_arguments(parser)
     parser.add_argument("--split", default="train", choices=["train", "eval", "test", "all"], help="goals to demonstrate (default train)")
     parser.add_argument("--eval-fraction", type=float, default=0.1, help="share of target products held out as the demos' eval split (default 0.1)")
     parser.add_argument("--min-reward", type=float, default=1.0, help="keep trajectories scoring at least this (default 1.0)")

@@ -411,12 +411,11 @@ def format_table(result: dict) -> str:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``webshop-gym eval``."""
+    from webshop_gym.cli import add_shop_arguments
+
     parser.add_argument("--policy", default="rule", metavar="NAME",
                         help="random, rule, oracle, or hf:PATH (a local Hugging Face model folder) (default rule)")
-    parser.add_argument("--shop", metavar="DIR", help="shop directory (default: the embedded shop)")
-    parser.add_argument("--goals", metavar="FILE", help="frozen goal set (ours, or a reference goals.json with prices.json beside it)")
-    parser.add_argument("--human-goals", action="store_true", help="human instructions instead of synthetic goals")
-    parser.add_argument("--price-seed", type=int, default=0, help="seed of product prices and price caps (default 0)")
+    add_shop_arguments(parser)
     parser.add_argument("--split", default="test", choices=["test", "eval", "train", "all"], help="goal split (default test)")
     parser.add_argument("--num-envs", type=int, default=16, help="parallel slots of the vector env (default 16)")
     parser.add_argument("--num-goals", type=int, metavar="N", help="only the first N goals of the split")

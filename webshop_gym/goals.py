@@ -89,15 +89,6 @@ class GoalSet:
             "weight": float(self.weight[index]),
         }
 
-    @property
-    def options_are_pairs(self) -> np.ndarray:
-        """Per goal: True when its options are a name -> value dict (synthetic goals)."""
-        cached = self._cache.get("pairs")
-        if cached is None:
-            cached = np.array([isinstance(o, dict) for o in self.options], dtype=bool)
-            self._cache["pairs"] = cached
-        return cached
-
     def split_range(self, split: str | None) -> range:
         """Return the goal indices of a split (``None``: all goals)."""
         if split is None or split == "all":

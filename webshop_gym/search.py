@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import threading
 import time
 from collections import OrderedDict
@@ -292,7 +291,3 @@ class LuceneSearch:
                     pass
                 self._searcher = None
 
-
-def clear_index(catalog: Catalog) -> None:
-    """Delete the catalog's cached index (it is rebuilt on next use)."""
-    shutil.rmtree(catalog.folder / f"index-v{INDEX_VERSION}", ignore_errors=True)
