@@ -137,7 +137,8 @@ def run(args: argparse.Namespace) -> int:
         if args.host not in LOCAL_HOSTS:
             print("webshop-gym: warning: the server has no authentication; anyone who can reach "
                   f"{args.host}:{listener.port} can play and read game pages", file=sys.stderr)
-        listener.serve()
+        listener.serve()  # waitress returns here on Ctrl+C; Werkzeug raises KeyboardInterrupt
+        print("webshop-gym: stopped", flush=True)
     except KeyboardInterrupt:
         print("webshop-gym: stopped", flush=True)
     finally:

@@ -159,7 +159,9 @@ def start() -> None:
 
                 add_options._webshop_gym = True  # type: ignore[attr-defined]
                 jnius_config.add_options = add_options
-            jnius_config.add_options(f"-Xmx{_heap}", *_logging_options(), *_quiet_options(java_version(home)))
+            # -Xrs: the JVM leaves SIGINT/SIGTERM to Python, so Ctrl+C raises KeyboardInterrupt (and the
+            # CLI's clean "interrupted" exit) instead of the JVM's shutdown hooks ending the process.
+            jnius_config.add_options(f"-Xmx{_heap}", "-Xrs", *_logging_options(), *_quiet_options(java_version(home)))
         _stub_encoders()
         try:
             import pyserini.index.lucene  # noqa: F401

@@ -142,3 +142,38 @@ def test_missing_pyserini_names_the_install_command():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 3, result.stderr[-2000:]
     assert "DependencyNotInstalled" in result.stdout and "pip install --no-deps pyserini==1.6.0" in result.stdout
+
+
+_CTRL_C_AFTER_A_LUCENE_SEARCH = (
+    "import sys, time\n"
+    "from webshop_gym import load_shop\n"
+    "from webshop_gym.search import LuceneSearch\n"
+    "assert len(LuceneSearch(load_shop(progress=False).catalog, progress=False).search('red shoes')) > 0\n"
+    "print('searched', flush=True)\n"
+    "try:\n"
+    "    time.sleep(60)\n"
+    "except KeyboardInterrupt:\n"
+    "    print('KeyboardInterrupt reached Python', flush=True)\n"
+    "    sys.exit(7)\n"
+)
+
+
+@pytest.mark.slow
+def test_ctrl_c_reaches_python_once_the_jvm_runs():
+    """The JVM must not take SIGINT (it would end the process through its shutdown hooks, skipping cleanup)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-c", _CTRL_C_AFTER_A_LUCENE_SEARCH], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "searched", proc.stderr.read()[-2000:]
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 7 and "KeyboardInterrupt reached Python" in out, err[-2000:]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -156,9 +157,15 @@ def test_serve_command_serves_on_a_free_port(tmp_path, dev):
         assert response.status == 200 and "WebShop" in response.read().decode()
         server = response.headers.get("Server", "")
         assert server == ("webshop-gym" if not dev else server) and ("Werkzeug" in server) == dev
+        proc.send_signal(signal.SIGINT)  # Ctrl+C: a clean stop, no traceback
+        rest = proc.communicate(timeout=60)[0]
+        assert proc.returncode == 0, rest[-2000:]
+        assert "Traceback" not in rest and "KeyboardInterrupt" not in rest
+        assert rest.strip().splitlines()[-1] == "webshop-gym: stopped"
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
         proc.stdout.close()
 
 
