@@ -1,8 +1,10 @@
 """Numba kernels of the reward, each beside its pure-Python twin.
 
-This is the only module that imports numba.  Every function below is written once, as plain
-Python over numpy arrays (the *twin*, used by tests and for reading), and compiled with
-``numba.njit(cache=True)`` into the ``*_jit`` binding that :mod:`webshop_gym.reward` calls.
+One of the two kernel modules (the other is :mod:`webshop_gym.search._kernels`; both compile
+through :mod:`webshop_gym._numba`, the only module that imports numba).  Every function below is
+written once, as plain Python over numpy arrays (the *twin*, used by tests and for reading), and
+compiled with ``numba.njit(cache=True, nogil=True)`` into the ``*_jit`` binding that
+:mod:`webshop_gym.reward` calls.
 Compiled kernels land in numba's on-disk cache, so a new process does not pay the JIT again.
 
 Array conventions (see :mod:`webshop_gym.reward.tables`): a ragged field is an ``offsets``
@@ -14,10 +16,10 @@ string; ``tok_off``/``tok_cp``: code points per token).
 
 from __future__ import annotations
 
-import types
-
-import numba
 import numpy as np
+
+from webshop_gym._numba import jit as _jit
+from webshop_gym._numba import rebind as _rebind
 
 FUZZY_THRESHOLD = 85.0
 
@@ -316,18 +318,6 @@ def fuzzy_pairs(tok_off, tok_cp, str_off, str_tok, max_joined, left, right, out,
 # Compiled bindings: the same functions, compiled, each calling the compiled helpers.
 
 
-def _rebind(func, **names):
-    """Copy ``func`` with some global names pointing at compiled helpers."""
-    scope = dict(func.__globals__)
-    scope.update(names)
-    copy = types.FunctionType(func.__code__, scope, func.__name__, func.__defaults__, func.__closure__)
-    copy.__qualname__ = func.__qualname__ + "_jit"
-    copy.__module__ = func.__module__
-    copy.__doc__ = func.__doc__
-    return copy
-
-
-_jit = numba.njit(cache=True, nogil=True)
 lcs_length_jit = _jit(lcs_length)
 contains_jit = _jit(contains)
 count_common_jit = _jit(count_common)

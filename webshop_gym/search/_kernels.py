@@ -1,8 +1,9 @@
 """Numba kernels of the BM25 search, each beside its pure-Python twin.
 
-With :mod:`webshop_gym.reward._kernels`, the only modules that import numba.  Each function is
-written once as plain Python over numpy arrays (the *twin*, for tests and reading) and compiled
-with ``numba.njit(cache=True, nogil=True)`` into the ``*_jit`` binding that
+One of the two kernel modules (the other is :mod:`webshop_gym.reward._kernels`; both compile
+through :mod:`webshop_gym._numba`, the only module that imports numba).  Each function is written
+once as plain Python over numpy arrays (the *twin*, for tests and reading) and compiled with
+``numba.njit(cache=True, nogil=True)`` into the ``*_jit`` binding that
 :class:`~webshop_gym.search.bm25.BM25Search` calls.
 
 Scoring follows :mod:`webshop_gym.search.scoring` operation by operation: a term's weight and
@@ -20,8 +21,10 @@ with the same float arithmetic as the scores and compared conservatively.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
+
+from webshop_gym._numba import jit as _jit
+from webshop_gym._numba import rebind as _rebind
 
 _ONE = np.float32(1.0)
 _SLACK = 1.0 + 2.0**-40
@@ -56,30 +59,34 @@ def term_bounds(term_ids, boosts, idf, max_tf, weights, bounds):
         bounds[q] = w - w / max_tf[t]
 
 
+def sift_down(heap_s, heap_d, size, s, d):
+    """Put ``(s, d)`` at the root of the heap's first ``size`` entries and sift it down to its place."""
+    i = 0
+    while True:
+        left = 2 * i + 1
+        if left >= size:
+            break
+        child = left
+        right = left + 1
+        if right < size and (heap_s[right] < heap_s[left] or (heap_s[right] == heap_s[left] and heap_d[right] > heap_d[left])):
+            child = right
+        if heap_s[child] < s or (heap_s[child] == s and heap_d[child] > d):
+            heap_s[i] = heap_s[child]
+            heap_d[i] = heap_d[child]
+            i = child
+        else:
+            break
+    heap_s[i] = s
+    heap_d[i] = d
+
+
 def heap_push(heap_s, heap_d, size, k, s, d):
     """Offer ``(s, d)`` to a bounded heap of the ``k`` best (worst at the root); return the size."""
     if size < k:
         i = size
         size += 1
     elif s > heap_s[0] or (s == heap_s[0] and d < heap_d[0]):
-        i = 0
-        # sift down from the root with the new element
-        while True:
-            left = 2 * i + 1
-            if left >= size:
-                break
-            child = left
-            right = left + 1
-            if right < size and (heap_s[right] < heap_s[left] or (heap_s[right] == heap_s[left] and heap_d[right] > heap_d[left])):
-                child = right
-            if heap_s[child] < s or (heap_s[child] == s and heap_d[child] > d):
-                heap_s[i] = heap_s[child]
-                heap_d[i] = heap_d[child]
-                i = child
-            else:
-                break
-        heap_s[i] = s
-        heap_d[i] = d
+        sift_down(heap_s, heap_d, size, s, d)  # the new element replaces the worst
         return size
     else:
         return size
@@ -230,25 +237,7 @@ def search_one(term_ids, boosts, term_ptr, docs, tf, idf, max_tf, k, slot, touch
     # pop the heap from worst to best into out[size-1] .. out[0]
     for j in range(size - 1, -1, -1):
         out[j] = heap_d[0]
-        last_s = heap_s[j]
-        last_d = heap_d[j]
-        i2 = 0
-        while True:
-            left = 2 * i2 + 1
-            if left >= j:
-                break
-            child = left
-            right = left + 1
-            if right < j and (heap_s[right] < heap_s[left] or (heap_s[right] == heap_s[left] and heap_d[right] > heap_d[left])):
-                child = right
-            if heap_s[child] < last_s or (heap_s[child] == last_s and heap_d[child] > last_d):
-                heap_s[i2] = heap_s[child]
-                heap_d[i2] = heap_d[child]
-                i2 = child
-            else:
-                break
-        heap_s[i2] = last_s
-        heap_d[i2] = last_d
+        sift_down(heap_s, heap_d, j, heap_s[j], heap_d[j])  # the last entry replaces the popped root
     return size
 
 
@@ -281,26 +270,13 @@ def score_all(term_ids, boosts, term_ptr, docs, freqs, norms, idf, cache, acc):
 # Compiled bindings.
 
 
-def _rebind(func, **names):
-    """Copy ``func`` with some global names pointing at compiled helpers."""
-    import types
-
-    scope = dict(func.__globals__)
-    scope.update(names)
-    copy = types.FunctionType(func.__code__, scope, func.__name__, func.__defaults__, func.__closure__)
-    copy.__qualname__ = func.__qualname__ + "_jit"
-    copy.__module__ = func.__module__
-    copy.__doc__ = func.__doc__
-    return copy
-
-
-_jit = numba.njit(cache=True, nogil=True)
 tf_factors_jit = _jit(tf_factors)
 term_bounds_jit = _jit(term_bounds)
-heap_push_jit = _jit(heap_push)
+sift_down_jit = _jit(sift_down)
+heap_push_jit = _jit(_rebind(heap_push, sift_down=sift_down_jit))
 kth_best_jit = _jit(_rebind(kth_best, heap_push=heap_push_jit))
 gallop_jit = _jit(gallop)
 search_one_jit = _jit(_rebind(search_one, term_bounds=term_bounds_jit, heap_push=heap_push_jit, kth_best=kth_best_jit,
-                              gallop=gallop_jit))
+                              gallop=gallop_jit, sift_down=sift_down_jit))
 search_batch_jit = _jit(_rebind(search_batch, search_one=search_one_jit))
 score_all_jit = _jit(score_all)
