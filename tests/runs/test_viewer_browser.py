@@ -8,13 +8,11 @@ its outcome, and a comparison of two runs, goal by goal and side by side.  Scree
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 from webshop_gym.server import create_app
 
+from tests.browser import CHROMIUM, LAUNCH_ARGS, require_playwright, served
 from tests.runs.conftest import NUM_GOALS
-from tests.server.test_browser import CHROMIUM, LAUNCH_ARGS
 from webshop_gym.runs import load_run
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -22,31 +20,16 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 @pytest.fixture(scope="module")
 def sync_playwright():
-    import os
-
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.skip("Playwright is not installed: pip install playwright (the browser itself comes from apt: chromium)")
-    if not os.access(CHROMIUM, os.X_OK):
-        pytest.skip(f"no Chromium at {CHROMIUM}: apt-get install -y chromium (or set WEBSHOP_GYM_CHROMIUM)")
-    return sync_playwright
+    return require_playwright()
 
 
 @pytest.fixture
 def live_viewer(default_shop, runs_dir):
-    from werkzeug.serving import make_server
-
     app = create_app({"SHOP": default_shop, "RUNS": str(runs_dir), "SEED": 0, "MAX_SESSIONS": 4})
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_port}"
+        with served(app) as base:
+            yield base
     finally:
-        server.shutdown()
-        thread.join(timeout=10)
-        server.server_close()
         app.extensions["webshop_gym"].close()
         app.extensions["webshop_gym_runs"].close()
 

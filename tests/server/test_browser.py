@@ -8,49 +8,30 @@ go to ``artifacts/browser/``.
 
 from __future__ import annotations
 
-import os
-import threading
 from pathlib import Path
 
 import pytest
 
+from tests.browser import CHROMIUM, LAUNCH_ARGS, require_playwright, served
 from webshop_gym import WebShopEnv
 from webshop_gym.policies.oracle import OraclePolicy
 
-CHROMIUM = os.environ.get("WEBSHOP_GYM_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "browser"
-LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-               "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
 def sync_playwright():
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.skip("Playwright is not installed: pip install playwright (the browser itself comes from apt: chromium)")
-    if not os.access(CHROMIUM, os.X_OK):
-        pytest.skip(f"no Chromium at {CHROMIUM}: apt-get install -y chromium (or set WEBSHOP_GYM_CHROMIUM)")
-    return sync_playwright
+    return require_playwright()
 
 
 @pytest.fixture
 def live_server(make_app):
     """The app on 127.0.0.1 at a free port, served by Werkzeug's threaded server."""
-    from werkzeug.serving import make_server
-
     app = make_app(TESTING=False, MAX_STEPS=None)
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield app, f"http://127.0.0.1:{server.server_port}"
-    finally:
-        server.shutdown()
-        thread.join(timeout=10)
-        server.server_close()
+    with served(app) as base:
+        yield app, base
 
 
 def test_play_an_episode_in_chromium(sync_playwright, live_server, default_shop):
