@@ -7,6 +7,7 @@ A compiled catalog is a folder of ``.npy`` files.  Loading maps them read-only i
 from __future__ import annotations
 
 import json
+import operator
 from array import array
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -376,7 +377,34 @@ def gather_strings(names: StringColumn, ids: np.ndarray, folder: Path | None = N
 # Read-only views that look like lists (goal sets use them instead of per-goal Python objects)
 
 
-class Lookup(Sequence[str]):
+class RowView(Sequence):
+    """A read-only list whose rows are made on access by :meth:`row`.
+
+    Subclasses give ``__len__`` and ``row(i)`` (``0 <= i < len``); slices, negative indices,
+    bounds checks and iteration come from here.
+    """
+
+    __slots__ = ()
+
+    def row(self, i: int):
+        raise NotImplementedError
+
+    def __getitem__(self, index):  # type: ignore[override]
+        if isinstance(index, slice):
+            return [self.row(i) for i in range(*index.indices(len(self)))]
+        index = operator.index(index)
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        return self.row(index)
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self.row(i)
+
+
+class Lookup(RowView):
     """``names[ids[i]]`` for each ``i``: a column of repeated strings stored as ids.
 
     Args:
@@ -393,10 +421,8 @@ class Lookup(Sequence[str]):
     def __len__(self) -> int:
         return len(self.ids)
 
-    def __getitem__(self, index):  # type: ignore[override]
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        return self.names[int(self.ids[index])]
+    def row(self, i: int) -> str:
+        return self.names[int(self.ids[i])]
 
     def __iter__(self):
         names = self.names
@@ -404,7 +430,7 @@ class Lookup(Sequence[str]):
             yield names[i]
 
 
-class RaggedStrings(Sequence[list]):
+class RaggedStrings(RowView):
     """Row ``i`` is ``[names[j] for j in rows[i]]``: lists of strings stored as ids.
 
     Args:
@@ -421,16 +447,6 @@ class RaggedStrings(Sequence[list]):
     def __len__(self) -> int:
         return len(self.rows)
 
-    def __getitem__(self, index):  # type: ignore[override]
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError(index)
+    def row(self, i: int) -> list[str]:
         names = self.names
-        return [names[j] for j in self.rows[index].tolist()]
-
-    def __iter__(self):
-        for i in range(len(self)):
-            yield self[i]
+        return [names[j] for j in self.rows[i].tolist()]

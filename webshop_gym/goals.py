@@ -44,6 +44,7 @@ from webshop_gym._columns import (
     Lookup,
     Ragged,
     RaggedWriter,
+    RowView,
     StringColumn,
     StringColumnWriter,
     gather_rows,
@@ -80,7 +81,7 @@ def price_clause(upper: float) -> str:
 # Columns that look like lists
 
 
-class Instructions(Sequence[str]):
+class Instructions(RowView):
     """Instruction texts: a stored text per goal plus, when ``upper`` is given, its price clause."""
 
     __slots__ = ("base", "upper")
@@ -92,11 +93,9 @@ class Instructions(Sequence[str]):
     def __len__(self) -> int:
         return len(self.base)
 
-    def __getitem__(self, index):  # type: ignore[override]
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        text = self.base[index]
-        return text if self.upper is None else text + price_clause(float(self.upper[index]))
+    def row(self, i: int) -> str:
+        text = self.base[i]
+        return text if self.upper is None else text + price_clause(float(self.upper[i]))
 
     def __iter__(self) -> Iterator[str]:
         if self.upper is None:
@@ -106,7 +105,7 @@ class Instructions(Sequence[str]):
             yield text + price_clause(upper)
 
 
-class IdRows(Sequence[list]):
+class IdRows(RowView):
     """Lists of strings: row ``i`` is ``[names[j] for j in rows[index[i]]]`` (``index`` optional)."""
 
     __slots__ = ("rows", "names", "index")
@@ -123,26 +122,16 @@ class IdRows(Sequence[list]):
         """The ids of row ``i``."""
         return self.rows[int(i if self.index is None else self.index[i])]
 
-    def __getitem__(self, index):  # type: ignore[override]
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError(index)
+    def row(self, i: int) -> list[str]:
         names = self.names
-        return [names[j] for j in self.ids(index).tolist()]
-
-    def __iter__(self):
-        for i in range(len(self)):
-            yield self[i]
+        return [names[j] for j in self.ids(i).tolist()]
 
     def flat(self) -> tuple[np.ndarray, np.ndarray]:
         """``(offsets, ids)`` of every row, in goal order (a gather when rows are indexed)."""
         return gather_rows(self.rows, self.index)
 
 
-class Options(Sequence):
+class Options(RowView):
     """Goal options: a ``name -> value`` dict (synthetic goals) or a list of values (human goals).
 
     ``values`` holds value ids per goal; ``names`` (same offsets) the option-name ids, ``-1``
@@ -168,24 +157,13 @@ class Options(Sequence):
         """Whether goal ``i``'s options are a dict."""
         return bool(self.is_dict if isinstance(self.is_dict, bool) else self.is_dict[i])
 
-    def __getitem__(self, index):  # type: ignore[override]
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError(index)
-        row = int(index if self.index is None else self.index[index])
-        a, b = self.values.bounds(row)
+    def row(self, i: int) -> list[str] | dict[str, str]:
+        a, b = self.values.bounds(int(i if self.index is None else self.index[i]))
         values = [self.value_names[v] for v in self.values.values[a:b].tolist()]
-        if not self.goal_is_dict(index):
+        if not self.goal_is_dict(i):
             return values
         names = [self.option_names[n] for n in self.names[a:b].tolist()]
         return dict(zip(names, values))
-
-    def __iter__(self):
-        for i in range(len(self)):
-            yield self[i]
 
 
 def flat_ids(column) -> tuple[np.ndarray, Sequence[str]]:
