@@ -21,7 +21,6 @@ import hashlib
 import json
 import os
 import threading
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +31,7 @@ from webshop_gym.error import SearchEngineError
 from webshop_gym.search import scoring
 from webshop_gym.search.analysis import analyze
 from webshop_gym.search.cache import DEFAULT_CACHE_BYTES, QueryCache
-from webshop_gym.search.lucene import INDEX_VERSION, SEARCH_RETURN_N, build_index, normalize_query
+from webshop_gym.search.lucene import INDEX_VERSION, CachedSearch, build_index
 from webshop_gym.search.postings import (
     POSTINGS_VERSION,
     Postings,
@@ -60,7 +59,7 @@ class _Scratch(threading.local):
         return self.slot, self.touched, self.vals
 
 
-class BM25Search:
+class BM25Search(CachedSearch):
     """Pyserini-exact BM25 search over a catalog, scored by a Numba kernel.
 
     Args:
@@ -98,18 +97,6 @@ class BM25Search:
         self.java_queries = 0
 
     # -- where things live ------------------------------------------------------------------
-
-    @property
-    def index_arg(self) -> Path | None:
-        """The external index given at construction (``None``: the catalog's own)."""
-        return self._index_arg
-
-    @property
-    def index_path(self) -> Path:
-        """The Lucene index folder the postings come from."""
-        if self._index_arg is not None:
-            return self._index_arg
-        return self.catalog.folder / f"index-v{INDEX_VERSION}"
 
     @property
     def postings_path(self) -> Path:
@@ -181,7 +168,8 @@ class BM25Search:
         known = [(ids[t], c) for t, c in counts.items() if t in ids]
         return (np.array([i for i, _ in known], dtype=np.int32), np.array([c for _, c in known], dtype=np.float32))
 
-    def _run(self, queries: list[str], k: int) -> list[np.ndarray]:
+    def _search_many(self, queries: list[str], k: int) -> list[np.ndarray]:
+        """Rank distinct queries in one kernel call."""
         from webshop_gym.search._kernels import search_batch_jit
 
         postings = self.postings()
@@ -207,28 +195,6 @@ class BM25Search:
             rows.flags.writeable = False
             results.append(rows)
         return results
-
-    def search(self, query: str, k: int = SEARCH_RETURN_N) -> np.ndarray:
-        """Return the catalog rows of the top ``k`` products for ``query`` (read-only int32)."""
-        key = (normalize_query(query), int(k))
-        cached = self.cache.get(key)
-        if cached is not None:
-            return cached
-        rows = self._run([key[0]], key[1])[0] if key[0] else _EMPTY
-        self.cache.put(key, rows)
-        return rows
-
-    def search_batch(self, queries: Sequence[str], k: int = SEARCH_RETURN_N, cache: bool = True) -> list[np.ndarray]:
-        """Search many queries: cache hits first, then the distinct misses in one kernel call."""
-        k = int(k)
-        keys = [(normalize_query(q), k) for q in queries]
-        out: list[np.ndarray | None] = [self.cache.get(key) if cache else None for key in keys]
-        missing = list(dict.fromkeys(key[0] for key, got in zip(keys, out) if got is None and key[0]))
-        found = dict(zip(missing, self._run(missing, k))) if missing else {}
-        if cache:
-            for q, rows in found.items():
-                self.cache.put((q, k), rows)
-        return [got if got is not None else found.get(key[0], _EMPTY) for got, key in zip(out, keys)]
 
     def close(self) -> None:
         """Nothing to release (the arrays are memory-mapped); kept for the backend interface."""

@@ -71,6 +71,55 @@ def normalize_query(query: str) -> str:
     return " ".join(query.lower().split())
 
 
+class CachedSearch:
+    """What both backends share: where the index lives, and the query cache in front of the search.
+
+    A subclass sets ``catalog``, ``_index_arg`` and ``cache`` and gives :meth:`_search_many`,
+    which ranks distinct, normalised, non-empty queries that the cache did not answer.
+    """
+
+    catalog: Catalog
+    cache: QueryCache
+    _index_arg: Path | None
+
+    @property
+    def index_arg(self) -> Path | None:
+        """The external index given at construction (``None``: the catalog's own)."""
+        return self._index_arg
+
+    @property
+    def index_path(self) -> Path:
+        """The Lucene index folder in use (the catalog's own, in its cache folder, by default)."""
+        if self._index_arg is not None:
+            return self._index_arg
+        return self.catalog.folder / f"index-v{INDEX_VERSION}"
+
+    def _search_many(self, queries: list[str], k: int) -> list[np.ndarray]:
+        raise NotImplementedError
+
+    def search(self, query: str, k: int = SEARCH_RETURN_N) -> np.ndarray:
+        """Return the catalog rows of the top ``k`` products for ``query`` (read-only int32)."""
+        key = (normalize_query(query), int(k))
+        cached = self.cache.get(key)
+        if cached is not None:
+            return cached
+        rows = self._search_many([key[0]], key[1])[0] if key[0] else _EMPTY
+        self.cache.put(key, rows)
+        return rows
+
+    def search_batch(self, queries: Sequence[str], k: int = SEARCH_RETURN_N, cache: bool = True) -> list[np.ndarray]:
+        """Search many queries: cache hits first, then the distinct misses together (``cache=False``: no cache)."""
+        k = int(k)
+        keys = [(normalize_query(q), k) for q in queries]
+        out: list[np.ndarray | None] = [self.cache.get(key) if cache else None for key in keys]
+        missing = list(dict.fromkeys(key[0] for key, got in zip(keys, out) if got is None and key[0]))
+        found = dict(zip(missing, self._search_many(missing, k))) if missing else {}
+        if cache:
+            for q, rows in found.items():
+                self.cache.put((q, k), rows)
+        return [got if got is not None else found.get(key[0], _EMPTY) for got, key in zip(out, keys)]
+
+
 def document_text(catalog: Catalog, row: int) -> str:
     """Return the indexed text of one product (SPEC section 3).
 
@@ -138,7 +187,7 @@ def build_index(catalog: Catalog, folder: str | os.PathLike, progress: bool = Tr
     return final
 
 
-class LuceneSearch:
+class LuceneSearch(CachedSearch):
     """BM25 search over a catalog with Pyserini's ``LuceneSearcher``.
 
     Args:
@@ -177,18 +226,6 @@ class LuceneSearch:
         self.cache = QueryCache(cache_bytes)
         self._searcher = None
         self._lock = threading.Lock()
-
-    @property
-    def index_arg(self) -> Path | None:
-        """The external index given at construction (``None``: the catalog's own)."""
-        return self._index_arg
-
-    @property
-    def index_path(self) -> Path:
-        """The Lucene index folder in use."""
-        if self._index_arg is not None:
-            return self._index_arg
-        return self.catalog.folder / f"index-v{INDEX_VERSION}"
 
     def _lucene_path(self) -> Path:
         path = self.index_path
@@ -241,42 +278,22 @@ class LuceneSearch:
         if build:
             self.searcher()
 
-    def search(self, query: str, k: int = SEARCH_RETURN_N) -> np.ndarray:
-        """Return the catalog rows of the top ``k`` products for ``query`` (read-only int32)."""
-        key = (normalize_query(query), k)
-        cached = self.cache.get(key)
-        if cached is not None:
-            return cached
-        if not key[0]:
-            rows = _EMPTY
-        else:
-            rows = self._rows(self._lucene(key[0], k))
-        self.cache.put(key, rows)
-        return rows
-
-    def search_batch(self, queries: Sequence[str], k: int = SEARCH_RETURN_N) -> list[np.ndarray]:
-        """Search many queries: cache hits first, then the distinct misses in one Java batch."""
-        keys = [(normalize_query(q), k) for q in queries]
-        out: list[np.ndarray | None] = [self.cache.get(key) for key in keys]
-        missing = list(dict.fromkeys(key[0] for key, got in zip(keys, out) if got is None and key[0]))
-        found: dict[str, np.ndarray] = {}
-        if len(missing) == 1:
-            found[missing[0]] = self._rows(self._lucene(missing[0], k))
-        elif missing:
-            # Java holds every hit's stored document until the call returns: keep batches small.
-            for start in range(0, len(missing), self.batch_size):
-                chunk = missing[start : start + self.batch_size]
-                qids = [str(i) for i in range(len(chunk))]
-                searcher = self.searcher()
-                try:
-                    results = searcher.batch_search(chunk, qids, k=k, threads=self.threads)
-                except Exception:
-                    results = {qid: self._lucene(q, k) for q, qid in zip(chunk, qids)}
-                for q, qid in zip(chunk, qids):
-                    found[q] = self._rows(results.get(qid, []))
-        for q, rows in found.items():
-            self.cache.put((q, k), rows)
-        return [got if got is not None else (found.get(key[0], _EMPTY)) for got, key in zip(out, keys)]
+    def _search_many(self, queries: list[str], k: int) -> list[np.ndarray]:
+        """Rank distinct queries: one alone directly, more in Java batches."""
+        if len(queries) == 1:
+            return [self._rows(self._lucene(queries[0], k))]
+        found: list[np.ndarray] = []
+        # Java holds every hit's stored document until the call returns: keep batches small.
+        for start in range(0, len(queries), self.batch_size):
+            chunk = queries[start : start + self.batch_size]
+            qids = [str(i) for i in range(len(chunk))]
+            searcher = self.searcher()
+            try:
+                results = searcher.batch_search(chunk, qids, k=k, threads=self.threads)
+            except Exception:
+                results = {qid: self._lucene(q, k) for q, qid in zip(chunk, qids)}
+            found.extend(self._rows(results.get(qid, [])) for qid in qids)
+        return found
 
     def close(self) -> None:
         """Release the searcher."""
