@@ -144,6 +144,17 @@ class AgentGymEnvs:
                 del self._envs[env_id]
                 self.stats["evicted"] += 1
 
+    def _live(self, env_id: int) -> list:
+        """The ``[env, last used]`` entry of a live env (the caller holds the lock).
+
+        Raises:
+            UnknownEnv: no live env has this id.
+        """
+        entry = self._envs.get(env_id)
+        if entry is None or entry[0] is None:
+            raise UnknownEnv(env_id)
+        return entry
+
     def call(self, env_id: int, method: Callable[[WebAgentTextEnv], Any]) -> Any:
         """Run ``method(env)`` on the engine thread for a live env.
 
@@ -151,9 +162,7 @@ class AgentGymEnvs:
             UnknownEnv: no live env has this id.
         """
         with self._lock:
-            entry = self._envs.get(env_id)
-            if entry is None or entry[0] is None:
-                raise UnknownEnv(env_id)
+            entry = self._live(env_id)
             entry[1] = self.clock()
             self._envs.move_to_end(env_id)
             env = entry[0]
@@ -166,9 +175,7 @@ class AgentGymEnvs:
             UnknownEnv: no live env has this id.
         """
         with self._lock:
-            entry = self._envs.get(env_id)
-            if entry is None or entry[0] is None:
-                raise UnknownEnv(env_id)
+            self._live(env_id)
             del self._envs[env_id]
             self.stats["closed"] += 1
 

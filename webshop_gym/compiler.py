@@ -173,6 +173,14 @@ def _check_title(title: str, path: Path, index: int) -> None:
                             f"{exc.start}), which is not text spaCy can tag", index, "name") from None
 
 
+def _abandon(writers: dict, tagger) -> None:
+    """A failed compile: drop the half-written columns and stop the tagging processes."""
+    for writer in writers.values():
+        writer.abort()
+    if tagger is not None:
+        tagger.close()
+
+
 def compile_base(files: ShopFiles, num_products: int | None, folder: Path, progress: bool = True,
                  pretag: bool = False) -> dict:
     """Read a shop's files and write every base column into ``folder``.
@@ -326,10 +334,7 @@ def compile_base(files: ShopFiles, num_products: int | None, folder: Path, progr
         else:
             stream.end()
     except BaseException:
-        for writer in writers.values():
-            writer.abort()
-        if tagger is not None:
-            tagger.close()
+        _abandon(writers, tagger)
         raise
     finally:
         stream.close()
@@ -394,8 +399,5 @@ def compile_base(files: ShopFiles, num_products: int | None, folder: Path, progr
         counts = {"products": len(asins), "skipped": skipped, "duplicates": duplicates, "records": records}
         return {"counts": counts, "seconds": {k: round(v, 3) for k, v in seconds.items()}, "tagger": tagger}
     except BaseException:
-        for writer in writers.values():
-            writer.abort()
-        if tagger is not None:
-            tagger.close()
+        _abandon(writers, tagger)
         raise
