@@ -1,8 +1,9 @@
-"""Helpers for writing small hand-made shops in the reference format."""
+"""Helpers for tests: small hand-made shops in the reference format, and Ctrl-C in child processes."""
 
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 
 
@@ -33,3 +34,12 @@ def write_shop(folder: Path, products: list, attributes: dict | None = None, hum
     if human is not None:
         (folder / "items_human_ins.json").write_text(json.dumps(human), encoding="utf-8")
     return folder
+
+
+def default_sigint() -> None:
+    """``preexec_fn`` for a child that must see Ctrl-C as a terminal delivers it.
+
+    A shell starts background jobs with SIGINT ignored and children inherit that, so a child's
+    Python would not turn SIGINT into KeyboardInterrupt; this restores the default first.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

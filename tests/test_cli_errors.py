@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.helpers import default_sigint
 from webshop_gym.cli import main
 
 # Every flag of every subcommand that takes a checked value, with the kind of value it needs.
@@ -145,7 +146,7 @@ def test_ctrl_c_during_a_multi_process_eval_exits_130_quietly(tmp_path):
     proc = subprocess.Popen(
         [sys.executable, "-m", "webshop_gym.cli", "eval", "--policy", "random", "--num-envs", "4", "--num-workers", "2",
          "--split", "train"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True, preexec_fn=default_sigint,
     )
     try:
         # wait until the run is under way (its progress bar is on stderr), then press Ctrl-C

@@ -156,3 +156,29 @@ def test_progress_false_silences_every_bar(tmp_path, monkeypatch, capfd):
         else:
             assert err == ""
     _load.cache_clear()
+
+
+@pytest.mark.slow
+def test_a_100k_product_shop_second_process_agrees(tmp_path):
+    """At 100,000 products (the large-shop path unpatched): a second process maps every stage and agrees.
+
+    The first process compiles (goal targets tagged at compile time, the rest on demand); the
+    second maps it all and gives the same goals, prices, observations and rewards; a third with
+    another price seed rebuilds only prices and caps.  Time and memory: ``benchmarks/scale.py``.
+    """
+    from webshop_gym.synth import generate_shop
+
+    generate_shop(tmp_path / "shop", 100_000, seed=1, progress=False)
+    cache = tmp_path / "cache"
+    first = _run(tmp_path / "shop", cache, 0)
+    built = {k: v["cached"] for k, v in first["report"].items() if isinstance(v, dict)}
+    assert built == {"catalog": False, "goals": False, "prices": False, "nouns": False, "reward_tables": False}
+    second = _run(tmp_path / "shop", cache, 0)
+    stages = {k: v["cached"] for k, v in second["report"].items() if isinstance(v, dict)}
+    assert all(stages.values()), stages
+    for key in ("digest", "goals", "prices", "observations", "rewards"):
+        assert first[key] == second[key], key
+    other = _run(tmp_path / "shop", cache, 11)
+    stages = {k: v["cached"] for k, v in other["report"].items() if isinstance(v, dict)}
+    assert stages == {"catalog": True, "goals": True, "prices": False, "nouns": True, "reward_tables": True}
+    assert other["prices"] != first["prices"] and other["digest"] != first["digest"]

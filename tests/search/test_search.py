@@ -7,6 +7,7 @@ import random
 import numpy as np
 import pytest
 
+from tests.helpers import default_sigint
 from webshop_gym.search import LuceneSearch, document_text, normalize_query
 
 
@@ -167,7 +168,7 @@ def test_ctrl_c_reaches_python_once_the_jvm_runs():
     import time
 
     proc = subprocess.Popen([sys.executable, "-c", _CTRL_C_AFTER_A_LUCENE_SEARCH], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
     try:
         assert proc.stdout.readline().strip() == "searched", proc.stderr.read()[-2000:]
         time.sleep(0.5)

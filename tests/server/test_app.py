@@ -16,6 +16,7 @@ import pytest
 from webshop_gym.server import DEFAULTS, create_app
 from webshop_gym.server.cli import config_from_args
 
+from tests.helpers import default_sigint
 from webshop_gym.cli import build_parser
 
 
@@ -126,7 +127,8 @@ def free_port() -> int:
 
 def _serve(args: list[str]) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "webshop_gym.cli", "serve", *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=dict(os.environ))
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=dict(os.environ),
+                            preexec_fn=default_sigint)
 
 
 def _wait_for(proc: subprocess.Popen, text: str) -> str:
