@@ -20,8 +20,9 @@ Mode ``first`` times a new user's first step instead: from ``import webshop_gym`
 
 Modes: ``single`` (``WebShopEnv``), ``vector`` (``WebShopVectorEnv``, 256 slots, each slot
 plays one trajectory after another, slots without one left play an invalid no-op that is not
-counted), ``workers`` (the same with ``num_workers=2``), and each with ``--backend pyserini`` for
-the JVM path.  The reference implementation's text env replays these trajectories at 39-47
+counted), ``workers`` (the same with ``num_workers=2``), each with ``-pyserini`` for the JVM path,
+and ``vector-html``/``workers-html`` with ``observation_mode="html"`` (rewards checked; the golden
+pages are text, so pages are not).  The reference implementation's text env replays these trajectories at 39-47
 steps/s on this machine (issue 15's measurement, with its JVM already started).
 
     python benchmarks/replay.py                   # every mode, 3 fresh processes each
@@ -45,7 +46,8 @@ from _common import rss_mb, save, table  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL = ROOT.parent / "shared" / "webshop-small"
-MODES = ("first", "single", "vector", "workers", "single-pyserini", "vector-pyserini", "workers-pyserini")
+MODES = ("first", "single", "vector", "workers", "single-pyserini", "vector-pyserini", "workers-pyserini", "vector-html",
+         "workers-html")
 NOOP = "noop"  # an invalid action: a no-op for slots that have no trajectory left
 
 
@@ -90,6 +92,10 @@ def child(mode: str, real: Path, num_envs: int) -> dict:
 
     backend = "pyserini" if mode.endswith("-pyserini") else "bm25"
     kind = mode.split("-")[0]
+    html = mode.endswith("-html")  # html observations: rewards checked, pages not (the golden ones are text)
+
+    def page(text: str) -> str | None:
+        return None if html else text
     trajectories = load_trajectories(real)
     t = time.perf_counter()
     shop = load_shop(real, goals=real / "golden" / "goals.json", progress=False, search_backend=backend)
@@ -127,7 +133,7 @@ def child(mode: str, real: Path, num_envs: int) -> dict:
         from webshop_gym import WebShopVectorEnv
 
         envs = WebShopVectorEnv(num_envs, shop=shop, max_steps=None, autoreset_mode="disabled",
-                                num_workers=2 if kind == "workers" else 0)
+                                num_workers=2 if kind == "workers" else 0, observation_mode="html" if html else "text")
         start_s = time.perf_counter() - t
         t = time.perf_counter()
         queue = list(range(len(trajectories)))
@@ -139,7 +145,8 @@ def child(mode: str, real: Path, num_envs: int) -> dict:
                 current[i] = queue.pop(0)
                 goals[i] = trajectories[current[i]]["goal_index"]
         obs, _ = envs.reset(options={"goal_index": goals})
-        checks = [(obs[i], trajectories[c]["steps"][0]["obs_text"]) for i, c in enumerate(current) if c is not None]
+        checks = [(page(obs[i]), page(trajectories[c]["steps"][0]["obs_text"])) for i, c in enumerate(current)
+                  if c is not None]
         while any(c is not None for c in current):
             acts = []
             for i, c in enumerate(current):
@@ -152,7 +159,7 @@ def child(mode: str, real: Path, num_envs: int) -> dict:
                     continue
                 position[i] += 1
                 step = trajectories[c]["steps"][position[i]]
-                checks.append(((obs[i], float(rewards[i])), (step["obs_text"], step["reward"])))
+                checks.append(((page(obs[i]), float(rewards[i])), (page(step["obs_text"]), step["reward"])))
                 if terminated[i] or position[i] + 1 >= len(trajectories[c]["steps"]):
                     mask[i] = True
                     current[i] = queue.pop(0) if queue else None
@@ -163,7 +170,7 @@ def child(mode: str, real: Path, num_envs: int) -> dict:
                 obs, _ = envs.reset(options={"goal_index": new_goals, "reset_mask": mask})
                 for i in np.flatnonzero(mask):
                     if current[i] is not None:
-                        checks.append((obs[i], trajectories[current[i]]["steps"][0]["obs_text"]))
+                        checks.append((page(obs[i]), page(trajectories[current[i]]["steps"][0]["obs_text"])))
         replay_s = time.perf_counter() - t
         mismatches = sum(a != b for a, b in checks)
         workers_with_jvm = _children_with_jvm()
