@@ -336,7 +336,7 @@ def evaluate(
         price_seed: seed of prices and price caps (idem).
         num_goals: only the first ``num_goals`` goals of the split.
         observation_mode: what the policy sees (``text`` for every baseline).
-        num_workers: worker processes of the vector env.
+        num_workers: processes stepping the vector env (``W >= 2``: this one and ``W - 1`` workers).
         progress: show a progress bar (stderr).
         keep_episodes: include the per-goal records under ``"episodes_detail"``.
         out: write the run (every episode, every step) to this JSONL file (:mod:`webshop_gym.runs`).
@@ -484,7 +484,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=types.seed, default=0, help="run seed (default 0)")
     parser.add_argument("--max-steps", type=types.positive_int, default=15, help="step cap per episode (default 15)")
     parser.add_argument("--num-workers", type=types.non_negative_int, default=0,
-                        help="worker processes of the vector env (default 0: step in this process)")
+                        help="processes stepping the vector env: W >= 2 steps one shard here and the others in "
+                             "W - 1 spawned workers (default 0: all in this process)")
     parser.add_argument("--json", metavar="FILE", type=_json_target,
                         help="write the result as JSON ('-': to stdout, the table goes to stderr)")
     parser.add_argument("--episodes", action="store_true", help="include per-goal records in the JSON")

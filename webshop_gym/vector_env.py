@@ -107,7 +107,8 @@ class WebShopVectorEnv(VectorEnv):
             leave slots idle; :attr:`exhausted` and :attr:`all_idle` report the end.
         autoreset_mode: :class:`gymnasium.vector.AutoresetMode` or its name: ``"next-step"``
             (default), ``"same-step"`` or ``"disabled"`` (Gymnasium's ``"NextStep"`` etc. work too).
-        num_workers: 0 steps in this process; ``W >= 1`` shards the batch over ``W`` worker
+        num_workers: processes that step the batch: 0 or 1, this one alone; ``W >= 2`` splits the
+            batch into ``W`` shards, one stepped here and the others by ``W - 1`` spawned worker
             processes (see :mod:`webshop_gym.workers`).
         show_attrs: show the ``Attributes`` tab on item pages.
         render_mode: ``"ansi"`` or ``"html"``.
@@ -163,7 +164,7 @@ class WebShopVectorEnv(VectorEnv):
             shop, goals=goals, human_goals=check_bool("human_goals", human_goals), seed=check_int("price_seed", price_seed, low=0),
             num_products=num_products, progress=False, search_backend=search_backend,
         )
-        if num_workers:
+        if num_workers >= 2:
             from webshop_gym.workers import WorkerPool
 
             self.engine = WorkerPool(

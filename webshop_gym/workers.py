@@ -1,12 +1,14 @@
-"""Multi-process stepping: shards of a batch run in spawned worker processes.
+"""Multi-process stepping: a batch's slots split into shards, each stepped by its own process.
 
 :class:`WorkerPool` has the interface of :class:`~webshop_gym.engine.Engine` (reset, step,
 observe, info, ...), so :class:`~webshop_gym.vector_env.WebShopVectorEnv` keeps its autoreset,
-goal and info logic in the parent and results are identical to one process.  Each worker owns a
-contiguous shard of slots and an engine over the same shop: the compiled catalog is
-memory-mapped from the cache (not pickled or copied), and each worker runs its own search
-engine.  Workers start with ``spawn``; one that dies raises :class:`WorkerDied` in the parent
-instead of hanging it.
+goal and info logic in the parent and results are identical to one process.  With
+``num_workers=W`` the batch is split into ``W`` contiguous shards: this process steps shard 0
+itself while ``W - 1`` spawned worker processes step the others (a parent that only waited
+for its workers would leave a core idle).  Every worker runs an engine over the same shop: the
+compiled catalog is memory-mapped from the cache (not pickled or copied), and each worker runs
+its own search engine.  Workers start with ``spawn``; one that dies raises :class:`WorkerDied`
+in the parent instead of hanging it.
 """
 
 from __future__ import annotations
@@ -168,10 +170,10 @@ class ShardedEngine:
 
 
 class WorkerPool(ShardedEngine):
-    """An engine whose slots are sharded over worker processes.
+    """An engine whose slots are sharded over this process and ``num_workers - 1`` worker processes.
 
     Args:
-        num_workers: worker processes.
+        num_workers: processes that step the batch, this one included (shard 0 is stepped here).
         num_slots: slots in all.
         shop: the parent's shop (its files are re-opened, memory-mapped, by every worker).
         observation_mode, max_steps, show_attrs, split: as :class:`~webshop_gym.engine.Engine`.
@@ -191,25 +193,28 @@ class WorkerPool(ShardedEngine):
         java_heap: str | None = None,
         timeout: float = 600.0,
     ):
+        from webshop_gym.engine import Engine
+
         if not 1 <= num_workers <= num_slots:
             raise ValueError(f"num_workers must be between 1 and num_envs ({num_slots}), got {num_workers}")
         self._init_shards(shop, split, np.linspace(0, num_slots, num_workers + 1).round().astype(int))
         self.timeout = timeout
         engine_args = {"observation_mode": observation_mode, "max_steps": max_steps, "show_attrs": show_attrs, "split": split}
+        self.local = Engine(shop, self.shards[0][1] - self.shards[0][0], **engine_args)
         ctx = mp.get_context("spawn")
-        self.conns = []
-        self.procs = []
+        self.conns: dict[int, object] = {}
+        self.procs: dict[int, object] = {}
         self._closed = False
-        for a, b in self.shards:
+        for k, (a, b) in enumerate(self.shards[1:], start=1):
             parent, child = ctx.Pipe()
             proc = ctx.Process(
                 target=_worker, args=(child, shop_arguments(shop), engine_args, b - a, java_heap), daemon=True
             )
             proc.start()
             child.close()
-            self.conns.append(parent)
-            self.procs.append(proc)
-        for k in range(len(self.procs)):
+            self.conns[k] = parent
+            self.procs[k] = proc
+        for k in self.procs:
             self._receive(k)
 
     # -- plumbing -----------------------------------------------------------------------------
@@ -259,24 +264,50 @@ class WorkerPool(ShardedEngine):
 
     # -- the engine interface -------------------------------------------------------------------
 
+    def _run(self, command: str, parts: dict[int, tuple[list[int], list]]) -> dict[int, tuple]:
+        """Send ``command`` to the workers, run shard 0's part here meanwhile, then collect every answer.
+
+        Each answer is what the worker sends: ``("ok", ...results, snapshots)``.  An error here
+        is raised only after every worker has answered, so no worker is left a step behind.
+        """
+        self._broadcast({k: (command, local, vals) for k, (local, vals) in parts.items() if k != 0})
+        answers: dict[int, tuple] = {}
+        failure: BaseException | None = None
+        if 0 in parts:
+            local, vals = parts[0]
+            try:
+                if command == "reset":
+                    self.local.reset(local, vals)
+                    answers[0] = ("ok", [_snapshot(self.local, s) for s in local])
+                else:
+                    result = self.local.step(local, vals)
+                    answers[0] = ("ok", *result, [_snapshot(self.local, s) for s in local])
+            except BaseException as exc:  # collect the workers' answers first
+                failure = exc
+        for k in parts:
+            if k != 0:
+                answers[k] = self._receive(k)
+        if failure is not None:
+            raise failure
+        return answers
+
     def reset(self, slots: Sequence[int], goals: Sequence[int]) -> None:
         """Start episodes in ``slots``."""
         parts = self._split(slots, [int(g) for g in goals])
-        self._broadcast({k: ("reset", local, vals) for k, (local, vals) in parts.items()})
-        for k, (local, _) in parts.items():
-            self._store(k, local, self._receive(k)[1])
+        for k, answer in self._run("reset", parts).items():
+            self._store(k, parts[k][0], answer[1])
 
     def step(self, slots: Sequence[int], actions: Sequence) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Step ``slots`` in their workers, all workers at once."""
+        """Step ``slots``: shard 0 here, the others in their workers, all at once."""
         slots = list(slots)
         parts = self._split(slots, [portable_action(a) for a in actions])
-        self._broadcast({k: ("step", local, vals) for k, (local, vals) in parts.items()})
+        answers = self._run("step", parts)
         position = {slot: i for i, slot in enumerate(slots)}
         rewards = np.zeros(len(slots), np.float64)
         terminated = np.zeros(len(slots), bool)
         truncated = np.zeros(len(slots), bool)
-        for k, (local, _) in parts.items():
-            _, r, term, trunc, snapshots = self._receive(k)
+        for k, (_, r, term, trunc, snapshots) in answers.items():
+            local = parts[k][0]
             self._store(k, local, snapshots)
             base = self.shards[k][0]
             idx = [position[base + s] for s in local]
@@ -284,15 +315,17 @@ class WorkerPool(ShardedEngine):
         return rewards, terminated, truncated
 
     def observe(self, slot: int, mode: str | None = None) -> str:
-        """The slot's observation (another mode asks the worker)."""
+        """The slot's observation (another mode asks the engine that holds the slot)."""
         if mode is None:
             return self._obs[slot]
         k = int(self.owner[slot])
+        if k == 0:
+            return self.local.observe(slot, mode)
         self._send(k, ("observe", slot - self.shards[k][0], mode))
         return self._receive(k)[1]
 
     def kill_worker(self, k: int, code: int = 9) -> None:
-        """Make worker ``k`` exit at once (to test failure handling)."""
+        """Make the worker process of shard ``k`` (``k >= 1``) exit at once (to test failure handling)."""
         self.conns[k].send(("exit", code))
         self.procs[k].join(timeout=10)
 
@@ -301,7 +334,8 @@ class WorkerPool(ShardedEngine):
         if self._closed:
             return
         self._closed = True
-        for conn, proc in zip(self.conns, self.procs):
+        for k, proc in self.procs.items():
+            conn = self.conns[k]
             if not force and proc.is_alive():
                 try:
                     conn.send(("close",))

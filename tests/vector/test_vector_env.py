@@ -152,3 +152,75 @@ def test_worker_processes_give_identical_results_and_fail_loudly(default_shop):
     finally:
         pooled.close()
         local.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("autoreset_mode", ["next-step", "same-step"])
+def test_this_process_steps_one_shard_and_workers_the_rest(default_shop, autoreset_mode):
+    """num_workers=3 over 7 slots: shard 0 here, two spawned workers; every result as in one process."""
+    import psutil
+
+    n = 7
+    local = WebShopVectorEnv(n, shop=default_shop, max_steps=4, autoreset_mode=autoreset_mode)
+    pooled = WebShopVectorEnv(n, shop=default_shop, max_steps=4, autoreset_mode=autoreset_mode, num_workers=3)
+    try:
+        assert pooled.engine.shards == [(0, 2), (2, 5), (5, 7)] and sorted(pooled.engine.procs) == [1, 2]
+        pids = [proc.pid for proc in pooled.engine.procs.values()]
+        assert {p.pid for p in psutil.Process().children()} >= set(pids)
+        a, b = local.reset(seed=9), pooled.reset(seed=9)
+        assert data_equivalence(a, b)
+        rng = np.random.default_rng(4)
+        infos = a[1]
+        for t in range(30):
+            actions = _actions(rng, infos, n)
+            ra, rb = local.step(actions), pooled.step(actions)
+            for x, y in zip(ra, rb):
+                assert data_equivalence(x, y)
+            infos = ra[4]
+            if t == 10:
+                mask = np.array([True, False, True, False, False, True, False])
+                assert data_equivalence(local.reset(options={"reset_mask": mask, "goal_index": [3] * n}),
+                                        pooled.reset(options={"reset_mask": mask, "goal_index": [3] * n}))
+        assert pooled.engine.observe(1, "html") == local.engine.observe(1, "html")  # a slot of this process
+        assert pooled.engine.observe(6, "html") == local.engine.observe(6, "html")  # a worker's slot
+    finally:
+        pooled.close()
+        local.close()
+    assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE for pid in pids)
+
+
+@pytest.mark.slow
+def test_a_failure_in_this_process_shard_waits_for_the_workers(default_shop, monkeypatch):
+    """An error stepping shard 0 is raised only after the workers answered: no worker is left a step behind."""
+    n = 4
+    pooled = WebShopVectorEnv(n, shop=default_shop, max_steps=None, num_workers=2)
+    try:
+        goals = pooled.reset(seed=1)[1]["goal_index"]
+        real_step = pooled.engine.local.step
+
+        def broken(*args):
+            raise RuntimeError("shard 0 broke")
+
+        monkeypatch.setattr(pooled.engine.local, "step", broken)
+        with pytest.raises(RuntimeError, match="shard 0 broke"):
+            pooled.step(["search[shoes]"] * n)
+        monkeypatch.setattr(pooled.engine.local, "step", real_step)
+        # The workers' slots (2, 3) searched shoes; shard 0's did not.  Had a worker's answer been left
+        # unread, the next step would read it and report pages one step old.
+        obs = pooled.step(["search[socks]"] * n)[0]
+        for slot in range(n):
+            single = WebShopEnv(shop=default_shop, max_steps=None)
+            single.reset(options={"goal_index": int(goals[slot])})
+            if slot >= 2:
+                single.step("search[shoes]")
+            assert obs[slot] == single.step("search[socks]")[0], slot
+    finally:
+        pooled.close()
+
+
+def test_one_worker_means_this_process(default_shop):
+    from webshop_gym.engine import Engine
+
+    envs = WebShopVectorEnv(2, shop=default_shop, num_workers=1)
+    assert type(envs.engine) is Engine
+    envs.close()
