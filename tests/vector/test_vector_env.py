@@ -32,6 +32,24 @@ def _actions(rng, infos, n):
     return out
 
 
+def _step_both(local, pooled, seed: int, steps: int, reset_at: int | None = None, mask=None) -> None:
+    """Reset both envs with ``seed``, step them with the same random actions; every result must agree."""
+    n = local.num_envs
+    a, b = local.reset(seed=seed), pooled.reset(seed=seed)
+    assert data_equivalence(a, b)
+    rng = np.random.default_rng(seed)
+    infos = a[1]
+    for t in range(steps):
+        actions = _actions(rng, infos, n)
+        ra, rb = local.step(actions), pooled.step(actions)
+        for x, y in zip(ra, rb):
+            assert data_equivalence(x, y)
+        infos = ra[4]
+        if t == reset_at:
+            options = {"reset_mask": mask, "goal_index": [3] * n}
+            assert data_equivalence(local.reset(options=options), pooled.reset(options=options))
+
+
 def test_make_vec_gives_our_vector_env():
     envs = gym.make_vec("webshop_gym:WebShop-v0", num_envs=3, vectorization_mode="vector_entry_point", max_steps=9)
     assert isinstance(envs, WebShopVectorEnv) and envs.num_envs == 3
@@ -135,16 +153,7 @@ def test_worker_processes_give_identical_results_and_fail_loudly(default_shop):
     local = WebShopVectorEnv(n, shop=default_shop, max_steps=5)
     pooled = WebShopVectorEnv(n, shop=default_shop, max_steps=5, num_workers=2)
     try:
-        a, b = local.reset(seed=2), pooled.reset(seed=2)
-        assert data_equivalence(a, b)
-        rng = np.random.default_rng(1)
-        infos = a[1]
-        for _ in range(40):
-            actions = _actions(rng, infos, n)
-            ra, rb = local.step(actions), pooled.step(actions)
-            for x, y in zip(ra, rb):
-                assert data_equivalence(x, y)
-            infos = ra[4]
+        _step_both(local, pooled, seed=2, steps=40)
         assert pooled.render() is None
         pooled.engine.kill_worker(1)
         with pytest.raises(WorkerDied, match="worker 1"):
@@ -167,20 +176,8 @@ def test_this_process_steps_one_shard_and_workers_the_rest(default_shop, autores
         assert pooled.engine.shards == [(0, 2), (2, 5), (5, 7)] and sorted(pooled.engine.procs) == [1, 2]
         pids = [proc.pid for proc in pooled.engine.procs.values()]
         assert {p.pid for p in psutil.Process().children()} >= set(pids)
-        a, b = local.reset(seed=9), pooled.reset(seed=9)
-        assert data_equivalence(a, b)
-        rng = np.random.default_rng(4)
-        infos = a[1]
-        for t in range(30):
-            actions = _actions(rng, infos, n)
-            ra, rb = local.step(actions), pooled.step(actions)
-            for x, y in zip(ra, rb):
-                assert data_equivalence(x, y)
-            infos = ra[4]
-            if t == 10:
-                mask = np.array([True, False, True, False, False, True, False])
-                assert data_equivalence(local.reset(options={"reset_mask": mask, "goal_index": [3] * n}),
-                                        pooled.reset(options={"reset_mask": mask, "goal_index": [3] * n}))
+        _step_both(local, pooled, seed=9, steps=30, reset_at=10,
+                   mask=np.array([True, False, True, False, False, True, False]))
         assert pooled.engine.observe(1, "html") == local.engine.observe(1, "html")  # a slot of this process
         assert pooled.engine.observe(6, "html") == local.engine.observe(6, "html")  # a worker's slot
     finally:
