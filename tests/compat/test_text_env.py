@@ -301,3 +301,12 @@ def test_registration_uses_the_old_gym_api():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "[('WebAgentTextEnv-v0', 'webshop_gym.compat:WebAgentTextEnv')]"
+
+
+def test_importing_compat_prints_nothing_even_with_gym_installed():
+    """gym's "unmaintained" notice must not appear in every process that uses the compat classes (serve)."""
+    pytest.importorskip("gym", reason="the old gym package is not installed (it is not a dependency)")
+    code = "import webshop_gym.compat, gym; print(gym.envs.registry['WebAgentTextEnv-v0'].entry_point)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert done.stdout.strip() == "webshop_gym.compat:WebAgentTextEnv"

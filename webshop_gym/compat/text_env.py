@@ -13,6 +13,8 @@ differences.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import warnings
 import weakref
@@ -42,7 +44,11 @@ _IMAGES = (
 )
 
 try:  # the reference env is a gym.Env; gym is optional here (Gymnasium is the maintained one)
-    import gym as _gym
+    # gym prints an "unmaintained" notice on first import; importing it here only to subclass
+    # gym.Env must not print it in every process that uses the compat classes (`serve` among them).
+    # A program that imports gym itself before this module still sees the notice.
+    with contextlib.redirect_stderr(io.StringIO()):
+        import gym as _gym
 
     _Base: type = _gym.Env
 
