@@ -5,10 +5,21 @@ from __future__ import annotations
 import json
 import os
 import platform
+import subprocess
 import time
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    """Stop a server started with ``stdout=PIPE``: terminate, wait up to 30 s, else kill."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    proc.stdout.close()
 
 
 def rss_mb(pid: int | None = None) -> float:

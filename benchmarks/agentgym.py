@@ -33,7 +33,7 @@ import psutil
 import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import save, table  # noqa: E402
+from _common import save, stop_server, table  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"
@@ -163,12 +163,7 @@ def run_one(server: str, clients: int, steps: int, shop: str | None, timeout: fl
             "rss_ready_mb": round(ready, 0), "rss_peak_mb": round(max(rss), 0), "rss_end_mb": round(rss[-1], 0),
         }
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        proc.stdout.close()
+        stop_server(proc)
 
 
 def main() -> None:

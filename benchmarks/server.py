@@ -37,6 +37,9 @@ from urllib.parse import quote, urlsplit
 import numpy as np
 import psutil
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import stop_server  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"
 
@@ -274,12 +277,7 @@ def main(argv: list[str] | None = None) -> int:
             rss_end = sampler.rss()
         finally:
             sampler.stop.set()
-            proc.terminate()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-            proc.stdout.close()
+            stop_server(proc)
         logs = sorted(Path(log_dir).glob("*.jsonl"))
         log_lines = sum(len(p.read_text(encoding="utf-8").splitlines()) for p in logs)
 

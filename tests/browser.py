@@ -25,6 +25,13 @@ def require_playwright():
     return sync_playwright
 
 
+def watch(page, base: str, problems: list[str]) -> None:
+    """Append to ``problems`` the page's console errors, uncaught errors and requests to other hosts."""
+    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    page.on("request", lambda r: None if r.url.startswith(base) else problems.append("external " + r.url))
+
+
 @contextlib.contextmanager
 def served(app) -> Iterator[str]:
     """Serve ``app`` on 127.0.0.1 at a free port with Werkzeug's threaded server; yield its base URL."""

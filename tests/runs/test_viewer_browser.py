@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from webshop_gym.server import create_app
 
-from tests.browser import CHROMIUM, LAUNCH_ARGS, require_playwright, served
+from tests.browser import CHROMIUM, LAUNCH_ARGS, require_playwright, served, watch
 from tests.runs.conftest import NUM_GOALS
 from webshop_gym.runs import load_run
 
@@ -48,9 +48,7 @@ def test_view_runs_in_chromium(sync_playwright, live_viewer, runs_dir):
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 900})
-            page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: problems.append(str(e)))
-            page.on("request", lambda r: None if r.url.startswith(base) else problems.append("external " + r.url))
+            watch(page, base, problems)
 
             page.goto(base + "/runs/")
             assert page.locator("#runs tbody tr").count() == 3

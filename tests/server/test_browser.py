@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser import CHROMIUM, LAUNCH_ARGS, require_playwright, served
+from tests.browser import CHROMIUM, LAUNCH_ARGS, require_playwright, served, watch
 from webshop_gym import WebShopEnv
 from webshop_gym.policies.oracle import OraclePolicy
 
@@ -54,9 +54,7 @@ def test_play_an_episode_in_chromium(sync_playwright, live_server, default_shop)
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1200, "height": 900})
-            page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: problems.append(str(e)))
-            page.on("request", lambda r: None if r.url.startswith(base) else problems.append("external " + r.url))
+            watch(page, base, problems)
 
             page.goto(base + "/")
             page.screenshot(path=str(ARTIFACTS / "menu.png"), full_page=True)
