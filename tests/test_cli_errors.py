@@ -88,6 +88,13 @@ def test_documented_bad_arguments(argv, capsys, tmp_path, monkeypatch):
     _assert_one_line_exit_2(argv, capsys)
 
 
+def test_more_workers_than_envs_is_one_line_exit_2(capsys):
+    """Caught by the vector env, not the parser (it depends on two flags): still one line, status 2."""
+    assert main(["eval", "--num-envs", "2", "--num-workers", "5", "--num-goals", "2", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err == "webshop-gym eval: error: num_workers (5) must not exceed num_envs (2): each process steps at least one slot\n"
+
+
 def test_files_that_are_not_what_they_should_be(tmp_path, capsys):
     afile = tmp_path / "afile"
     afile.write_text("x")

@@ -149,6 +149,9 @@ class WebShopVectorEnv(VectorEnv):
         num_workers = check_int("num_workers", num_workers, low=0)
         if num_envs % group_size:
             raise InvalidArgument(f"num_envs ({num_envs}) must be a multiple of group_size ({group_size})")
+        if num_workers > num_envs:
+            raise InvalidArgument(f"num_workers ({num_workers}) must not exceed num_envs ({num_envs}): each process steps "
+                                  "at least one slot")
         if render_mode is not None:
             expect_one_of("render_mode", render_mode, self.metadata["render_modes"])
         if max_episode_steps is not None:  # gymnasium.make_vec passes the registered cap this way

@@ -78,6 +78,7 @@ def test_vector_seeds_and_options(default_shop):
     ({"num_envs": 2.0}, "num_envs must be an integer >= 1, got 2.0 (float)"),
     ({"num_envs": 4, "group_size": 3}, "num_envs (4) must be a multiple of group_size (3)"),
     ({"num_envs": 4, "num_workers": -1}, "num_workers must be an integer >= 0, got -1"),
+    ({"num_envs": 2, "num_workers": 5}, "num_workers (5) must not exceed num_envs (2)"),
     ({"num_envs": 2, "max_steps": 0}, "max_steps must be an integer >= 1 or None, got 0"),
     ({"num_envs": 2, "autoreset_mode": "sometimes"}, "autoreset_mode must be one of 'next-step', 'same-step', 'disabled'"),
     ({"num_envs": 2, "price_seed": 1.5, "shop": None}, "price_seed must be an integer >= 0, got 1.5 (float)"),
