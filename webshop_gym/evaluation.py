@@ -357,6 +357,12 @@ def evaluate(
     if not isinstance(shop, Shop):
         shop = load_shop(shop, goals=goals, human_goals=human_goals, seed=price_seed, progress=False)
     split = None if split == "all" else split
+    # Never more slots than goals to play: spare slots would only sit idle (and cost memory per
+    # slot before the first step).  Results do not depend on num_envs (per-goal reseeding).
+    playing = len(shop.goals.split_range(split))
+    if num_goals is not None:
+        playing = min(int(num_goals), playing)
+    num_envs = max(1, min(int(num_envs), playing))
     policy = make_policy_factory(policy_factory, shop=shop, seed=seed, **hf_kwargs)
     env = WebShopVectorEnv(num_envs, shop=shop, split=split, max_steps=max_steps, eval_mode=True,
                            observation_mode=observation_mode, num_workers=num_workers)

@@ -301,6 +301,10 @@ class WebShopVectorEnv(VectorEnv):
         self._started = True
         entries = []
         for i in slots:
+            if self._idle[i]:  # eval mode with no goal left for this slot: idle from the start
+                self._obs[i] = ""
+                entries.append((i, {"idle": True}))
+                continue
             self._obs[i] = self._observe(i)
             entries.append((i, self._info(i)))
         return tuple(self._obs), batch_infos(entries, n)
