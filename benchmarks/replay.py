@@ -71,7 +71,7 @@ def first_observation() -> dict:
     env.reset(seed=0, options={"goal_index": 0})
     obs, *_ = env.step("search[gluten free vegetarian smoked bacon, 4 ounce]")
     total = time.perf_counter() - t0
-    from webshop_gym import _java
+    from webshop_gym.search import java as _java
 
     return {"mode": "first", "import_s": round(import_s, 3), "make_s": round(make_s, 3),
             "first_obs_s": round(total, 3), "heavy_modules_at_import": heavy, "jvm_started": _java.is_started(),
@@ -87,7 +87,7 @@ def child(mode: str, real: Path, num_envs: int) -> dict:
     import webshop_gym  # noqa: F401
 
     import_s = time.perf_counter() - t0
-    from webshop_gym import _java
+    from webshop_gym.search import java as _java
     from webshop_gym.shop import load_shop
 
     backend = "pyserini" if mode.endswith("-pyserini") else "bm25"

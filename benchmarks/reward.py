@@ -73,7 +73,7 @@ def time_python(shop, n: int, spacy_each_call: bool) -> float:
     catalog, goals = shop.catalog, shop.goals
     nlp = None
     if spacy_each_call:
-        from webshop_gym.nouns import NOUN_TAGS, load_full_pipeline
+        from webshop_gym.data.tagger import NOUN_TAGS, load_full_pipeline
 
         nlp = load_full_pipeline()
 

@@ -52,11 +52,11 @@ def main() -> None:
     from webshop_gym.server import create_app
 
     from webshop_gym import load_shop
-    from webshop_gym.evaluation import evaluate
-    from webshop_gym.recorder import replay
-    from webshop_gym.report import build_report, to_html
-    from webshop_gym.report_plots import draw_all
-    from webshop_gym.runs import load_run
+    from webshop_gym.runs.evaluation import evaluate
+    from webshop_gym.runs.log import replay
+    from webshop_gym.runs.plots import draw_all
+    from webshop_gym.runs.report import build_report, to_html
+    from webshop_gym.runs.run import load_run
 
     shop = load_shop(args.shop, progress=False)
     folder = Path(tempfile.mkdtemp(prefix="webshop-runs-bench-"))

@@ -99,7 +99,7 @@ def _shop_folder(size: int, work: Path, given: dict[int, Path]) -> Path:
         return given[size]
     folder = work / f"shop-{size}"
     if not (folder / "items_shuffle.json").is_file():
-        from webshop_gym.synth import generate_shop
+        from webshop_gym.data.synth import generate_shop
 
         started = time.perf_counter()
         generate_shop(folder, size, seed=0, progress=True)

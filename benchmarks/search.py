@@ -55,7 +55,7 @@ def _latencies(engine, queries: list[str]) -> list[float]:
 
 
 def measure(folder: Path, queries_n: int, seed: int, skip_build: bool) -> list[dict]:
-    from webshop_gym.catalog import load_catalog
+    from webshop_gym.data.catalog import load_catalog
     from webshop_gym.search import BM25Search, LuceneSearch
 
     catalog = load_catalog(folder, progress=True)
@@ -123,7 +123,7 @@ def replicated(folder: Path, times: int, queries_n: int, seed: int) -> dict:
     """The bm25 backend over a shop's postings copied ``times`` times (see the module docstring)."""
     import numpy as np
 
-    from webshop_gym.catalog import load_catalog
+    from webshop_gym.data.catalog import load_catalog
     from webshop_gym.search import BM25Search, scoring
     from webshop_gym.search.postings import Postings
 
@@ -172,7 +172,7 @@ def main() -> None:
     if args.shops:
         folders = [Path(s) for s in args.shops]
     else:
-        from webshop_gym.synth import generate_shop
+        from webshop_gym.data.synth import generate_shop
 
         folders = []
         for size in args.sizes:

@@ -77,10 +77,10 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0, help="seeds the query draws")
     args = parser.parse_args()
 
-    from webshop_gym._paths import default_shop_dir
-    from webshop_gym.catalog import load_catalog
+    from webshop_gym.data.catalog import load_catalog
     from webshop_gym.search import BM25Search, LuceneSearch
     from webshop_gym.search.parity import parity_queries
+    from webshop_gym.utils.paths import default_shop_dir
 
     shops = [Path(s) for s in args.shops] if args.shops else [
         p for p in (default_shop_dir(), REAL, Path("/work/big/shop-100k")) if p.is_dir()]

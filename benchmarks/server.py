@@ -249,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     if not (1 <= args.players <= 500 and 1 <= args.actions <= 2000):
         parser.error("--players must be 1..500 and --actions 1..2000")
 
-    from webshop_gym.goals import SPLITS
+    from webshop_gym.data.goals import SPLITS
 
     start, stop = SPLITS.get(args.split, (0, None))
     from webshop_gym import load_shop

@@ -1,6 +1,6 @@
 """The Flask server (installed as ``webshop_gym.server``): play UI, reference site, AgentGym API.
 
-A person plays the same episodes as :class:`~webshop_gym.env.WebShopEnv`: the pages are the
+A person plays the same episodes as :class:`~webshop_gym.envs.env.WebShopEnv`: the pages are the
 package's templates in human mode, and every click or search becomes the env's action string,
 applied to a slot of one shared :class:`~webshop_gym.engine.Engine`.  The same app serves the
 reference site's URLs (``site.py``, for HTML-scraping agents such as ReAct's) and AgentGym's

@@ -1,6 +1,6 @@
 """``webshop-gym serve``: the play UI, the reference site's URLs and AgentGym's API on one port.
 
-Every flag is checked by the parser (``webshop_gym._argtypes``): a bad value is one line and
+Every flag is checked by the parser (``webshop_gym.cli.argtypes``): a bad value is one line and
 exit status 2 before anything loads.  The app is served by waitress, a production WSGI server
 from PyPI (``--dev``: Werkzeug's development server, as ``flask run`` would); the URL is printed
 only once the port is bound (``--port 0`` picks a free port and prints it).  Flask and waitress
@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from webshop_gym import _argtypes as types
+from webshop_gym.cli import argtypes as types
 
 __all__ = ["add_arguments", "config_from_args", "run"]
 
@@ -21,7 +21,7 @@ LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the ``serve`` flags to ``parser``."""
-    from webshop_gym.cli import add_shop_arguments
+    from webshop_gym.cli.main import add_shop_arguments
 
     add_shop_arguments(parser)
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")

@@ -14,8 +14,8 @@ from __future__ import annotations
 from flask import Blueprint, abort, current_app, redirect, render_template, request, url_for
 from webshop_gym.server.sessions import LogWriteFailed, get_store
 
+from webshop_gym.data.goals import SPLITS
 from webshop_gym.error import GoalNotFound
-from webshop_gym.goals import SPLITS
 from webshop_gym.render.html import Nav, stylesheet
 
 __all__ = ["bp"]

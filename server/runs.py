@@ -8,7 +8,7 @@ episode's position in the file, from 0):
   (query ``sort``, ``desc``, ``q``, ``outcome``, ``cause``, ``category``).
 * ``GET /runs/<run>/<episode>?step=k``: the episode's stepper: the page the agent saw before
   its action ``k + 1`` (the env's HTML of that state, re-created by replaying the logged
-  actions in a :class:`~webshop_gym.env.WebShopEnv` in ``html`` mode, so text-mode runs show
+  actions in a :class:`~webshop_gym.envs.env.WebShopEnv` in ``html`` mode, so text-mode runs show
   pages too), the action, the model's output, and after the last step the score breakdown and
   the target.
 * ``GET /runs/<run>/<episode>/page/<k>``: that page itself, exactly the env's HTML (shown in a
@@ -39,9 +39,9 @@ from typing import Any
 from flask import Blueprint, abort, current_app, redirect, render_template, request, url_for
 
 from webshop_gym.error import DataError, Error
-from webshop_gym.recorder import fingerprint_difference, load_logged_shop, replay_episode
 from webshop_gym.render.html import Nav, stylesheet
-from webshop_gym.runs import CAUSES, Run, RunEpisode, load_run
+from webshop_gym.runs.log import fingerprint_difference, load_logged_shop, replay_episode
+from webshop_gym.runs.run import CAUSES, Run, RunEpisode, load_run
 
 __all__ = ["RunLibrary", "bp", "get_library", "init_app"]
 
@@ -183,7 +183,7 @@ class RunLibrary:
         return self._shops[key]
 
     def _replay(self, run: Run, episode: RunEpisode) -> Replayed:
-        from webshop_gym.env import WebShopEnv
+        from webshop_gym.envs.env import WebShopEnv
 
         shop, why = self._shop(run, episode)
         if shop is None:
@@ -264,7 +264,7 @@ def _target_options(options) -> str:
 
 
 def _stats(run: Run) -> dict:
-    from webshop_gym.report_stats import bootstrap_ci
+    from webshop_gym.runs.stats import bootstrap_ci
 
     rewards = [e.reward for e in run.episodes]
     return {"score": bootstrap_ci(rewards, resamples=2000), "sr": bootstrap_ci([e.success for e in run.episodes],

@@ -13,7 +13,7 @@ that entered the JVM must be detached before it exits).  A job looks a session u
 its slot in one go, so a slot can never be handed to a new session between the two.
 
 With ``LOG_DIR`` set, each session appends to ``LOG_DIR/<session>.jsonl`` in the trajectory
-format of :mod:`webshop_gym.recorder` (an ``episode`` line when the session starts, a ``step``
+format of :mod:`webshop_gym.runs.log` (an ``episode`` line when the session starts, a ``step``
 line after every action, each flushed before the player sees the page), so
 ``webshop-gym replay LOG`` replays it in ``WebShopEnv``.
 """
@@ -36,8 +36,8 @@ import numpy as np
 
 from webshop_gym.engine import Engine
 from webshop_gym.error import Error, GoalNotFound
-from webshop_gym.recorder import TrajectoryWriter, shop_record
 from webshop_gym.render.html import Nav
+from webshop_gym.runs.log import TrajectoryWriter, shop_record
 
 __all__ = ["LogWriteFailed", "Session", "SessionStore", "get_store", "init_app"]
 

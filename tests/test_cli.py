@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from webshop_gym.cli import build_parser, main
+from webshop_gym.cli.main import build_parser, main
 
 COMMANDS = [[], ["demo"], ["data"], ["data", "synth"], ["data", "info"], ["data", "compile"], ["data", "index"],
             ["data", "goals"], ["replay"], ["serve"], ["eval"], ["demos"]]
@@ -56,7 +56,7 @@ def test_errors_are_messages_not_tracebacks(tmp_path, capsys):
 
 
 def test_replay_command(tmp_path, default_shop):
-    from webshop_gym.recorder import RecordTrajectory
+    from webshop_gym.runs.log import RecordTrajectory
 
     log = tmp_path / "log.jsonl"
     env = RecordTrajectory(webshop_gym_env(default_shop), log)

@@ -7,11 +7,11 @@
 
 from __future__ import annotations
 
-from webshop_gym.env import WebShopEnv
-from webshop_gym.ray_env import WebShopRayVectorEnv
-from webshop_gym.registration import register_envs
+from webshop_gym.envs.env import WebShopEnv
+from webshop_gym.envs.ray_env import WebShopRayVectorEnv
+from webshop_gym.envs.registration import register_envs
+from webshop_gym.envs.vector_env import WebShopVectorEnv
 from webshop_gym.shop import Shop, load_shop
-from webshop_gym.vector_env import WebShopVectorEnv
 
 __version__ = "0.1.0"
 

@@ -2,7 +2,7 @@
 
 An :class:`Engine` owns a batch of episode slots over one shop: the simulator state, the goal
 selection, the step cap, observations in every mode and the per-slot ``info`` dicts.  The
-Gymnasium classes are thin facades over it (:class:`~webshop_gym.env.WebShopEnv` is an engine
+Gymnasium classes are thin facades over it (:class:`~webshop_gym.envs.env.WebShopEnv` is an engine
 with one slot), so every front end behaves the same.
 """
 
@@ -12,12 +12,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from webshop_gym._checks import check_goal_index, check_int
 from webshop_gym.core.pages import SUB, SUB_PAGES
 from webshop_gym.core.sim import BatchState, SimContext, reset_slots, step
 from webshop_gym.error import GoalNotFound, expect_one_of
 from webshop_gym.render.text import Renderer
 from webshop_gym.shop import Shop
+from webshop_gym.utils.checks import check_goal_index, check_int
 
 __all__ = ["OBSERVATION_MODES", "Engine"]
 
@@ -94,7 +94,7 @@ class Engine:
         return self.shop.goals.sample(rng, self.goal_range)
 
     def check_goal(self, goal: int) -> int:
-        """Validate a goal index (an integer in ``[0, len(goals))``; see :func:`~webshop_gym._checks.check_goal_index`)."""
+        """Validate a goal index (an integer in ``[0, len(goals))``; see :func:`~webshop_gym.utils.checks.check_goal_index`)."""
         return check_goal_index(goal, len(self.shop.goals))
 
     def reset(self, slots: Sequence[int], goals: Sequence[int]) -> None:

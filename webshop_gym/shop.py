@@ -15,10 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from webshop_gym._paths import default_shop_dir
-from webshop_gym.catalog import Catalog, load_catalog
+from webshop_gym.data.catalog import Catalog, load_catalog
+from webshop_gym.data.goals import GoalSet, build_goals, load_goal_file
 from webshop_gym.error import GoalNotFound, ProductNotFound, expect_one_of
-from webshop_gym.goals import GoalSet, build_goals, load_goal_file
 from webshop_gym.reward import RewardBatch, RewardModel
 from webshop_gym.search import (
     DEFAULT_SEARCH_BACKEND,
@@ -27,6 +26,7 @@ from webshop_gym.search import (
     SearchBackend,
     make_search,
 )
+from webshop_gym.utils.paths import default_shop_dir
 
 __all__ = ["Shop", "load_shop"]
 
@@ -67,12 +67,12 @@ class Shop:
 
         Keys: ``catalog`` (the compiled catalog's cache key), ``files`` (SHA-256 of each input
         file), ``products``, ``goals``, ``goal_kind``, ``price_seed`` and ``goal_set`` (a digest
-        of every goal and product price, see :meth:`~webshop_gym.goals.GoalSet.digest`).
+        of every goal and product price, see :meth:`~webshop_gym.data.goals.GoalSet.digest`).
         ``webshop-gym data info`` prints it and every evaluation run records it.
         """
         files = self.catalog.meta.get("files")
         if files is None:  # a cache compiled before file hashes were recorded
-            from webshop_gym.catalog import file_sha256
+            from webshop_gym.data.catalog import file_sha256
 
             files = {name: file_sha256(Path(p)) for name, p in self.catalog.meta.get("source", {}).items()
                      if Path(p).is_file()}

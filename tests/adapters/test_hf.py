@@ -11,14 +11,14 @@ import pytest
 
 from webshop_gym import WebShopVectorEnv
 from webshop_gym.error import DependencyNotInstalled
-from webshop_gym.evaluation import evaluate, rollout
+from webshop_gym.runs.evaluation import evaluate, rollout
 
 START_INFO = {"instruction": "i need a red soap", "valid_actions": ["search[<query>]"], "steps": 0, "page": "start"}
 START_OBS = "WebShop [SEP] Instruction: [SEP] i need a red soap [SEP] Search"
 
 
 def test_missing_torch_raises_with_the_pip_line(monkeypatch):
-    from webshop_gym.adapters.hf import require_torch
+    from webshop_gym.agents.hf import require_torch
 
     monkeypatch.setitem(sys.modules, "torch", None)
     with pytest.raises(DependencyNotInstalled, match=r"pip install 'webshop-gym\[hf\]'"):
@@ -26,7 +26,7 @@ def test_missing_torch_raises_with_the_pip_line(monkeypatch):
 
 
 def test_left_padding(make_tiny_model, tiny_tokenizer):
-    from webshop_gym.adapters import HFPolicy
+    from webshop_gym.agents import HFPolicy
 
     policy = HFPolicy(make_tiny_model(), tiny_tokenizer, device="cpu", max_new_tokens=4)
     enc = policy.encode(["i need a red soap and bacon", "red soap"])
@@ -40,7 +40,7 @@ def test_left_padding(make_tiny_model, tiny_tokenizer):
 
 
 def test_greedy_batch_matches_single_prompts(make_tiny_model, tiny_tokenizer):
-    from webshop_gym.adapters import HFPolicy
+    from webshop_gym.agents import HFPolicy
 
     policy = HFPolicy(make_tiny_model(), tiny_tokenizer, device="cpu", max_new_tokens=6)
     prompts = ["i need a red soap", "Instruction : find me gluten free bacon with size : 4 ounce , and price lower than 40.00 dollars"]
@@ -51,7 +51,7 @@ def test_greedy_batch_matches_single_prompts(make_tiny_model, tiny_tokenizer):
 
 
 def test_sampling_is_seeded(make_tiny_model, tiny_tokenizer):
-    from webshop_gym.adapters import HFPolicy
+    from webshop_gym.agents import HFPolicy
 
     def sample(seed):
         policy = HFPolicy(make_tiny_model(), tiny_tokenizer, device="cpu", max_new_tokens=12, do_sample=True, seed=seed)
@@ -64,7 +64,7 @@ def test_sampling_is_seeded(make_tiny_model, tiny_tokenizer):
 
 
 def test_full_batch_of_episodes_through_the_vector_env(make_tiny_model, tiny_tokenizer, default_shop):
-    from webshop_gym.adapters import HFPolicy
+    from webshop_gym.agents import HFPolicy
 
     def run():
         policy = HFPolicy(make_tiny_model(), tiny_tokenizer, device="cpu", max_new_tokens=8, max_prompt_tokens=256)
@@ -128,7 +128,7 @@ def _scripted_model(torch, tokenizer, text):
 )
 def test_answers_are_cut_at_the_stop_tag_and_parsed(hf_stack, tiny_tokenizer, prompt, answer, expected):
     torch, _ = hf_stack
-    from webshop_gym.adapters import HFPolicy
+    from webshop_gym.agents import HFPolicy
 
     policy = HFPolicy(_scripted_model(torch, tiny_tokenizer, answer), tiny_tokenizer, prompt=prompt, device="cpu", max_new_tokens=40)
     actions = policy.act_batch([START_OBS, "", START_OBS], [START_INFO, {"idle": True}, START_INFO])
@@ -147,7 +147,7 @@ def test_answers_are_cut_at_the_stop_tag_and_parsed(hf_stack, tiny_tokenizer, pr
 
 
 def test_chat_template_and_local_loading(make_tiny_model, tiny_tokenizer, tmp_path, default_shop):
-    from webshop_gym.adapters import HFPolicy
+    from webshop_gym.agents import HFPolicy
 
     model = make_tiny_model()
     tiny_tokenizer.save_pretrained(tmp_path)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from webshop_gym.adapters import (
+from webshop_gym.agents import (
     ParsedAction,
     ThinkAnswerPrompt,
     VerlAgentPrompt,
@@ -19,7 +19,7 @@ from webshop_gym.adapters import (
     parse_or_raise,
     parse_response,
 )
-from webshop_gym.adapters.grammar import action_candidates, extract_prefixed, split_action
+from webshop_gym.agents.grammar import action_candidates, extract_prefixed, split_action
 from webshop_gym.error import InvalidAction
 
 ITEM = [

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from webshop_gym import WebShopVectorEnv
-from webshop_gym.adapters import (
+from webshop_gym.agents import (
     EpisodeHistory,
     ReActPrompt,
     ThinkAnswerPrompt,
@@ -17,7 +17,7 @@ from webshop_gym.adapters import (
     strip_instruction,
     unbatch_infos,
 )
-from webshop_gym.policies import RulePolicy
+from webshop_gym.agents.policies import RulePolicy
 
 FORMATS = [ThinkAnswerPrompt, VerlAgentPrompt, ReActPrompt]
 
@@ -169,7 +169,7 @@ def test_adapters_import_no_torch():
     import subprocess
     import sys
 
-    code = ("import sys, json; import webshop_gym.adapters, webshop_gym.evaluation, webshop_gym.demos; "
+    code = ("import sys, json; import webshop_gym.agents, webshop_gym.runs.evaluation, webshop_gym.runs.demos; "
             "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert json.loads(out) == []

@@ -21,7 +21,7 @@ def item_step(default_shop):
 
 def test_candidates_mask_and_ids(hf_stack, tiny_tokenizer, item_step, default_shop):
     torch, _ = hf_stack
-    from webshop_gym.adapters import TensorAdapter, unbatch_infos
+    from webshop_gym.agents import TensorAdapter, unbatch_infos
 
     obs, infos = item_step
     per = unbatch_infos(infos)
@@ -54,7 +54,7 @@ def test_candidates_mask_and_ids(hf_stack, tiny_tokenizer, item_step, default_sh
 
 
 def test_overflow_keeps_navigation(hf_stack, item_step):
-    from webshop_gym.adapters import TensorAdapter, unbatch_infos
+    from webshop_gym.agents import TensorAdapter, unbatch_infos
 
     obs, infos = item_step
     info = unbatch_infos(infos)[2]
@@ -69,7 +69,7 @@ def test_overflow_keeps_navigation(hf_stack, item_step):
 
 
 def test_idle_slots(hf_stack):
-    from webshop_gym.adapters import TensorAdapter
+    from webshop_gym.agents import TensorAdapter
 
     batch = TensorAdapter(num_candidates=4).encode(["", "x"], [{"idle": True}, {"instruction": "i need soap", "valid_actions": ["search[<query>]"]}])
     assert batch.mask.tolist() == [[False] * 4, [True, False, False, False]]

@@ -224,7 +224,7 @@ def test_filter_and_limit_goals(default_shop):
 
 
 def test_seed_changes_prices_and_the_shuffle_option_changes_goal_order(default_shop, tmp_path):
-    from webshop_gym.goals import GOAL_SHUFFLE_SEED
+    from webshop_gym.data.goals import GOAL_SHUFFLE_SEED
 
     base = SimServer(shop=default_shop)
     shuffled = SimServer(shop=default_shop, shuffle_seed=7)

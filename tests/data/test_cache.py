@@ -97,7 +97,7 @@ def test_complete_cache_loads_read_only_after_touch(shared_base, monkeypatch):
 
     # A stage the cache lacks (another price seed) is one clear line, not a PermissionError.
     done = _as_reader(
-        f"import sys; from webshop_gym.cli import main; sys.exit(main(['data', 'goals', {str(shop_dir)!r}, "
+        f"import sys; from webshop_gym.cli.main import main; sys.exit(main(['data', 'goals', {str(shop_dir)!r}, "
         f"'--price-seed', '7', '--out', {str(shared_base / 'goals.json')!r}]))", cache, shared_base)
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith("webshop-gym data goals: error: cannot write the prices of seed 7 into ")
@@ -106,7 +106,7 @@ def test_complete_cache_loads_read_only_after_touch(shared_base, monkeypatch):
 
 
 def test_unwritable_cache_location_is_a_clear_error(tmp_path, monkeypatch):
-    from webshop_gym.catalog import load_catalog
+    from webshop_gym.data.catalog import load_catalog
 
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")

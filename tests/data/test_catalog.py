@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from tests.helpers import product, write_shop
-from webshop_gym.catalog import DUMMY_ATTR, find_shop_files, load_catalog, parse_pricing
+from webshop_gym.data.catalog import DUMMY_ATTR, find_shop_files, load_catalog, parse_pricing
 from webshop_gym.error import DataError, ShopNotFound
 
 
@@ -184,7 +184,7 @@ def test_cache_is_reused_memory_mapped_and_invalidated(tmp_path, cache):
 
 @pytest.mark.parametrize("where", ["save_array", "StringColumnWriter.append"])
 def test_interrupted_compile_leaves_no_cache(tmp_path, cache, monkeypatch, where):
-    import webshop_gym.compiler as compiler
+    import webshop_gym.data.compiler as compiler
 
     folder = _shop(tmp_path, [product("B000000001")])
 
@@ -250,7 +250,7 @@ def test_real_shop_matches_spec_record_by_record(real_dir):
 
 
 def test_untaggable_titles_are_data_errors(tmp_path, cache):
-    from webshop_gym.nouns import MAX_TITLE_CHARS
+    from webshop_gym.data.tagger import MAX_TITLE_CHARS
 
     lone = _shop(tmp_path / "lone", [product("B000000001"), product("B000000002", name="Bacon \ud800 Bits")])
     with pytest.raises(DataError, match=r"items_shuffle.json, record 1, field 'name': holds a lone surrogate \(\\ud800"):
@@ -274,7 +274,7 @@ def test_deeply_nested_values_are_data_errors(tmp_path, cache):
 
 
 def test_long_titles_are_tagged_alone_and_exactly(tmp_path, cache):
-    from webshop_gym import nouns
+    from webshop_gym.data import tagger as nouns
 
     titles = ["Gluten Free Smoked Bacon 4 oz", "x" * 150_000, "Organic Maple Syrup"] + ["Dog Toy"] * 1200
     batches = list(nouns._batches(titles))

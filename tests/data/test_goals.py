@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from tests.helpers import product, write_shop
-from webshop_gym.catalog import load_catalog
+from webshop_gym.data.catalog import load_catalog
+from webshop_gym.data.goals import PRICE_RANGE, SPLITS, build_goals, load_goal_file
 from webshop_gym.error import DataError, GoalNotFound
-from webshop_gym.goals import PRICE_RANGE, SPLITS, build_goals, load_goal_file
 
 
 @pytest.fixture()

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from webshop_gym._jsonstream import JsonStream
+from webshop_gym.data.jsonstream import JsonStream
 from webshop_gym.error import DataError
 
 

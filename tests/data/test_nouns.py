@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from webshop_gym.nouns import NOUN_TAGS, load_full_pipeline, tag_nouns
+from webshop_gym.data.tagger import NOUN_TAGS, load_full_pipeline, tag_nouns
 
 
 def _full_pipeline_nouns(titles):
@@ -42,7 +42,7 @@ def test_tagging_equals_the_full_pipeline_on_tricky_titles():
 
 
 def test_spacys_own_ruler_is_the_fallback(default_shop, monkeypatch):
-    from webshop_gym import nouns
+    from webshop_gym.data import tagger as nouns
 
     titles = default_shop.catalog.title.tolist()[:150] + TRICKY
     expected = tag_nouns(titles)
@@ -51,7 +51,7 @@ def test_spacys_own_ruler_is_the_fallback(default_shop, monkeypatch):
 
 
 def test_tagging_in_worker_processes_gives_the_same_nouns(default_shop, monkeypatch):
-    from webshop_gym import nouns
+    from webshop_gym.data import tagger as nouns
 
     titles = default_shop.catalog.title.tolist()[:300]
     expected = tag_nouns(titles, processes=1)

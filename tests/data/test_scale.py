@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from webshop_gym import catalog as catalog_module
-from webshop_gym.nouns import NOUN_TAGS, load_full_pipeline
+from webshop_gym.data import catalog as catalog_module
+from webshop_gym.data.tagger import NOUN_TAGS, load_full_pipeline
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -51,8 +51,8 @@ print(json.dumps({"report": shop.load_report, "digest": digest, "goals": [goals[
 @pytest.fixture(scope="module")
 def big_shop(tmp_path_factory):
     """A 1,500-product generated shop compiled like a large one (goal targets tagged first)."""
+    from webshop_gym.data.synth import generate_shop
     from webshop_gym.shop import _load, load_shop
-    from webshop_gym.synth import generate_shop
 
     base = tmp_path_factory.mktemp("scale")
     generate_shop(base / "shop", 1500, seed=5, progress=False)
@@ -135,9 +135,9 @@ def test_nouns_tagged_on_demand_equal_the_full_pipeline(big_shop, tmp_path, monk
 
 
 def test_progress_false_silences_every_bar(tmp_path, monkeypatch, capfd):
-    from webshop_gym import compiler
+    from webshop_gym.data import compiler
+    from webshop_gym.data.synth import generate_shop
     from webshop_gym.shop import _load, load_shop
-    from webshop_gym.synth import generate_shop
 
     generate_shop(tmp_path / "shop", 400, seed=2, progress=False)
     monkeypatch.setattr(catalog_module, "TAG_ALL_UP_TO", 100)  # the large-shop paths
@@ -166,7 +166,7 @@ def test_a_100k_product_shop_second_process_agrees(tmp_path):
     second maps it all and gives the same goals, prices, observations and rewards; a third with
     another price seed rebuilds only prices and caps.  Time and memory: ``benchmarks/scale.py``.
     """
-    from webshop_gym.synth import generate_shop
+    from webshop_gym.data.synth import generate_shop
 
     generate_shop(tmp_path / "shop", 100_000, seed=1, progress=False)
     cache = tmp_path / "cache"

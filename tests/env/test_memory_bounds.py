@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from webshop_gym import WebShopEnv
-from webshop_gym._bytelru import ByteLRU
 from webshop_gym.core import sim
+from webshop_gym.utils.bytelru import ByteLRU
 
 
 def test_byte_lru_evicts_by_bytes_and_refuses_giants():

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from webshop_gym import WebShopEnv
-from webshop_gym.adapters import parse_response
-from webshop_gym.demos import (
+from webshop_gym.agents import parse_response
+from webshop_gym.runs.demos import (
     make_demos,
     rationale,
     split_by_product,
@@ -95,9 +95,9 @@ def test_other_formats(default_shop):
 
 
 def test_verification_rejects_tampered_trajectories(think_demos, default_shop):
-    from webshop_gym.evaluation import rollout
-    from webshop_gym.policies import OraclePolicy
-    from webshop_gym.vector_env import WebShopVectorEnv
+    from webshop_gym.agents.policies import OraclePolicy
+    from webshop_gym.envs.vector_env import WebShopVectorEnv
+    from webshop_gym.runs.evaluation import rollout
 
     env = WebShopVectorEnv(2, shop=default_shop, split="train", eval_mode=True)
     episodes = rollout(env, lambda: OraclePolicy(shop=default_shop), num_goals=2, record=True)
@@ -125,7 +125,7 @@ def test_rationales():
 
 
 def test_cli_writes_jsonl(tmp_path, capsys):
-    from webshop_gym.cli import main
+    from webshop_gym.cli.main import main
 
     out = tmp_path / "demos.jsonl"
     assert main(["demos", "--policy", "oracle", "-n", "12", "--format", "think-answer", "--out", str(out), "--quiet", "--num-envs", "4"]) == 0

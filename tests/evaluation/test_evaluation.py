@@ -7,8 +7,8 @@ import json
 import pytest
 
 from webshop_gym import WebShopEnv, WebShopVectorEnv
-from webshop_gym.evaluation import evaluate, format_table, rollout, summarize
-from webshop_gym.policies import OraclePolicy, RandomPolicy, RulePolicy
+from webshop_gym.agents.policies import OraclePolicy, RandomPolicy, RulePolicy
+from webshop_gym.runs.evaluation import evaluate, format_table, rollout, summarize
 
 
 def _sequential(shop, policy, goals, max_steps=15):
@@ -138,7 +138,7 @@ def test_rollout_needs_eval_mode(default_shop):
 
 
 def test_cli(tmp_path, capsys):
-    from webshop_gym.cli import main
+    from webshop_gym.cli.main import main
 
     out = tmp_path / "result.json"
     assert main(["eval", "--policy", "rule", "--num-envs", "8", "--num-goals", "16", "--json", str(out), "--episodes", "--quiet"]) == 0

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from webshop_gym import WebShopEnv
-from webshop_gym.policies import OraclePolicy, RandomPolicy, RulePolicy, make_policy
-from webshop_gym.policies.base import instruction_query
+from webshop_gym.agents.policies import OraclePolicy, RandomPolicy, RulePolicy, make_policy
+from webshop_gym.agents.policies.base import instruction_query
 
 
 def _play(env, policy, goal, seed=0):

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from thefuzz import fuzz
 
 from tests.helpers import product, write_shop
+from webshop_gym.data.fuzz import FuzzTableBuilder
 from webshop_gym.reward import BREAKDOWN_KEYS, _kernels
-from webshop_gym.reward.strings import FuzzTableBuilder
 from webshop_gym.reward.tables import max_joined_length
 
 # -- the fuzzy matcher ------------------------------------------------------------------------

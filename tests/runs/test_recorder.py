@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from webshop_gym import WebShopEnv
-from webshop_gym.cli import main
-from webshop_gym.recorder import (
+from webshop_gym.cli.main import main
+from webshop_gym.runs.log import (
     LogError,
     RecordTrajectory,
     TrajectoryWriter,

@@ -13,10 +13,10 @@ import pytest
 from bs4 import BeautifulSoup
 
 from tests.runs.conftest import NUM_GOALS
-from webshop_gym.cli import main
-from webshop_gym.report import build_report, tables
-from webshop_gym.report_stats import bootstrap_ci, paired, sign_test
-from webshop_gym.runs import CAUSES, load_run
+from webshop_gym.cli.main import main
+from webshop_gym.runs.report import build_report, tables
+from webshop_gym.runs.run import CAUSES, load_run
+from webshop_gym.runs.stats import bootstrap_ci, paired, sign_test
 
 
 @pytest.fixture(scope="module")

@@ -9,12 +9,12 @@ import pytest
 
 from tests.runs.conftest import NUM_GOALS, write_run
 from webshop_gym import WebShopEnv, __version__
-from webshop_gym.adapters.parse import ParsedAction
-from webshop_gym.cli import main
-from webshop_gym.evaluation import evaluate
-from webshop_gym.policies import RulePolicy
-from webshop_gym.recorder import read_log
-from webshop_gym.runs import failure_causes, load_run
+from webshop_gym.agents.parse import ParsedAction
+from webshop_gym.agents.policies import RulePolicy
+from webshop_gym.cli.main import main
+from webshop_gym.runs.evaluation import evaluate
+from webshop_gym.runs.log import read_log
+from webshop_gym.runs.run import failure_causes, load_run
 
 FIGURES = ("score", "sr", "mean_reward", "mean_steps", "valid_rate", "breakdown", "counts")
 
@@ -119,7 +119,7 @@ class ScriptedLLM:
         self.last, self.last_responses = [], []
 
     def act_batch(self, observations, infos):
-        from webshop_gym.adapters.batch import unbatch_infos
+        from webshop_gym.agents.batch import unbatch_infos
 
         infos = unbatch_infos(infos, len(observations))
         actions, self.last, self.last_responses = [], [], []

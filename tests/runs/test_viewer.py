@@ -14,10 +14,10 @@ from webshop_gym.server.cli import config_from_args
 from tests.runs.conftest import NUM_GOALS
 from tests.runs.test_runs import ScriptedLLM
 from webshop_gym import WebShopEnv
-from webshop_gym.cli import build_parser
-from webshop_gym.evaluation import evaluate
-from webshop_gym.recorder import RecordTrajectory
-from webshop_gym.runs import load_run
+from webshop_gym.cli.main import build_parser
+from webshop_gym.runs.evaluation import evaluate
+from webshop_gym.runs.log import RecordTrajectory
+from webshop_gym.runs.run import load_run
 
 
 @pytest.fixture

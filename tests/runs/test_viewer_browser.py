@@ -13,7 +13,7 @@ from webshop_gym.server import create_app
 
 from tests.browser import CHROMIUM, LAUNCH_ARGS, require_playwright, served, watch
 from tests.runs.conftest import NUM_GOALS
-from webshop_gym.runs import load_run
+from webshop_gym.runs.run import load_run
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

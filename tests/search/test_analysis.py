@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from webshop_gym import _java
+from webshop_gym.search import java as _java
 from webshop_gym.search.analysis import STOP_WORDS, analyze, analyze_many, term
 from webshop_gym.search.lucene import document_text
 from webshop_gym.search.porter import stem

@@ -131,7 +131,8 @@ def test_gym_make_with_either_backend_plays_identically():
 _JVM_FREE = textwrap.dedent("""
     import json, sys
     import numpy as np
-    from webshop_gym import WebShopVectorEnv, _java, load_shop
+    from webshop_gym import WebShopVectorEnv, load_shop
+    from webshop_gym.search import java as _java
     shop = load_shop(progress=False)
     ascii_rows = shop.search("gluten free snack bars, 12 count")
     envs = WebShopVectorEnv(4, shop=shop, num_workers=2)
@@ -164,8 +165,8 @@ def test_processes_and_workers_stay_jvm_free_and_quiet(default_shop):
 
 def test_data_index_command_builds_index_and_postings(tmp_path, monkeypatch, capsys):
     from tests.helpers import product, write_shop
-    from webshop_gym.catalog import load_catalog
-    from webshop_gym.cli import main
+    from webshop_gym.cli.main import main
+    from webshop_gym.data.catalog import load_catalog
 
     monkeypatch.setenv("WEBSHOP_GYM_CACHE", str(tmp_path / "cache"))
     folder = write_shop(tmp_path / "shop", [product(f"B00000000{i}", name=f"green tea {i}") for i in range(4)], {})

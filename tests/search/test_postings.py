@@ -38,8 +38,8 @@ def test_export_equals_the_lucene_index_posting_for_posting(real_shop):
 
 def test_build_refuses_an_export_that_disagrees_with_lucene(tmp_path, monkeypatch):
     from tests.helpers import product, write_shop
-    from webshop_gym import _java
-    from webshop_gym.catalog import load_catalog
+    from webshop_gym.data.catalog import load_catalog
+    from webshop_gym.search import java as _java
 
     monkeypatch.setenv("WEBSHOP_GYM_CACHE", str(tmp_path / "cache"))
     folder = write_shop(tmp_path / "shop", [product(f"B00000000{i}", name=f"red apple {i}") for i in range(5)], {})
@@ -56,7 +56,7 @@ def test_build_refuses_an_export_that_disagrees_with_lucene(tmp_path, monkeypatc
 
 def test_damaged_postings_are_a_clear_error(tmp_path, monkeypatch):
     from tests.helpers import product, write_shop
-    from webshop_gym.catalog import load_catalog
+    from webshop_gym.data.catalog import load_catalog
 
     monkeypatch.setenv("WEBSHOP_GYM_CACHE", str(tmp_path / "cache"))
     folder = write_shop(tmp_path / "shop", [product(f"B00000000{i}", name=f"blue pear {i}") for i in range(3)], {})
@@ -71,7 +71,7 @@ def test_damaged_postings_are_a_clear_error(tmp_path, monkeypatch):
 def test_documents_without_tokens_and_stop_word_products(tmp_path, monkeypatch):
     """Lucene's docCount skips documents without tokens; rankings still match Pyserini's."""
     from tests.helpers import product, write_shop
-    from webshop_gym.catalog import load_catalog
+    from webshop_gym.data.catalog import load_catalog
 
     monkeypatch.setenv("WEBSHOP_GYM_CACHE", str(tmp_path / "cache"))
     records = [product("B000000001", name="the", full_description="of", small_description=["and"]),
@@ -89,7 +89,7 @@ def test_documents_without_tokens_and_stop_word_products(tmp_path, monkeypatch):
 
 def test_external_index_whose_documents_the_catalog_lacks(real_dir, golden_dir):
     """The reference's index over a 600-product catalog: missing products still compete, then drop."""
-    from webshop_gym.catalog import load_catalog
+    from webshop_gym.data.catalog import load_catalog
 
     catalog = load_catalog(real_dir, num_products=600, progress=False)
     reference = real_dir / "reference_index_1k"

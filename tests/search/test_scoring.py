@@ -6,8 +6,8 @@ import random
 
 import numpy as np
 
-from webshop_gym import _java
 from webshop_gym.search import BM25Search, scoring
+from webshop_gym.search import java as _java
 from webshop_gym.search._kernels import score_all_jit
 
 

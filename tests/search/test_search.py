@@ -62,8 +62,8 @@ def test_document_text_follows_the_spec(default_shop):
 
 def test_ranking_matches_the_reference_index(real_dir, golden_dir):
     """Our index of the real shop ranks exactly like the reference's own index (ids and order)."""
-    from webshop_gym.catalog import load_catalog
-    from webshop_gym.goals import load_goal_file
+    from webshop_gym.data.catalog import load_catalog
+    from webshop_gym.data.goals import load_goal_file
 
     catalog = load_catalog(real_dir, progress=False)
     goals = load_goal_file(golden_dir / "goals.json", catalog)
@@ -86,7 +86,7 @@ def test_index_build_is_atomic_and_repairs_damage(tmp_path, monkeypatch):
     import shutil
 
     from tests.helpers import product, write_shop
-    from webshop_gym.catalog import load_catalog
+    from webshop_gym.data.catalog import load_catalog
 
     monkeypatch.setenv("WEBSHOP_GYM_CACHE", str(tmp_path / "cache"))
     folder = write_shop(tmp_path / "shop", [product(f"B00000000{i}", name=f"red apple {i}") for i in range(5)], {})

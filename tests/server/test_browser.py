@@ -14,7 +14,7 @@ import pytest
 
 from tests.browser import CHROMIUM, LAUNCH_ARGS, require_playwright, served, watch
 from webshop_gym import WebShopEnv
-from webshop_gym.policies.oracle import OraclePolicy
+from webshop_gym.agents.policies.oracle import OraclePolicy
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "browser"
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from tests.server.conftest import Player
-from webshop_gym.policies.oracle import OraclePolicy
-from webshop_gym.recorder import read_episodes, replay
+from webshop_gym.agents.policies.oracle import OraclePolicy
+from webshop_gym.runs.log import read_episodes, replay
 
 
 def lines(path: Path) -> list[dict]:

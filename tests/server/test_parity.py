@@ -6,7 +6,7 @@ import pytest
 
 from tests.server.conftest import Player
 from webshop_gym import WebShopEnv
-from webshop_gym.policies.oracle import OraclePolicy
+from webshop_gym.agents.policies.oracle import OraclePolicy
 
 
 def scripted(shop, goal: int) -> list[str]:

@@ -6,7 +6,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 from tests.server.conftest import Player
-from webshop_gym.policies.oracle import OraclePolicy
+from webshop_gym.agents.policies.oracle import OraclePolicy
 
 
 def soup_of(response) -> BeautifulSoup:

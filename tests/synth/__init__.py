@@ -1,1 +1,1 @@
-"""Tests of webshop_gym.synth."""
+"""Tests of webshop_gym.data.synth."""

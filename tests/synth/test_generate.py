@@ -1,4 +1,4 @@
-"""Tests of the synthetic shop generator (webshop_gym.synth).
+"""Tests of the synthetic shop generator (webshop_gym.data.synth).
 
 The format checks below are written independently of the generator: they encode the reference
 WebShop file formats (SPEC.md section 1) and the rules the generated data must follow.
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from webshop_gym.synth import generate_shop
+from webshop_gym.data.synth import generate_shop
 
 FIVE_CATEGORIES = {"beauty", "electronics", "fashion", "grocery", "garden"}
 PRODUCT_KEYS = {
@@ -351,7 +351,7 @@ def test_edge_sizes_and_bad_arguments(tmp_path: Path) -> None:
 def test_generation_streams_in_bounded_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """With small blocks, peak Python memory stays far below the size of what was written
     (holding every record as Python objects would take several times the file size)."""
-    import webshop_gym.synth.generate as gen
+    import webshop_gym.data.synth.generate as gen
 
     monkeypatch.setattr(gen, "BLOCK_SIZE", 500)
     generate_shop(tmp_path / "warm", 200, seed=1, progress=False)  # warm caches first
@@ -374,7 +374,7 @@ def test_vocabulary_attribute_pools_are_distinguishable() -> None:
     reward's rules (fuzzy > 85, or substring): otherwise a product lacking one would match it."""
     from thefuzz import fuzz
 
-    from webshop_gym.synth import vocab
+    from webshop_gym.data.synth import vocab
 
     def strip_role(a: str) -> str:
         for role in ("for ", "with "):

@@ -147,7 +147,7 @@ def test_per_slot_seeds_match_seeded_single_envs(default_shop):
 
 @pytest.mark.slow
 def test_worker_processes_give_identical_results_and_fail_loudly(default_shop):
-    from webshop_gym.workers import WorkerDied
+    from webshop_gym.envs.workers import WorkerDied
 
     n = 6
     local = WebShopVectorEnv(n, shop=default_shop, max_steps=5)

@@ -1,71 +1,17 @@
-"""LLM and tensor adapters: prompt formats, response parsers, a Hugging Face policy, candidate tensors.
+"""Public alias of :mod:`webshop_gym.agents` (prompt formats, parsers, ``HFPolicy``, tensor adapters).
 
-Pure-text pieces (prompts, parsers, grammar) need nothing beyond the package.  :class:`HFPolicy`
-and :class:`TensorAdapter` need ``pip install 'webshop-gym[hf]'``; torch and transformers are
-imported only when they are used, never by ``import webshop_gym.adapters``.
-
->>> from webshop_gym.adapters import ThinkAnswerPrompt, parse_response
->>> parse_response("<think>fits</think><answer>click[buy now]</answer>", ["click[buy now]"])
-('click[buy now]', True)
+``webshop_gym.adapters`` is part of the public API (README and docs import from it) and stays
+importable under this name; the code lives in :mod:`webshop_gym.agents`.  Nothing inside the
+package imports this alias.
 """
 
 from __future__ import annotations
 
-from webshop_gym.adapters.batch import unbatch_infos
-from webshop_gym.adapters.grammar import extract_tag, find_blocks
-from webshop_gym.adapters.parse import (
-    FORMATS,
-    ParsedAction,
-    is_admissible,
-    normalize_action,
-    parse_batch,
-    parse_detailed,
-    parse_or_raise,
-    parse_response,
-)
-from webshop_gym.adapters.prompts import (
-    EpisodeHistory,
-    PromptFormat,
-    ReActPrompt,
-    ThinkAnswerPrompt,
-    Turn,
-    VerlAgentPrompt,
-    admissible_actions,
-    make_prompt,
-    strip_instruction,
-)
-from webshop_gym.adapters.tensor import CandidateBatch, TensorAdapter
-
-__all__ = [
-    "FORMATS",
-    "CandidateBatch",
-    "EpisodeHistory",
-    "HFPolicy",
-    "ParsedAction",
-    "PromptFormat",
-    "ReActPrompt",
-    "TensorAdapter",
-    "ThinkAnswerPrompt",
-    "Turn",
-    "VerlAgentPrompt",
-    "admissible_actions",
-    "extract_tag",
-    "find_blocks",
-    "is_admissible",
-    "make_prompt",
-    "normalize_action",
-    "parse_batch",
-    "parse_detailed",
-    "parse_or_raise",
-    "parse_response",
-    "strip_instruction",
-    "unbatch_infos",
-]
+from webshop_gym.agents import *  # noqa: F403
+from webshop_gym.agents import __all__  # noqa: F401
 
 
 def __getattr__(name: str):
-    if name == "HFPolicy":  # imports nothing heavy itself, but keeps hf.py out of the import path
-        from webshop_gym.adapters.hf import HFPolicy
+    import webshop_gym.agents as agents
 
-        return HFPolicy
-    raise AttributeError(f"module 'webshop_gym.adapters' has no attribute {name!r}")
+    return getattr(agents, name)

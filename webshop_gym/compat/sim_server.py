@@ -29,9 +29,9 @@ from pathlib import Path
 
 import numpy as np
 
+from webshop_gym.data.goals import GOAL_SHUFFLE_SEED, NO_PRICE_CAP
 from webshop_gym.engine import Engine
 from webshop_gym.error import GoalNotFound, ShopNotFound
-from webshop_gym.goals import GOAL_SHUFFLE_SEED, NO_PRICE_CAP
 from webshop_gym.render.text import BASE_URL, Renderer
 from webshop_gym.shop import Shop, load_shop
 
@@ -116,8 +116,8 @@ def shop_folder(file_path: str | os.PathLike, attr_path: str | os.PathLike | Non
     Raises:
         ShopNotFound: a named file does not exist.
     """
-    from webshop_gym._paths import cache_dir
-    from webshop_gym.catalog import find_shop_files
+    from webshop_gym.data.catalog import find_shop_files
+    from webshop_gym.utils.paths import cache_dir
 
     products = Path(file_path).expanduser().resolve()
     if not products.is_file():

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from webshop_gym._bytelru import ByteLRU
 from webshop_gym.core.actions import ActionKind, parse_action
 from webshop_gym.core.pages import (
     BACK_TO_SEARCH,
@@ -34,6 +33,7 @@ from webshop_gym.core.pages import (
     SUB_LABELS,
     ProductViews,
 )
+from webshop_gym.utils.bytelru import ByteLRU
 
 __all__ = ["BatchState", "SimContext", "StepOutcome", "clickables", "reset_slots", "step"]
 

@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from webshop_gym.data.colors import COLOR_SET, normalize_color
+from webshop_gym.data.fuzz import FuzzTableBuilder
 from webshop_gym.error import GoalNotFound
 from webshop_gym.reward import reference
-from webshop_gym.reward.colors import COLOR_SET, normalize_color
-from webshop_gym.reward.strings import FuzzTableBuilder
 
 if TYPE_CHECKING:
-    from webshop_gym.catalog import Catalog
-    from webshop_gym.goals import GoalSet
+    from webshop_gym.data.catalog import Catalog
+    from webshop_gym.data.goals import GoalSet
     from webshop_gym.reward.tables import GoalTables, ProductTables
 
 __all__ = ["BREAKDOWN_KEYS", "COLOR_SET", "RewardBatch", "RewardModel", "normalize_color", "reference"]
@@ -226,7 +226,7 @@ class RewardModel:
             if row >= 0 and self.catalog.title[row] == name:
                 cached = self.catalog.title_nouns(row)
             else:
-                from webshop_gym.nouns import tag_nouns
+                from webshop_gym.data.tagger import tag_nouns
 
                 cached = tag_nouns([name])[0]
             self._goal_nouns[goal_index] = cached

@@ -1,7 +1,7 @@
 """Numba kernels of the reward, each beside its pure-Python twin.
 
 One of the two kernel modules (the other is :mod:`webshop_gym.search._kernels`; both compile
-through :mod:`webshop_gym._numba`, the only module that imports numba).  Every function below is
+through :mod:`webshop_gym.utils.jit`, the only module that imports numba).  Every function below is
 written once, as plain Python over numpy arrays (the *twin*, used by tests and for reading), and
 compiled with ``numba.njit(cache=True, nogil=True)`` into the ``*_jit`` binding that
 :mod:`webshop_gym.reward` calls.
@@ -10,7 +10,7 @@ Compiled kernels land in numba's on-disk cache, so a new process does not pay th
 Array conventions (see :mod:`webshop_gym.reward.tables`): a ragged field is an ``offsets``
 array (``int64``, one longer than the number of rows) plus a flat ``values`` array; text for
 substring tests is UTF-8 bytes (``uint8``) with ``int64`` offsets; fuzzy strings are ids into a
-:class:`~webshop_gym.reward.strings.FuzzTable` (``str_off``/``str_tok``: sorted token ids per
+:class:`~webshop_gym.data.fuzz.FuzzTable` (``str_off``/``str_tok``: sorted token ids per
 string; ``tok_off``/``tok_cp``: code points per token).
 """
 
@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from webshop_gym._numba import jit as _jit
-from webshop_gym._numba import rebind as _rebind
+from webshop_gym.utils.jit import jit as _jit
+from webshop_gym.utils.jit import rebind as _rebind
 
 FUZZY_THRESHOLD = 85.0
 

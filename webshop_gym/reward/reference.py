@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from thefuzz import fuzz
 
-from webshop_gym.reward.colors import normalize_color
+from webshop_gym.data.colors import normalize_color
 
 __all__ = ["attribute_reward", "option_reward", "reward", "type_reward"]
 

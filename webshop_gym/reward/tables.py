@@ -8,7 +8,7 @@ bytes (substring tests) and fuzz ids, and its options become fuzz ids with the r
 for synthetic goals (``normalize_color`` and ``str`` of the ``(name, value)`` pair).  Strings are
 processed once per *distinct* value, never once per goal.
 
-A goal set cached on disk (:func:`~webshop_gym.goals.build_goals`, frozen goal files) gets its
+A goal set cached on disk (:func:`~webshop_gym.data.goals.build_goals`, frozen goal files) gets its
 tables cached beside it (``reward-v<N>/``), so a later process maps them.  They do not depend
 on the price seed: the caps (``upper``) are read from the goal set.
 """
@@ -22,7 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from webshop_gym._columns import (
+from webshop_gym.data.catalog import CATEGORY_SEPARATOR, Catalog
+from webshop_gym.data.colors import normalize_color
+from webshop_gym.data.columns import (
     Ragged,
     StringColumn,
     gather_rows,
@@ -30,11 +32,9 @@ from webshop_gym._columns import (
     load_array,
     save_array,
 )
-from webshop_gym._paths import build_atomically, is_built
-from webshop_gym.catalog import CATEGORY_SEPARATOR, Catalog
-from webshop_gym.goals import GoalSet, IdRows, Options, flat_ids
-from webshop_gym.reward.colors import normalize_color
-from webshop_gym.reward.strings import FuzzTable, FuzzTableBuilder
+from webshop_gym.data.fuzz import FuzzTable, FuzzTableBuilder
+from webshop_gym.data.goals import GoalSet, IdRows, Options, flat_ids
+from webshop_gym.utils.paths import build_atomically, is_built
 
 TABLES_FOLDER = "reward-v1"
 """Bump when the goal tables' layout or rules change."""
@@ -99,7 +99,7 @@ def _goal_nouns(catalog: Catalog, goals: GoalSet, progress: bool) -> tuple[Ragge
     counts = store.counts(rows)
     if own.all():
         return Ragged(offsets, values), counts
-    from webshop_gym.nouns import tag_nouns
+    from webshop_gym.data.tagger import tag_nouns
 
     other = np.flatnonzero(~own)
     distinct = sorted(set(ids[other].tolist()))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-from webshop_gym.catalog import Catalog
+from webshop_gym.data.catalog import Catalog
 from webshop_gym.error import expect_one_of
 from webshop_gym.search.bm25 import BM25Search
 from webshop_gym.search.cache import DEFAULT_CACHE_BYTES, QueryCache

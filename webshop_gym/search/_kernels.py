@@ -1,7 +1,7 @@
 """Numba kernels of the BM25 search, each beside its pure-Python twin.
 
 One of the two kernel modules (the other is :mod:`webshop_gym.reward._kernels`; both compile
-through :mod:`webshop_gym._numba`, the only module that imports numba).  Each function is written
+through :mod:`webshop_gym.utils.jit`, the only module that imports numba).  Each function is written
 once as plain Python over numpy arrays (the *twin*, for tests and reading) and compiled with
 ``numba.njit(cache=True, nogil=True)`` into the ``*_jit`` binding that
 :class:`~webshop_gym.search.bm25.BM25Search` calls.
@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from webshop_gym._numba import jit as _jit
-from webshop_gym._numba import rebind as _rebind
+from webshop_gym.utils.jit import jit as _jit
+from webshop_gym.utils.jit import rebind as _rebind
 
 _ONE = np.float32(1.0)
 _SLACK = 1.0 + 2.0**-40

@@ -77,7 +77,7 @@ def analyze(text: str) -> list[str] | None:
 
 def analyze_with_java(texts: Sequence[str]) -> list[list[str]]:
     """Analyse texts with Anserini's analyser in the JVM (started on first use)."""
-    from webshop_gym import _java
+    from webshop_gym.search import java as _java
 
     return _java.analyze(texts)
 

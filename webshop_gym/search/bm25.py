@@ -25,8 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from webshop_gym._paths import build_atomically, cache_dir
-from webshop_gym.catalog import Catalog
+from webshop_gym.data.catalog import Catalog
 from webshop_gym.error import SearchEngineError
 from webshop_gym.search import scoring
 from webshop_gym.search.analysis import analyze
@@ -40,6 +39,7 @@ from webshop_gym.search.postings import (
     postings_from_lucene,
     save_postings,
 )
+from webshop_gym.utils.paths import build_atomically, cache_dir
 
 __all__ = ["BM25Search"]
 
@@ -155,7 +155,7 @@ class BM25Search(CachedSearch):
         """
         terms = analyze(query)
         if terms is None:
-            from webshop_gym import _java
+            from webshop_gym.search import java as _java
 
             self.java_queries += 1
             terms = _java.analyze([query])[0]

@@ -13,7 +13,7 @@ import sys
 
 import numpy as np
 
-from webshop_gym._bytelru import ByteLRU
+from webshop_gym.utils.bytelru import ByteLRU
 
 __all__ = ["QueryCache", "DEFAULT_CACHE_BYTES", "ENTRY_OVERHEAD"]
 

@@ -31,11 +31,11 @@ from typing import Protocol
 
 import numpy as np
 
-from webshop_gym import _java
-from webshop_gym._paths import build_atomically
-from webshop_gym.catalog import Catalog
+from webshop_gym.data.catalog import Catalog
 from webshop_gym.error import SearchEngineError
+from webshop_gym.search import java as _java
 from webshop_gym.search.cache import DEFAULT_CACHE_BYTES, QueryCache
+from webshop_gym.utils.paths import build_atomically
 
 __all__ = ["LuceneSearch", "SearchBackend", "document_text", "build_index", "normalize_query", "SEARCH_RETURN_N",
            "INDEX_VERSION"]

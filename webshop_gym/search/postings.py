@@ -35,9 +35,9 @@ from pathlib import Path
 
 import numpy as np
 
-from webshop_gym._paths import build_atomically
 from webshop_gym.error import SearchEngineError
 from webshop_gym.search import scoring
+from webshop_gym.utils.paths import build_atomically
 
 __all__ = ["Postings", "build_postings", "load_postings", "save_postings", "postings_from_lucene",
            "lucene_statistics", "check_against_lucene", "POSTINGS_VERSION"]
@@ -225,7 +225,7 @@ def build_postings(catalog, index_folder: Path, folder: str | os.PathLike, progr
     Raises:
         SearchEngineError: when the export disagrees with the Lucene index.
     """
-    from webshop_gym import _java
+    from webshop_gym.search import java as _java
     from webshop_gym.search.lucene import document_text
 
     final = Path(folder)
@@ -266,7 +266,7 @@ def build_postings(catalog, index_folder: Path, folder: str | os.PathLike, progr
 
 
 def _open_reader(path: Path):
-    from webshop_gym import _java
+    from webshop_gym.search import java as _java
 
     _java.start()  # before jnius is imported: the JVM needs Pyserini's class path
     from jnius import autoclass

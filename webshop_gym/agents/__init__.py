@@ -1,0 +1,71 @@
+"""LLM and tensor adapters: prompt formats, response parsers, a Hugging Face policy, candidate tensors.
+
+Pure-text pieces (prompts, parsers, grammar) need nothing beyond the package.  :class:`HFPolicy`
+and :class:`TensorAdapter` need ``pip install 'webshop-gym[hf]'``; torch and transformers are
+imported only when they are used, never by ``import webshop_gym.agents``.
+
+>>> from webshop_gym.agents import ThinkAnswerPrompt, parse_response
+>>> parse_response("<think>fits</think><answer>click[buy now]</answer>", ["click[buy now]"])
+('click[buy now]', True)
+"""
+
+from __future__ import annotations
+
+from webshop_gym.agents.batch import unbatch_infos
+from webshop_gym.agents.grammar import extract_tag, find_blocks
+from webshop_gym.agents.parse import (
+    FORMATS,
+    ParsedAction,
+    is_admissible,
+    normalize_action,
+    parse_batch,
+    parse_detailed,
+    parse_or_raise,
+    parse_response,
+)
+from webshop_gym.agents.prompts import (
+    EpisodeHistory,
+    PromptFormat,
+    ReActPrompt,
+    ThinkAnswerPrompt,
+    Turn,
+    VerlAgentPrompt,
+    admissible_actions,
+    make_prompt,
+    strip_instruction,
+)
+from webshop_gym.agents.tensor import CandidateBatch, TensorAdapter
+
+__all__ = [
+    "FORMATS",
+    "CandidateBatch",
+    "EpisodeHistory",
+    "HFPolicy",
+    "ParsedAction",
+    "PromptFormat",
+    "ReActPrompt",
+    "TensorAdapter",
+    "ThinkAnswerPrompt",
+    "Turn",
+    "VerlAgentPrompt",
+    "admissible_actions",
+    "extract_tag",
+    "find_blocks",
+    "is_admissible",
+    "make_prompt",
+    "normalize_action",
+    "parse_batch",
+    "parse_detailed",
+    "parse_or_raise",
+    "parse_response",
+    "strip_instruction",
+    "unbatch_infos",
+]
+
+
+def __getattr__(name: str):
+    if name == "HFPolicy":  # imports nothing heavy itself, but keeps hf.py out of the import path
+        from webshop_gym.agents.hf import HFPolicy
+
+        return HFPolicy
+    raise AttributeError(f"module 'webshop_gym.agents' has no attribute {name!r}")

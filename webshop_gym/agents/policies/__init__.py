@@ -1,0 +1,10 @@
+"""Baseline policies: random valid actions, the reference's rule policy, and a goal-aware oracle."""
+
+from __future__ import annotations
+
+from webshop_gym.agents.policies.base import Policy, make_policy
+from webshop_gym.agents.policies.oracle import OraclePolicy
+from webshop_gym.agents.policies.random_policy import RandomPolicy
+from webshop_gym.agents.policies.rule import RulePolicy
+
+__all__ = ["OraclePolicy", "Policy", "RandomPolicy", "RulePolicy", "make_policy"]

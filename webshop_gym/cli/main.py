@@ -1,0 +1,317 @@
+"""The ``webshop-gym`` command.
+
+Subcommands::
+
+    webshop-gym demo                      play one scripted episode on the default shop
+    webshop-gym data synth|info|compile|index|goals ...
+    webshop-gym serve --shop DIR          play the shop in a browser (needs webshop-gym[server])
+    webshop-gym replay LOG                replay a trajectory log and check its rewards
+    webshop-gym eval --policy rule ...    Score and SR of a policy over a split
+    webshop-gym demos --policy oracle ... SFT-ready demonstrations
+
+Every subcommand has ``--help``.  Feature modules contribute their subcommands through
+``add_arguments(parser)`` / ``run(args)`` pairs and import heavy dependencies only when run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+import textwrap
+
+from webshop_gym.cli import argtypes as types
+
+__all__ = ["DEBUG_ENV", "add_shop_arguments", "error_message", "main"]
+
+DEBUG_ENV = "WEBSHOP_GYM_DEBUG"
+
+_FEATURES = {
+    # name: (module, help)
+    "serve": ("webshop_gym.server.cli", "play the shop in a browser (Flask; pip install 'webshop-gym[server]')"),
+    "eval": ("webshop_gym.runs.evaluation", "evaluate a policy over a split: Score, SR, steps, breakdown"),
+    "demos": ("webshop_gym.runs.demos", "write SFT-ready demonstration transcripts"),
+    "report": ("webshop_gym.runs.report", "evaluation report of runs (eval --out): Score and SR with CIs, paired comparison, plots"),
+}
+
+
+def add_shop_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``--shop``, ``--goals``, ``--human-goals`` and ``--price-seed`` (as ``load_shop`` takes them)."""
+    parser.add_argument("--shop", metavar="DIR", type=types.existing_dir,
+                        help="shop directory in the reference format (default: the embedded shop)")
+    parser.add_argument("--goals", metavar="FILE", type=types.existing_file,
+                        help="frozen goal set (ours, or a reference goals.json with prices.json beside it)")
+    parser.add_argument("--human-goals", action="store_true", help="human instructions instead of synthetic goals")
+    parser.add_argument("--price-seed", type=types.seed, default=0,
+                        help="seed of product prices and price caps (default 0 = the reference's seed-0 run)")
+
+
+def _load(args):
+    from webshop_gym.shop import load_shop
+
+    path = getattr(args, "shop", None) or getattr(args, "dir", None)
+    return load_shop(path, goals=args.goals, human_goals=args.human_goals, seed=args.price_seed)
+
+
+# -- demo ------------------------------------------------------------------------------------
+
+
+def _demo(args) -> int:
+    from webshop_gym.agents.policies.rule import RulePolicy
+    from webshop_gym.envs.env import WebShopEnv
+
+    shop = _load(args)
+    env = WebShopEnv(shop=shop, observation_mode=args.observation_mode, max_steps=args.max_steps)
+    policy = RulePolicy()
+    goal = args.goal if args.goal is not None else None
+    obs, info = env.reset(seed=args.seed, options=None if goal is None else {"goal_index": goal})
+    width = 100
+    print(f"shop: {shop}")
+    print(f"goal {info['goal_index']}: {info['instruction']}\n")
+    print("observation:\n" + textwrap.indent(textwrap.shorten(obs, 600, placeholder=" ...") if args.observation_mode == "text" else obs, "  "))
+    total = 0.0
+    done = False
+    while not done:
+        action = policy.act(obs, info)
+        obs, reward, terminated, truncated, info = env.step(action)
+        done = terminated or truncated
+        total = reward
+        print(f"\naction: {action}")
+        shown = textwrap.shorten(obs, 600, placeholder=" ...") if args.observation_mode == "text" else obs
+        print("observation:\n" + textwrap.indent(textwrap.fill(shown, width) if args.observation_mode == "text" else shown, "  "))
+    print(f"\nreward: {total}")
+    if "reward_info" in info:
+        print("breakdown: " + json.dumps(info["reward_info"]))
+    return 0
+
+
+# -- data ------------------------------------------------------------------------------------
+
+
+def _data_synth(args) -> int:
+    from webshop_gym.data.synth import generate_shop
+
+    summary = generate_shop(args.out, args.products, seed=args.seed, progress=not args.quiet)
+    print(json.dumps(summary, indent=1))
+    return 0
+
+
+def _data_compile(args) -> int:
+    from webshop_gym.data.catalog import load_catalog
+
+    catalog = load_catalog(args.dir or _default_dir(), num_products=args.num_products)
+    catalog.ensure_nouns(progress=True, complete=True)  # every title, so no process ever waits for spaCy
+    print(f"compiled {len(catalog)} products into {catalog.folder}")
+    return 0
+
+
+def _data_index(args) -> int:
+    from webshop_gym.data.catalog import load_catalog
+    from webshop_gym.search import BM25Search
+
+    catalog = load_catalog(args.dir or _default_dir(), num_products=args.num_products)
+    engine = BM25Search(catalog)
+    engine.prepare()
+    print(f"index of {len(catalog)} products: {engine.index_path} (postings: {engine.postings_path})")
+    return 0
+
+
+def _default_dir() -> str:
+    from webshop_gym.utils.paths import default_shop_dir
+
+    return str(default_shop_dir())
+
+
+def _data_info(args) -> int:
+    from collections import Counter
+
+    from webshop_gym.data.catalog import load_catalog
+    from webshop_gym.data.goals import SPLITS, build_goals
+
+    catalog = load_catalog(args.dir or _default_dir())
+    counts = catalog.meta["counts"]
+    categories = Counter(catalog.category_names[c] for c in catalog.category)
+    option_names = Counter(catalog.group_name[g] for g in range(len(catalog.group_name)))
+    lines = [
+        f"shop: {args.dir or _default_dir()}",
+        f"products: {counts['products']} (records {counts['records']}, skipped {counts['skipped']}, duplicate asins {counts['duplicates']})",
+        "categories: " + ", ".join(f"{k} {v}" for k, v in sorted(categories.items())),
+        f"product types (queries): {len(catalog.query_names)}",
+        f"products with options: {sum(1 for r in range(len(catalog)) if catalog.option_groups.length(r))}",
+        "option names: " + ", ".join(f"{k} {v}" for k, v in option_names.most_common(12)),
+        f"distinct attributes: {len(catalog.attribute_names)}",
+    ]
+    for human in (False, True):
+        goals = build_goals(catalog, human_goals=human, seed=0)
+        splits = ", ".join(f"{name} {len(goals.split_range(name))}" for name in SPLITS)
+        lines.append(f"{'human' if human else 'synthetic'} goals: {len(goals)} ({splits})")
+    shop = _load(args)
+    fingerprint = shop.fingerprint()
+    lines.append("fingerprint (--human-goals/--goals/--price-seed select the goal set):")
+    lines.extend(f"  {key}: {json.dumps(value) if isinstance(value, dict) else value}" for key, value in fingerprint.items())
+    print("\n".join(lines))
+    return 0
+
+
+def _data_goals(args) -> int:
+    from webshop_gym.shop import load_shop
+
+    shop = load_shop(args.dir or None, human_goals=args.human_goals, seed=args.price_seed)
+    shop.goals.save(args.out, shop.catalog)
+    print(f"wrote {len(shop.goals)} {shop.goals.kind} goals to {args.out}")
+    return 0
+
+
+# -- replay ----------------------------------------------------------------------------------
+
+
+def _replay(args) -> int:
+    from webshop_gym.runs.log import replay_command
+
+    return replay_command(args)
+
+
+# -- parser ------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the argument parser of ``webshop-gym``."""
+    parser = argparse.ArgumentParser(
+        prog="webshop-gym",
+        description="The WebShop benchmark as a Gymnasium environment: play, evaluate, serve, prepare data.",
+        epilog="Errors are reported in one line (exit status 2 for bad input); --debug shows the traceback.",
+    )
+    parser.add_argument("--debug", action="store_true",
+                        help=f"show the full traceback of an error (also: ${DEBUG_ENV}=1)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    demo = sub.add_parser("demo", help="play one scripted episode on the default shop and print it",
+                          description="Play one episode with the rule policy and print the instruction, every action, observation and the reward.")
+    add_shop_arguments(demo)
+    demo.add_argument("--goal", type=types.non_negative_int, help="goal index (default: one drawn with --seed)")
+    demo.add_argument("--seed", type=types.seed, default=0, help="episode seed (default 0)")
+    demo.add_argument("--max-steps", type=types.positive_int, default=15, help="step cap (default 15)")
+    demo.add_argument("--observation-mode", default="text", choices=["text", "text_rich", "html", "url"])
+    demo.set_defaults(func=_demo)
+
+    data = sub.add_parser("data", help="generate, inspect, compile and index shops",
+                          description="Work with shop data in the reference's three-file JSON format.")
+    data_sub = data.add_subparsers(dest="data_command", metavar="ACTION", required=True)
+    synth = data_sub.add_parser("synth", help="generate a synthetic shop",
+                                description="Write items_shuffle.json, items_ins_v2.json and items_human_ins.json. "
+                                            "The embedded default shop is `--products 1000 --seed 0 --out data`.")
+    synth.add_argument("--products", type=types.positive_int, required=True, help="number of products")
+    synth.add_argument("--seed", type=types.seed, default=0, help="generator seed (default 0)")
+    synth.add_argument("--out", required=True, metavar="DIR", type=types.output_dir,
+                       help="output directory (created if missing; its parent folder must exist)")
+    synth.add_argument("--quiet", action="store_true", help="no progress bar")
+    synth.set_defaults(func=_data_synth)
+    for name, func, text in (
+        ("info", _data_info, "print a summary: products, categories, option names, goals per split, fingerprint"),
+        ("compile", _data_compile, "compile (and cache) the catalog and the nouns of every title"),
+        ("index", _data_index, "build (and cache) the Lucene search index and export its postings"),
+    ):
+        cmd = data_sub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
+        cmd.add_argument("dir", nargs="?", metavar="DIR", type=types.existing_dir,
+                         help="shop directory (default: the embedded shop)")
+        if name != "info":
+            cmd.add_argument("--num-products", type=types.positive_int, help="keep only the first N product records")
+        else:
+            cmd.add_argument("--goals", metavar="FILE", type=types.existing_file, help="frozen goal set to fingerprint")
+            cmd.add_argument("--human-goals", action="store_true", help="fingerprint the human goal set")
+            cmd.add_argument("--price-seed", type=types.seed, default=0, help="seed of prices and caps (default 0)")
+        cmd.set_defaults(func=func)
+    goals = data_sub.add_parser("goals", help="export a frozen goal set (goals, texts, caps and prices) to JSON",
+                                description="Freeze a shop's goal set so that every run uses the same goals and prices.")
+    goals.add_argument("dir", nargs="?", metavar="DIR", type=types.existing_dir,
+                       help="shop directory (default: the embedded shop)")
+    goals.add_argument("--out", required=True, metavar="FILE", type=types.output_file,
+                       help="output JSON file (its folder must exist)")
+    goals.add_argument("--human-goals", action="store_true", help="human instructions instead of synthetic goals")
+    goals.add_argument("--price-seed", type=types.seed, default=0, help="seed of prices and caps (default 0)")
+    goals.set_defaults(func=_data_goals)
+
+    replay = sub.add_parser("replay", help="replay a trajectory log in WebShopEnv and check its rewards",
+                            description="Replay every episode of a JSONL trajectory log (written by the env's "
+                                        "recorder or the play server) and print logged vs replayed rewards. "
+                                        "Exit status 1 on any mismatch.")
+    replay.add_argument("log", metavar="LOG", type=types.existing_file, help="the JSONL log")
+    replay.add_argument("--shop", metavar="DIR", type=types.existing_dir,
+                        help="shop directory, if it moved since the log was written")
+    replay.set_defaults(func=_replay)
+
+    for name, (module, text) in _FEATURES.items():
+        cmd = sub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
+        try:
+            feature = importlib.import_module(module)
+        except ImportError as exc:
+            cmd.set_defaults(func=lambda args, exc=exc, name=name: _missing(name, exc))
+            continue
+        feature.add_arguments(cmd)
+        cmd.set_defaults(func=feature.run)
+    return parser
+
+
+def _missing(name: str, exc: Exception) -> int:
+    print(f"webshop-gym {name}: error: not available: {exc}", file=sys.stderr)
+    return 2
+
+
+def _one_line(text: str) -> str:
+    lines = [line.strip() for line in str(text).strip().splitlines() if line.strip()]
+    return lines[0] if len(lines) == 1 else " / ".join(lines[:3]) + (" ..." if len(lines) > 3 else "")
+
+
+def error_message(exc: BaseException) -> tuple[int, str]:
+    """Return (exit status, one-line message) for an exception that ended a command.
+
+    The package's own errors and the operating system's (a missing, unreadable or unwritable
+    file) are the user's to fix: status 2 and their message.  Anything else is a bug of ours:
+    status 1, the exception's type and message, and how to see the traceback.
+    """
+    from webshop_gym.error import Error
+
+    if isinstance(exc, (Error, OSError)):
+        return 2, _one_line(str(exc) or type(exc).__name__)
+    return 1, (f"internal error: {type(exc).__name__}: {_one_line(str(exc))} "
+               f"(rerun with --debug for the traceback, and please report it)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line.
+
+    Bad arguments are rejected by the parser (one line, exit status 2).  While a command runs,
+    the package's errors and file-system errors become one line ``webshop-gym CMD: error: ...``
+    with exit status 2, Ctrl-C exits with 130, and only ``--debug`` shows a traceback.
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    debug = args.debug or os.environ.get(DEBUG_ENV, "") not in ("", "0")
+    name = " ".join(x for x in (args.command, getattr(args, "data_command", None)) if x)
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        if debug:
+            raise
+        print(f"webshop-gym {name}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `webshop-gym ... | head`: the reader left; not an error
+        try:
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps Python's exit flush quiet
+        except OSError:
+            pass
+        return 0
+    except Exception as exc:
+        if debug:
+            raise
+        status, message = error_message(exc)
+        print(f"webshop-gym {name}: error: {message}", file=sys.stderr)
+        return status
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
+
+

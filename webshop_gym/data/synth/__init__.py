@@ -1,0 +1,20 @@
+"""Deterministic generator of synthetic shops in the reference WebShop file formats.
+
+Example:
+    >>> from webshop_gym.data.synth import generate_shop
+    >>> summary = generate_shop("/tmp/shop", 1000, seed=0, progress=False)  # doctest: +SKIP
+
+The package needs only numpy (and tqdm for the progress bar of large shops); it imports no other
+webshop_gym module.
+"""
+
+from __future__ import annotations
+
+from webshop_gym.data.synth.generate import (
+    BLOCK_SIZE,
+    MAX_TARGET_COMBOS,
+    generate_shop,
+    normalize_option_value,
+)
+
+__all__ = ["BLOCK_SIZE", "MAX_TARGET_COMBOS", "generate_shop", "normalize_option_value"]

@@ -1,0 +1,629 @@
+r"""Trajectory logs: one JSON line per event, flushed as it happens, replayable in ``WebShopEnv``.
+
+The env's :class:`RecordTrajectory` wrapper, the play server and ``webshop-gym eval --out``
+(:mod:`webshop_gym.runs.run`) write the same format (``docs/runs.md``):
+
+* ``{"type": "run", "format": 2, ...}``: optional, first line of a run written by ``eval``
+  (policy, split, seed, ``max_steps``, the shop and its fingerprint, ...);
+* ``{"type": "episode", "episode": ID, "goal_index": i, "instruction": ..., "shop": {...},
+  "max_steps": n, "time": t}`` when an episode starts (``shop`` may be left out when a ``run``
+  line gives it; a run's episode adds its first ``observation``, ``category`` and ``target``);
+* ``{"type": "step", "episode": ID, "step": k, "action": ..., "page": ..., "reward": r,
+  "terminated": b, "truncated": b, "invalid_action": b, "time": t}`` after every action (the
+  purchase step adds ``reward_info``, ``purchased_asin``, ``purchased_options`` and
+  ``purchased_price``; a run's steps add the ``observation`` the action led to and, for an LLM
+  policy, the ``model``'s raw output and how it was parsed);
+* ``{"type": "summary", ...}``: optional, last line of a finished run (the evaluation's figures).
+
+An action that is not a string (the env treats every one as an invalid no-op) is logged as
+``"action": null`` with ``action_type`` and ``action_repr``.  Lines are UTF-8 JSON with every
+character that :meth:`str.splitlines` splits on, and lone surrogates, written as ``\uXXXX``
+escapes, so that a line is always one record.  Format 1 logs (no ``run`` line, no
+``max_steps``) still read and replay.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from webshop_gym.error import DataError, ShopNotFound
+
+__all__ = [
+    "FORMAT_VERSION",
+    "Episode",
+    "Log",
+    "LogError",
+    "RecordTrajectory",
+    "TrajectoryWriter",
+    "action_fields",
+    "dumps_line",
+    "fingerprint_difference",
+    "load_logged_shop",
+    "logged_action",
+    "read_episodes",
+    "read_log",
+    "replay",
+    "replay_episode",
+    "shop_record",
+]
+
+FORMAT_VERSION = 2
+#: Characters JSON leaves raw (``ensure_ascii=False``) that must not appear raw in a line:
+#: those ``str.splitlines()`` splits on besides ``\n``/``\r`` and the control characters JSON
+#: already escapes, and lone surrogates (not encodable as UTF-8).
+_UNSAFE = re.compile("[\x85\u2028\u2029\ud800-\udfff]")
+#: Longest ``action_repr`` kept for a non-string action (the env ignores its content).
+MAX_REPR = 10_000
+
+
+class LogError(DataError):
+    """A trajectory log is malformed: the message names the file and the line."""
+
+    def __init__(self, path: str | os.PathLike, line: int | None, message: str):
+        where = str(path) if line is None else f"{path}, line {line}"
+        ValueError.__init__(self, f"{where}: {message}")
+        self.path, self.record, self.field, self.line = str(path), line, None, line
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, (set, frozenset)):
+        return sorted(map(repr, value))
+    return _safe_repr(value)
+
+
+def _safe_repr(value: Any) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # a broken __repr__ must not lose the line
+        text = object.__repr__(value)
+    if not isinstance(text, str):
+        text = object.__repr__(value)
+    return text if len(text) <= MAX_REPR else text[:MAX_REPR] + "..."
+
+
+def dumps_line(record: dict) -> str:
+    """Serialise one event as a single line of JSON (never raises for odd values).
+
+    Non-ASCII text stays readable; U+0085, U+2028, U+2029 and lone surrogates are escaped, so
+    that ``text.splitlines()`` of a log counts its records and every line is valid UTF-8.
+    Values JSON cannot hold (numpy scalars aside) are written as their ``repr``.
+    """
+    text = json.dumps(record, ensure_ascii=False, default=_json_default)
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def action_fields(action: Any) -> dict:
+    """The fields that log ``action``: ``{"action": str}`` or, for a non-string, ``null`` + type + repr."""
+    if isinstance(action, str):
+        return {"action": str(action)}
+    return {"action": None, "action_type": type(action).__qualname__, "action_repr": _safe_repr(action)}
+
+
+def logged_action(record: dict) -> Any:
+    """The action of a step record as it is replayed (a non-string replays as ``None``: also invalid)."""
+    return record.get("action")
+
+
+def shop_record(shop, human_goals: bool | None = None, price_seed: int | None = None) -> dict:
+    """Describe a shop so that :func:`replay` can load it again."""
+    goals = shop.goals
+    return {
+        "path": str(shop.path),
+        "catalog": shop.catalog.key,
+        "goals": goals.source or None,
+        "human_goals": (goals.kind == "human") if human_goals is None else bool(human_goals),
+        "price_seed": goals.seed if price_seed is None else int(price_seed),
+        "format": FORMAT_VERSION,
+    }
+
+
+class TrajectoryWriter:
+    """Writes event lines to a JSONL file, flushing after every line (thread-safe).
+
+    Args:
+        path: the log file (created with its folder when ``append``).
+        fsync: also ask the OS to write each line to disk (survives a machine crash).
+        append: add to an existing file (logs) or start it afresh (runs: ``eval --out``).
+    """
+
+    def __init__(self, path: str | os.PathLike, fsync: bool = False, append: bool = True):
+        self.path = Path(path)
+        if append:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._handle = open(self.path, "a" if append else "w", encoding="utf-8")  # noqa: SIM115
+        self._lock = threading.Lock()
+        self.fsync = fsync
+
+    def write(self, record: dict) -> None:
+        """Append one event."""
+        self.write_line(dumps_line(record))
+
+    def write_line(self, line: str) -> None:
+        """Append one already serialised event (see :func:`dumps_line`)."""
+        with self._lock:
+            self._handle.write(line + "\n")
+            self._handle.flush()
+            if self.fsync:
+                os.fsync(self._handle.fileno())
+
+    def episode(self, episode: str, goal_index: int, instruction: str, shop: dict, **extra: Any) -> None:
+        """Log the start of an episode."""
+        self.write({"type": "episode", "episode": episode, "goal_index": int(goal_index),
+                    "instruction": instruction, "shop": shop, "time": time.time(), **extra})
+
+    def step(self, episode: str, step: int, action, info: dict, reward: float, terminated: bool,
+             truncated: bool, **extra: Any) -> None:
+        """Log one action and its outcome."""
+        self.write(step_record(episode, step, action, info, reward, terminated, truncated,
+                               time=time.time(), **extra))
+
+    def close(self) -> None:
+        """Close the file."""
+        with self._lock:
+            if not self._handle.closed:
+                self._handle.close()
+
+
+def step_record(episode: str, step: int, action, info: dict, reward: float, terminated: bool,
+                truncated: bool, **extra: Any) -> dict:
+    """A ``step`` event from the env's outcome (the purchase's details copied from ``info``)."""
+    record = {"type": "step", "episode": episode, "step": int(step), **action_fields(action),
+              "page": info.get("page"), "reward": float(reward), "terminated": bool(terminated),
+              "truncated": bool(truncated), "invalid_action": bool(info.get("invalid_action", False))}
+    record.update(extra)
+    for key in ("reward_info", "purchased_asin", "purchased_options", "purchased_price"):
+        if key in info:
+            record[key] = info[key]
+    return record
+
+
+class RecordTrajectory(gym.Wrapper):
+    """Logs every episode of a :class:`~webshop_gym.envs.env.WebShopEnv` to a JSONL file.
+
+    Every step the env takes is logged, whatever the action (a non-string is logged by type and
+    ``repr``; a string exactly, lone surrogates included); the only error after a step is the
+    operating system refusing the write (a full disk, say).
+
+    Args:
+        env: the env (or a wrapper around it).
+        path: the log file (created with its folder; appended to).
+        fsync: ask the OS to write each line through to disk.
+        observations: also log each observation (lets :func:`replay` check them).
+
+    Example:
+        >>> import webshop_gym, tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "log.jsonl")
+        >>> env = RecordTrajectory(webshop_gym.WebShopEnv(), path)
+        >>> _ = env.reset(options={"goal_index": 3})
+        >>> _ = env.step("search[shoes]")
+        >>> [e.goal_index for e in read_episodes(path)]
+        [3]
+    """
+
+    def __init__(self, env: gym.Env, path: str | os.PathLike, fsync: bool = False, observations: bool = False):
+        super().__init__(env)
+        self.writer = TrajectoryWriter(path, fsync=fsync)
+        self.observations = bool(observations)
+        self.episode_id: str | None = None
+        self._step = 0
+
+    def reset(self, *, seed=None, options=None):
+        """Reset and log the new episode."""
+        obs, info = self.env.reset(seed=seed, options=options)
+        self._start(info, obs)
+        return obs, info
+
+    def _start(self, info: dict, obs: str | None) -> None:
+        self.episode_id = uuid.uuid4().hex
+        self._step = 0
+        base = self.env.unwrapped
+        extra: dict[str, Any] = {"max_steps": base.engine.max_steps, "observation_mode": base.observation_mode}
+        if self.observations and obs is not None:
+            extra["observation"] = obs
+        self.writer.episode(self.episode_id, info["goal_index"], info["instruction"], shop_record(base.shop), **extra)
+
+    def step(self, action):
+        """Step and log the action (every step the env takes is logged)."""
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        step = int(info.get("steps", self._step + 1))
+        if self.episode_id is None or step != self._step + 1:
+            # The env was reset behind the wrapper's back: log what is known of that episode.
+            self._start(info, None)
+        self._step = step
+        extra = {"observation": obs} if self.observations else {}
+        self.writer.step(self.episode_id, step, action, info, reward, terminated, truncated, **extra)
+        return obs, reward, terminated, truncated, info
+
+    def close(self):
+        """Close the log and the env."""
+        self.writer.close()
+        super().close()
+
+
+# -- reading ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Episode:
+    """One logged episode.
+
+    Attributes:
+        episode: its id.
+        goal_index: the goal.
+        shop: the shop record (from the episode line, or the run line).
+        instruction: the instruction.
+        actions: the logged actions (``None`` for a non-string action).
+        steps: the step records.
+        record: the episode line.
+        line: the episode line's number in the file (1-based).
+        step_lines: the step lines' numbers.
+    """
+
+    episode: str
+    goal_index: int
+    shop: dict
+    instruction: str = ""
+    actions: list = field(default_factory=list)
+    steps: list = field(default_factory=list)
+    record: dict = field(default_factory=dict)
+    line: int = 0
+    step_lines: list = field(default_factory=list)
+
+    @property
+    def reward(self) -> float:
+        """The last logged reward (the purchase's, if any)."""
+        return float(self.steps[-1]["reward"]) if self.steps else 0.0
+
+    @property
+    def finished(self) -> bool:
+        """Whether the log shows the episode ending."""
+        return bool(self.steps) and bool(self.steps[-1]["terminated"] or self.steps[-1]["truncated"])
+
+    @property
+    def max_steps(self) -> int | None:
+        """The step cap the episode ran under (``None``: none).
+
+        Logged since format 2 (and by the play server before); a format 1 log of the env's
+        recorder lacks it, and then a logged truncation tells it (else no cap is known).
+        """
+        if "max_steps" in self.record:
+            return self.record["max_steps"]
+        return next((int(s["step"]) for s in self.steps if s["truncated"]), None)
+
+
+@dataclass
+class Log:
+    """A read log: the run line (if any), the episodes in file order, the summary line (if any)."""
+
+    path: Path
+    header: dict | None
+    episodes: list[Episode]
+    summary: dict | None = None
+
+
+OBSERVATION_MODES = ("text", "text_rich", "html", "url")
+_NONE = type(None)
+_EPISODE_FIELDS = {"episode": (str,), "goal_index": (int,)}
+_STEP_FIELDS = {"episode": (str,), "step": (int,), "reward": (int, float), "terminated": (bool,),
+                "truncated": (bool,), "invalid_action": (bool,)}
+_OPTIONAL = {"instruction": (str,), "shop": (dict,), "max_steps": (int, _NONE), "observation": (str,),
+             "observation_mode": (str,), "page": (str, _NONE), "reward_info": (dict,),
+             "purchased_options": (dict,), "model": (dict, _NONE), "target": (dict,),
+             "category": (str, _NONE)}
+_SHOP_FIELDS = {"path": (str, _NONE), "goals": (str, _NONE), "human_goals": (bool,), "price_seed": (int, _NONE)}
+_NAMES = {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list",
+          dict: "an object", _NONE: "null"}
+
+
+def _type_name(value: Any) -> str:
+    return _NAMES.get(type(value), type(value).__name__)
+
+
+def _check_types(path: Path, line: int, what: str, record: dict, fields: dict) -> None:
+    for key, types in fields.items():
+        if key not in record:
+            continue
+        value = record[key]
+        if (isinstance(value, bool) and bool not in types) or not isinstance(value, types):
+            expected = " or ".join(_NAMES[t] for t in types)
+            raise LogError(path, line, f"{what}: {key!r} must be {expected}, got {_type_name(value)}")
+
+
+def _check(path: Path, line: int, record: dict, required: dict) -> None:
+    kind = record["type"]
+    for key in required:
+        if key not in record:
+            raise LogError(path, line, f"{kind} record has no {key!r}")
+    _check_types(path, line, f"{kind} record", record, {**required, **_OPTIONAL})
+    if record.get("max_steps") is not None and record["max_steps"] < 1:
+        raise LogError(path, line, f"{kind} record: 'max_steps' must be >= 1 or null, got {record['max_steps']}")
+    mode = record.get("observation_mode")
+    if mode is not None and mode not in OBSERVATION_MODES:
+        raise LogError(path, line, f"{kind} record: unknown observation_mode {mode!r}; expected one of "
+                                   f"{', '.join(OBSERVATION_MODES)}")
+    if "shop" in record:
+        _check_types(path, line, f"{kind} record's shop", record["shop"], _SHOP_FIELDS)
+
+
+def _lines(path: Path):
+    """Yield (number, text) per line; a last line cut off by a crash (no newline, not JSON) is dropped."""
+    with open(path, "rb") as handle:
+        data = handle.read()
+    raw = data.split(b"\n")
+    torn = raw[-1] if raw[-1] else None
+    body = raw[:-1]
+    for number, chunk in enumerate(body, 1):
+        try:
+            text = chunk.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise LogError(path, number, f"not UTF-8 text (byte {exc.start + 1} of the line)") from None
+        yield number, text, False
+    if torn is not None:
+        try:
+            yield len(body) + 1, torn.decode("utf-8"), True
+        except UnicodeDecodeError:
+            return
+
+
+def read_log(path: str | os.PathLike) -> Log:
+    """Read and check a log (a line cut off by a crash at the end is ignored).
+
+    Raises:
+        LogError: a line is not UTF-8 or not a JSON object, a record lacks a field or has one
+            of the wrong type, a step names an unknown episode or skips a step number.
+        OSError: the file cannot be read.
+    """
+    path = Path(path)
+    header: dict | None = None
+    summary: dict | None = None
+    episodes: dict[str, Episode] = {}
+    for number, text, last in _lines(path):
+        if not text.strip():
+            continue
+        try:
+            record = json.loads(text)
+        except json.JSONDecodeError as exc:
+            if last:  # the write a crash interrupted
+                break
+            raise LogError(path, number, f"not JSON ({exc.msg} at column {exc.colno})") from None
+        except RecursionError:
+            raise LogError(path, number, "JSON nested too deeply") from None
+        if not isinstance(record, dict):
+            raise LogError(path, number, f"expected a JSON object, got {_type_name(record)}")
+        kind = record.get("type")
+        if kind is None:
+            raise LogError(path, number, "record has no 'type'")
+        if kind == "run":
+            if header is not None or episodes:
+                raise LogError(path, number, "a run record must be the first line")
+            version = record.get("format")
+            if not isinstance(version, int) or isinstance(version, bool):
+                raise LogError(path, number, f"run record: 'format' must be an integer, got {_type_name(version)}")
+            if version > FORMAT_VERSION:
+                raise LogError(path, number, f"written in log format {version}; this webshop-gym reads up to "
+                                             f"{FORMAT_VERSION} (upgrade webshop-gym)")
+            _check(path, number, record, {"shop": (dict,)})
+            header = record
+        elif kind == "episode":
+            _check(path, number, record, _EPISODE_FIELDS)
+            if record["goal_index"] < 0:
+                raise LogError(path, number, f"goal_index must be >= 0, got {record['goal_index']}")
+            shop = record.get("shop", header.get("shop") if header else None)
+            if not isinstance(shop, dict):
+                raise LogError(path, number, "episode record has no 'shop' (and no run record gives one)")
+            if record["episode"] in episodes:
+                raise LogError(path, number, f"episode {record['episode']!r} starts twice")
+            episodes[record["episode"]] = Episode(record["episode"], record["goal_index"], shop,
+                                                  record.get("instruction", ""), record=record, line=number)
+        elif kind == "step":
+            _check(path, number, record, _STEP_FIELDS)
+            episode = episodes.get(record["episode"])
+            if episode is None:
+                raise LogError(path, number, f"step of an episode that has not started: {record['episode']!r}")
+            if record["step"] != len(episode.steps) + 1:
+                raise LogError(path, number, f"step {record['step']} of episode {record['episode']!r}; "
+                                             f"expected step {len(episode.steps) + 1}")
+            episode.actions.append(logged_action(record))
+            episode.steps.append(record)
+            episode.step_lines.append(number)
+        elif kind == "summary":
+            summary = record
+        # other types: written by a newer minor version; skipped
+    return Log(path, header, list(episodes.values()), summary)
+
+
+def read_episodes(path: str | os.PathLike) -> list[Episode]:
+    """Read a log into episodes (see :func:`read_log`)."""
+    return read_log(path).episodes
+
+
+# -- replaying ----------------------------------------------------------------------------------
+
+_COMPARED = ("reward", "terminated", "truncated", "invalid_action", "page", "observation", "reward_info",
+             "purchased_asin", "purchased_options")
+
+
+def load_logged_shop(record: dict, shop_path: str | None = None):
+    """Load the shop a log's shop record names (or ``shop_path`` instead of its folder)."""
+    from webshop_gym.shop import load_shop
+
+    price_seed = record.get("price_seed") or 0
+    return load_shop(shop_path or record.get("path"), goals=record.get("goals"),
+                     human_goals=bool(record.get("human_goals")), seed=int(price_seed), progress=False)
+
+
+def fingerprint_difference(recorded: dict, shop) -> str | None:
+    """How ``shop`` differs from a recorded :meth:`~webshop_gym.shop.Shop.fingerprint` (``None``: same).
+
+    The catalog's cache key is left out: it changes with the compiler version, not the data.
+    """
+    current = shop.fingerprint()
+    for key in sorted(set(recorded) | set(current)):
+        if key == "catalog":
+            continue
+        if recorded.get(key) != current.get(key):
+            return f"{key}: recorded {recorded.get(key)!r}, this shop {current.get(key)!r}"
+    return None
+
+
+def replay_episode(env, episode: Episode, mode: str | None = None, on_state=None) -> tuple[float, str]:
+    """Replay one episode in ``env`` and compare it with the log.
+
+    Args:
+        env: a :class:`~webshop_gym.envs.env.WebShopEnv` (any observation mode) under the episode's cap.
+        episode: the logged episode.
+        mode: the mode of the logged observations (default: the env's).
+        on_state: called with the env's observation after the reset and after every step; when
+            given, the replay goes on after a difference (as far as the env allows).
+
+    Returns:
+        (replayed reward, the first difference or ``""``).
+    """
+    base = env.unwrapped
+    same = mode is None or mode == base.observation_mode
+
+    def view(obs: str) -> str:
+        return obs if same else base.engine.observe(0, mode)
+
+    obs, _ = env.reset(options={"goal_index": episode.goal_index})
+    if on_state is not None:
+        on_state(obs)
+    problem = ""
+    if "observation" in episode.record and episode.record["observation"] != view(obs):
+        problem = "the first observation differs"
+        if on_state is None:
+            return 0.0, problem
+    reward, ended = 0.0, False
+    for record in episode.steps:
+        if ended:
+            return reward, problem or (f"step {record['step']}: the log goes on after the episode ended at "
+                                       f"step {record['step'] - 1}")
+        obs, reward, terminated, truncated, info = env.step(logged_action(record))
+        if on_state is not None:
+            on_state(obs)
+        ended = terminated or truncated
+        if problem:
+            continue
+        replayed = {"reward": reward, "terminated": terminated, "truncated": truncated,
+                    "invalid_action": info["invalid_action"], "page": info["page"],
+                    "reward_info": info.get("reward_info"), "purchased_asin": info.get("purchased_asin"),
+                    "purchased_options": info.get("purchased_options")}
+        for key in _COMPARED:
+            if key not in record:
+                continue
+            value = view(obs) if key == "observation" else replayed[key]
+            if record[key] != value:
+                shown = "" if key in ("observation", "reward_info") else f": logged {record[key]!r}, replayed {value!r}"
+                problem = f"step {record['step']}: {key} differs{shown}"
+                break
+        if problem and on_state is None:
+            return reward, problem
+    return reward, problem
+
+
+def replay(path: str | os.PathLike, shop_path: str | None = None) -> list[dict]:
+    """Replay every episode of a log in ``WebShopEnv`` and compare every step with the log.
+
+    Each episode runs under its logged ``max_steps`` (none when the log predates it) and in the
+    logged observation mode; every logged field of every step (reward, flags, page, observation,
+    purchase) must equal the replay's, and the log must not go on after the episode ended.
+
+    Args:
+        path: the log.
+        shop_path: override the shop directory recorded in the log.
+
+    Returns:
+        Per episode: ``episode``, ``goal_index``, ``steps``, ``logged_reward``, ``replayed_reward``,
+        ``match`` and ``problem`` (the first difference, ``""`` when it matches).
+
+    Raises:
+        LogError: the log is malformed, holds no episode, was recorded on another shop or goal
+            set (its fingerprint), or names a goal the shop does not have.
+    """
+    return _replay_log(read_log(path), shop_path)
+
+
+def _replay_log(log: Log, shop_path: str | None) -> list[dict]:
+    from webshop_gym.envs.env import WebShopEnv
+
+    path = log.path
+    if not log.episodes:
+        raise LogError(path, None, "no episode in this log (an episode line starts each one)")
+    shops: dict[str, Any] = {}
+    envs: dict[tuple, WebShopEnv] = {}
+    results = []
+    for ep in log.episodes:
+        key = json.dumps(ep.shop, sort_keys=True)
+        if key not in shops:
+            try:
+                shops[key] = shop = load_logged_shop(ep.shop, shop_path)
+            except (ShopNotFound, FileNotFoundError) as exc:
+                raise LogError(path, ep.line, f"cannot load the log's shop: {exc}"
+                                            + ("" if shop_path else " (pass --shop DIR)")) from exc
+            recorded = (log.header or {}).get("fingerprint")
+            if recorded is not None and ep.shop == log.header.get("shop"):
+                problem = fingerprint_difference(recorded, shop)
+                if problem is not None:
+                    raise LogError(path, 1, f"the run was recorded on another shop or goal set ({problem}); "
+                                            "pass --shop with the run's shop")
+        shop = shops[key]
+        if ep.goal_index >= len(shop.goals):
+            raise LogError(path, ep.line, f"goal_index {ep.goal_index} is out of range: the shop has "
+                                          f"{len(shop.goals)} goals")
+        mode = ep.record.get("observation_mode") or (log.header or {}).get("observation_mode") or "text"
+        env_key = (key, ep.max_steps, mode)
+        if env_key not in envs:
+            envs[env_key] = WebShopEnv(shop=shop, max_steps=ep.max_steps, observation_mode=mode)
+        replayed, problem = replay_episode(envs[env_key], ep)
+        results.append({
+            "episode": ep.episode, "goal_index": ep.goal_index, "steps": len(ep.steps),
+            "logged_reward": ep.reward, "replayed_reward": replayed, "match": not problem, "problem": problem,
+        })  # fmt: skip
+    return results
+
+
+def replay_command(args) -> int:
+    """Run ``webshop-gym replay LOG [--shop DIR]``: one line per episode, then a summary.
+
+    For a run (``eval --out``) it also checks that the summary line agrees with the episodes and
+    that every goal of the run is there.  Exit status 1 on any mismatch.
+    """
+    log = read_log(args.log)
+    results = _replay_log(log, args.shop)
+    bad = [r for r in results if not r["match"]]
+    for r in results:
+        status = "ok" if r["match"] else f"MISMATCH ({r['problem']})"
+        print(f"{r['episode'][:12]:<12}  goal {r['goal_index']:>5}  steps {r['steps']:>3}  "
+              f"logged {r['logged_reward']:.4f}  replayed {r['replayed_reward']:.4f}  {status}")
+    problems = []
+    if log.header is not None:
+        from webshop_gym.runs.run import run_from_log, summary_difference
+
+        expected = log.header.get("num_goals")
+        if isinstance(expected, int) and len(log.episodes) != expected:
+            problems.append(f"incomplete run: {len(log.episodes)} of {expected} episodes")
+        elif log.summary is None:
+            problems.append("incomplete run: no summary line (the evaluation did not finish)")
+        difference = summary_difference(run_from_log(log))
+        if difference is not None:
+            problems.append(f"summary MISMATCH ({difference})")
+    for problem in problems:
+        print(problem)
+    print(f"{len(results)} episodes, {len(bad)} mismatches"
+          + (f"; run summary: {'ok' if not problems else 'see above'}" if log.header is not None else ""))
+    return 1 if bad or problems else 0

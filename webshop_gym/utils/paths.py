@@ -1,0 +1,127 @@
+"""Where webshop-gym finds its embedded shop and keeps its caches."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from webshop_gym.error import CacheNotWritable
+
+CACHE_ENV = "WEBSHOP_GYM_CACHE"
+"""Environment variable that overrides the cache directory."""
+
+
+def cache_dir(create: bool = True) -> Path:
+    """Return the cache directory.
+
+    ``$WEBSHOP_GYM_CACHE`` when set, else ``$XDG_CACHE_HOME/webshop-gym``, else
+    ``~/.cache/webshop-gym``.
+
+    Args:
+        create: create it when missing (``False``: leave that to the first build, so that a
+            complete read-only cache is only ever read).
+    """
+    override = os.environ.get(CACHE_ENV)
+    if override:
+        path = Path(override).expanduser()
+    else:
+        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        path = Path(base).expanduser() / "webshop-gym"
+    if create:
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise not_writable(path, "the cache folder", exc) from None
+    return path
+
+
+def not_writable(folder: Path, what: str, exc: OSError) -> CacheNotWritable:
+    """The error for a cache that cannot receive ``what``: where it is and how to move it."""
+    reason = exc.strerror or type(exc).__name__
+    return CacheNotWritable(
+        f"cannot write {what} into {folder} ({reason}): the cache folder is not writable. "
+        f"Point {CACHE_ENV} at a writable folder (e.g. `export {CACHE_ENV}=$HOME/.cache/webshop-gym`), "
+        "or compile the shop once where the cache is writable (`webshop-gym data compile DIR`) "
+        "and use that cache read-only"
+    )
+
+
+def umask() -> int:
+    """This process's file-creation mask (read without changing it; 0o022 when unknown)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    return 0o022
+
+
+def is_built(folder: Path, marker: str = "meta.json") -> bool:
+    """Whether a folder made by :func:`build_atomically` is complete."""
+    return (Path(folder) / marker).exists()
+
+
+def default_shop_dir() -> Path:
+    """Return the directory of the embedded default shop (``data/`` of the project).
+
+    A wheel installs it as ``webshop_gym/data``; a source checkout (or an editable install)
+    keeps it beside the package.
+    """
+    here = Path(__file__).resolve().parents[1]  # the package folder (this is utils/paths.py)
+    for candidate in (here / "data", here.parent / "data"):
+        if (candidate / "items_shuffle.json").is_file():
+            return candidate
+    raise FileNotFoundError(
+        "the embedded default shop (data/items_shuffle.json) is missing from this installation; "
+        "regenerate it with `webshop-gym data synth --products 1000 --seed 0 --out data` "
+        "or pass shop=DIR"
+    )
+
+
+def build_atomically(final: Path, build: Callable[[Path], None], marker: str = "meta.json",
+                     what: str | None = None) -> None:
+    """Create the folder ``final`` by running ``build`` on a temporary sibling, then renaming it.
+
+    ``build`` must write ``marker`` last.  A file lock (``final + ".lock"``) makes concurrent
+    processes build once; an interrupted build leaves only a temporary folder behind, and a
+    ``final`` folder without its marker (damaged by hand, say) is removed and built again.  A
+    complete folder is never locked or written, so a finished cache works read-only.
+
+    Raises:
+        CacheNotWritable: the folder must be built but its parent cannot be written.
+    """
+    from filelock import FileLock
+
+    final = Path(final)
+    if is_built(final, marker):
+        return
+    what = what or final.name
+    try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(final) + ".lock")
+        lock.acquire()
+    except OSError as exc:
+        raise not_writable(final.parent, what, exc) from None
+    try:
+        if is_built(final, marker):
+            return
+        try:
+            if final.exists():
+                shutil.rmtree(final)
+            tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=final.name + ".tmp-"))
+        except OSError as exc:
+            raise not_writable(final.parent, what, exc) from None
+        try:
+            build(tmp)
+            os.chmod(tmp, 0o777 & ~umask())  # mkdtemp made it private; a cache is shared like any folder
+            os.replace(tmp, final)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+    finally:
+        lock.release()
