@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     import ray
 
-    from webshop_gym.envs.ray_env import WebShopRayVectorEnv, init_ray
+    from webshop_gym import WebShopRayVectorEnv, init_ray
 
     if args.address:
         init_ray(address=args.address, log_to_driver=False)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from webshop_gym.envs.env import WebShopEnv
 from webshop_gym.envs.ray_env import WebShopRayVectorEnv
+from webshop_gym.envs.ray_pool import init_ray
 from webshop_gym.envs.registration import register_envs
 from webshop_gym.envs.vector_env import WebShopVectorEnv
 from webshop_gym.shop import Shop, load_shop
@@ -21,6 +22,7 @@ __all__ = [
     "WebShopRayVectorEnv",
     "WebShopVectorEnv",
     "__version__",
+    "init_ray",
     "load_shop",
     "register_envs",
 ]

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from tests.helpers import product, write_shop
-from webshop_gym.data.catalog import DUMMY_ATTR, find_shop_files, load_catalog, parse_pricing
+from webshop_gym.data.catalog import load_catalog
+from webshop_gym.data.records import DUMMY_ATTR, find_shop_files, parse_pricing
 from webshop_gym.error import DataError, ShopNotFound
 
 

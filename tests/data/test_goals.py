@@ -11,7 +11,8 @@ import pytest
 
 from tests.helpers import product, write_shop
 from webshop_gym.data.catalog import load_catalog
-from webshop_gym.data.goals import PRICE_RANGE, SPLITS, build_goals, load_goal_file
+from webshop_gym.data.goal_files import load_goal_file
+from webshop_gym.data.goals import PRICE_RANGE, SPLITS, build_goals
 from webshop_gym.error import DataError, GoalNotFound
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from webshop_gym.data.tagger import NOUN_TAGS, load_full_pipeline, tag_nouns
+from webshop_gym.data.tagger import NOUN_TAGS, load_full_pipeline
+from webshop_gym.data.tagger_pool import tag_nouns
 
 
 def _full_pipeline_nouns(titles):

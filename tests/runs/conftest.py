@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.adapters.conftest import hf_stack, make_tiny_model, tiny_tokenizer  # noqa: F401  (HF run test)
+from tests.agents.conftest import hf_stack, make_tiny_model, tiny_tokenizer  # noqa: F401  (HF run test)
 from webshop_gym.cli.main import main
 
 NUM_GOALS = 24

@@ -63,7 +63,7 @@ def test_document_text_follows_the_spec(default_shop):
 def test_ranking_matches_the_reference_index(real_dir, golden_dir):
     """Our index of the real shop ranks exactly like the reference's own index (ids and order)."""
     from webshop_gym.data.catalog import load_catalog
-    from webshop_gym.data.goals import load_goal_file
+    from webshop_gym.data.goal_files import load_goal_file
 
     catalog = load_catalog(real_dir, progress=False)
     goals = load_goal_file(golden_dir / "goals.json", catalog)

@@ -116,7 +116,7 @@ def shop_folder(file_path: str | os.PathLike, attr_path: str | os.PathLike | Non
     Raises:
         ShopNotFound: a named file does not exist.
     """
-    from webshop_gym.data.catalog import find_shop_files
+    from webshop_gym.data.records import find_shop_files
     from webshop_gym.utils.paths import cache_dir
 
     products = Path(file_path).expanduser().resolve()

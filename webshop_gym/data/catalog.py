@@ -19,22 +19,24 @@ import hashlib
 import json
 import logging
 import os
-import re
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 import numpy as np
 
 from webshop_gym.data.columns import Ragged, StringColumn, load_array
+from webshop_gym.data.compiler import ARRAY_FIELDS, RAGGED_FIELDS, STRING_FIELDS, compile_base
 from webshop_gym.data.fuzz import FuzzTable
-from webshop_gym.error import DataError, ShopNotFound
-from webshop_gym.utils.paths import build_atomically, cache_dir, is_built, umask
+from webshop_gym.data.records import (
+    ShopFiles,
+    file_sha256,
+    find_shop_files,
+)
+from webshop_gym.utils.paths import build_atomically, cache_dir, is_built
 
-__all__ = ["Catalog", "ShopFiles", "find_shop_files", "load_catalog", "parse_pricing"]
+__all__ = ["Catalog", "load_catalog"]
 
 log = logging.getLogger("webshop_gym")
 
@@ -45,198 +47,6 @@ NOUNS_COMPLETE_FOLDER = NOUNS_FOLDER + "-all"
 TAG_ALL_UP_TO = 50_000
 """Shops with at most this many products tag every title when compiled; larger shops tag the
 titles their goals point at and the others on first use (``webshop-gym data compile`` tags all)."""
-
-DUMMY_ATTR = "DUMMY_ATTR"
-CATEGORY_SEPARATOR = "›"
-
-PRODUCT_FILES = ("items_shuffle.json", "items_shuffle_1000.json")
-ATTRIBUTE_FILES = ("items_ins_v2.json", "items_ins_v2_1000.json")
-HUMAN_FILES = ("items_human_ins.json",)
-
-_NON_PRICE = re.compile(r"[^\d.]")
-
-
-# --------------------------------------------------------------------------------------------
-# Locating and hashing the input files
-
-
-@dataclass(frozen=True)
-class ShopFiles:
-    """The reference-format files of one shop."""
-
-    products: Path
-    attributes: Path | None
-    human: Path | None
-
-    def paths(self) -> list[Path]:
-        """Return the files that exist, products first."""
-        return [p for p in (self.products, self.attributes, self.human) if p is not None]
-
-
-def _first(directory: Path, names: Sequence[str], pattern: str) -> Path | None:
-    for name in names:
-        if (directory / name).is_file():
-            return directory / name
-    matches = sorted(directory.glob(pattern))
-    return matches[0] if matches else None
-
-
-def find_shop_files(directory: str | os.PathLike) -> ShopFiles:
-    """Find the product, attribute and human-instruction files of a shop directory.
-
-    Products: ``items_shuffle.json`` or ``items_shuffle_1000.json`` (else the first
-    ``items_shuffle*.json``); attributes: ``items_ins_v2*.json``; human instructions:
-    ``items_human_ins*.json``.  Only the product file is required.
-
-    Raises:
-        ShopNotFound: when the directory or its product file does not exist.
-    """
-    path = Path(directory).expanduser()
-    if not path.is_dir():
-        raise ShopNotFound(f"shop directory {str(path)!r} does not exist")
-    products = _first(path, PRODUCT_FILES, "items_shuffle*.json")
-    if products is None:
-        raise ShopNotFound(
-            f"no product file in {str(path)!r}: expected items_shuffle.json (the reference's "
-            "product list); generate a shop with `webshop-gym data synth --out DIR`"
-        )
-    return ShopFiles(
-        products=products,
-        attributes=_first(path, ATTRIBUTE_FILES, "items_ins_v2*.json"),
-        human=_first(path, HUMAN_FILES, "items_human_ins*.json"),
-    )
-
-
-def file_sha256(path: Path) -> str:
-    """Return the SHA-256 of a file, remembered by (path, size, mtime) in the cache folder."""
-    stat = path.stat()
-    memo_path = cache_dir(create=False) / "file-hashes.json"
-    key = f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}"
-    try:
-        memo = json.loads(memo_path.read_text())
-    except (OSError, ValueError):
-        memo = {}
-    if key in memo:
-        return memo[key]
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 22), b""):
-            digest.update(block)
-    memo[key] = digest.hexdigest()
-    try:
-        memo_path.parent.mkdir(parents=True, exist_ok=True)
-        _atomic_write_text(memo_path, json.dumps(memo))
-    except OSError as exc:  # a read-only cache: the hash is simply not remembered
-        log.debug("cannot remember the hash of %s in %s: %s", path, memo_path, exc)
-    return memo[key]
-
-
-def _atomic_write_text(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o666 & ~umask())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-# --------------------------------------------------------------------------------------------
-# Parsing single records (SPEC section 1)
-
-
-def parse_pricing(pricing, path="<products>", record=None) -> tuple[list[float], str]:
-    """Parse a ``pricing`` field into (numbers, price tag) as the reference does.
-
-    ``None`` or ``""`` give ``[100.0]`` and ``"$100.0"``; each ``$``-separated amount is
-    stripped of everything but digits and dots; two or more amounts keep the first two and the
-    tag ``"$<lo> to $<hi>"``.
-
-    Raises:
-        DataError: when an amount is not a number or the string holds no ``$`` amount.
-    """
-    if pricing is None or pricing == "":
-        return [100.0], "$100.0"
-    if not isinstance(pricing, str):
-        raise DataError(path, f"expected a string like '$12.99', got {type(pricing).__name__}", record, "pricing")
-    numbers = []
-    for part in pricing.split("$")[1:]:
-        cleaned = _NON_PRICE.sub("", part)
-        try:
-            numbers.append(float(Decimal(cleaned)))
-        except InvalidOperation:
-            raise DataError(path, f"{pricing!r} holds an amount that is not a number", record, "pricing") from None
-    if not numbers:
-        raise DataError(path, f"{pricing!r} holds no '$' amount", record, "pricing")
-    if len(numbers) == 1:
-        return numbers, f"${numbers[0]}"
-    return numbers[:2], f"${numbers[0]} to ${numbers[1]}"
-
-
-def _text(record: dict, key: str, path, index, default: str | None = "") -> str:
-    value = record.get(key, default)
-    if value is None and default is not None:
-        value = default
-    if not isinstance(value, str):
-        if value is None:
-            raise DataError(path, "required field is missing", index, key)
-        raise DataError(path, f"expected a string, got {type(value).__name__}", index, key)
-    return value
-
-
-def _bullets(record: dict, path, index) -> list[str]:
-    value = record.get("small_description", [])
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return value
-    raise DataError(path, "expected a list of strings or a string", index, "small_description")
-
-
-def _options(record: dict, path, index) -> dict[str, list[str]]:
-    raw = record.get("customization_options")
-    if not raw:
-        return {}
-    if not isinstance(raw, dict):
-        raise DataError(path, f"expected an object, got {type(raw).__name__}", index, "customization_options")
-    options: dict[str, list[str]] = {}
-    for name, contents in raw.items():
-        if contents is None:
-            continue
-        if not isinstance(contents, list):
-            raise DataError(path, f"option {name!r}: expected a list", index, "customization_options")
-        values = []
-        for j, content in enumerate(contents):
-            if not isinstance(content, dict) or not isinstance(content.get("value"), str):
-                raise DataError(
-                    path, f"option {name!r}, entry {j}: expected {{'value': str, ...}}", index, "customization_options"
-                )
-            values.append(content["value"].strip().replace("/", " | ").lower())
-        options[name.lower()] = values
-    return options
-
-
-def _reviews(record: dict, path, index) -> tuple[list[tuple[str, str, str]], str]:
-    """Our extension: an optional ``reviews`` list; without it the reference shows no reviews."""
-    if "reviews" not in record:
-        return [], "N.A."
-    raw = record["reviews"] or []
-    if not isinstance(raw, list):
-        raise DataError(path, "expected a list of reviews", index, "reviews")
-    reviews = []
-    for j, review in enumerate(raw):
-        if not isinstance(review, dict):
-            raise DataError(path, f"review {j}: expected an object", index, "reviews")
-        score = review.get("score", review.get("stars", ""))
-        body = review.get("body", review.get("review", ""))
-        reviews.append((str(review.get("title", "")), str(score), str(body)))
-    rating = record.get("average_rating", "")
-    return reviews, (str(rating) if rating not in ("", None) else "N.A.")
-
 
 # --------------------------------------------------------------------------------------------
 # The compiled catalog
@@ -439,24 +249,6 @@ class Catalog:
 # Compiling and opening
 
 
-STRING_FIELDS = (
-    "asin", "title", "description", "bullet_text", "price_tag", "main_image", "rating",
-    "review_title", "review_score", "review_body", "category_names", "query_names",
-    "product_category_names", "group_name", "value_text", "attribute_names", "instruction",
-    "human_text", "human_option_text", "title_lower", "bullets_lower", "description_lower",
-    "part_names", "option_names", "value_names",
-)  # fmt: skip
-RAGGED_FIELDS = (
-    "bullets", "reviews", "option_groups", "group_values", "attributes", "instruction_attributes",
-    "human", "human_attributes", "human_options", "category_parts",
-)  # fmt: skip
-ARRAY_FIELDS = (
-    "pricing", "has_instruction", "category", "query", "product_category", "value_fz",
-    "value_group", "value_name_id", "group_name_id", "attribute_fz", "product_attribute_fz",
-    "asin_sorted", "asin_order",
-)  # fmt: skip
-
-
 def _open(folder: Path, meta: dict) -> Catalog:
     kwargs = {name: StringColumn.load(folder, name) for name in STRING_FIELDS}
     kwargs.update({name: Ragged.load(folder, name) for name in RAGGED_FIELDS})
@@ -528,8 +320,6 @@ def load_catalog(
     tagger = None
 
     def build(tmp: Path) -> None:
-        from webshop_gym.data.compiler import compile_base
-
         nonlocal tagger
         begun = time.perf_counter()
         compiled = compile_base(files, num_products, tmp, progress=progress, pretag=pretag)

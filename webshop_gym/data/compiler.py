@@ -18,17 +18,6 @@ from pathlib import Path
 
 import numpy as np
 
-from webshop_gym.data.catalog import (
-    CATEGORY_SEPARATOR,
-    DUMMY_ATTR,
-    STRING_FIELDS,
-    ShopFiles,
-    _bullets,
-    _options,
-    _reviews,
-    _text,
-    parse_pricing,
-)
 from webshop_gym.data.colors import normalize_color
 from webshop_gym.data.columns import (
     Interner,
@@ -39,6 +28,16 @@ from webshop_gym.data.columns import (
 )
 from webshop_gym.data.fuzz import FuzzTableBuilder
 from webshop_gym.data.jsonstream import JsonStream
+from webshop_gym.data.records import (
+    CATEGORY_SEPARATOR,
+    DUMMY_ATTR,
+    ShopFiles,
+    parse_pricing,
+    record_bullets,
+    record_options,
+    record_reviews,
+    record_text,
+)
 from webshop_gym.data.tagger import MAX_TITLE_CHARS, PARALLEL_FROM
 from webshop_gym.data.tagger_pool import BackgroundTagger
 from webshop_gym.error import DataError
@@ -51,6 +50,24 @@ _STREAMED = (
     "bullets_lower", "description_lower",
 )  # fmt: skip
 """String columns written while reading (the others are vocabularies kept in memory)."""
+
+STRING_FIELDS = (
+    "asin", "title", "description", "bullet_text", "price_tag", "main_image", "rating",
+    "review_title", "review_score", "review_body", "category_names", "query_names",
+    "product_category_names", "group_name", "value_text", "attribute_names", "instruction",
+    "human_text", "human_option_text", "title_lower", "bullets_lower", "description_lower",
+    "part_names", "option_names", "value_names",
+)  # fmt: skip
+RAGGED_FIELDS = (
+    "bullets", "reviews", "option_groups", "group_values", "attributes", "instruction_attributes",
+    "human", "human_attributes", "human_options", "category_parts",
+)  # fmt: skip
+ARRAY_FIELDS = (
+    "pricing", "has_instruction", "category", "query", "product_category", "value_fz",
+    "value_group", "value_name_id", "group_name_id", "attribute_fz", "product_attribute_fz",
+    "asin_sorted", "asin_order",
+)  # fmt: skip
+
 
 
 class _Bar:
@@ -248,19 +265,19 @@ def compile_base(files: ShopFiles, num_products: int | None, folder: Path, progr
                 continue
             seen.add(asin)
 
-            title = _text(record, "name", path, index, default=None)
+            title = record_text(record, "name", path, index, default=None)
             _check_title(title, path, index)
-            description = _text(record, "full_description", path, index)
-            bullets = _bullets(record, path, index)
+            description = record_text(record, "full_description", path, index)
+            bullets = record_bullets(record, path, index)
             numbers, tag = parse_pricing(record.get("pricing"), path, index)
-            options = _options(record, path, index)
+            options = record_options(record, path, index)
             images = record.get("images") or []
             if not isinstance(images, list):
                 raise DataError(path, "expected a list of URLs", index, "images")
-            reviews, rating = _reviews(record, path, index)
-            category = _text(record, "category", path, index)
-            query = _text(record, "query", path, index)
-            pcat = _text(record, "product_category", path, index)
+            reviews, rating = record_reviews(record, path, index)
+            category = record_text(record, "category", path, index)
+            query = record_text(record, "query", path, index)
+            pcat = record_text(record, "product_category", path, index)
 
             entry = attributes.get(asin)
             if isinstance(entry, DataError):

@@ -35,7 +35,7 @@ import numpy as np
 
 from webshop_gym.error import DependencyNotInstalled
 
-__all__ = ["MAX_TITLE_CHARS", "NOUN_TAGS", "PosRules", "load_tagger", "tag_nouns", "token_vocabulary"]
+__all__ = ["MAX_TITLE_CHARS", "NOUN_TAGS", "PosRules", "load_tagger", "tag_here", "token_vocabulary"]
 
 log = logging.getLogger("webshop_gym")
 
@@ -227,7 +227,7 @@ def _batches(titles: Sequence[str]) -> Iterator[list[str]]:
         yield batch
 
 
-def _tag_here(titles: Sequence[str]) -> list[list[str]]:
+def tag_here(titles: Sequence[str]) -> list[list[str]]:
     """Tag ``titles`` in this process (no de-duplication)."""
     nlp = load_tagger()
     rules = _pos_rules()
@@ -262,54 +262,6 @@ def default_processes() -> int:
     except AttributeError:  # pragma: no cover - not Linux
         cpus = os.cpu_count() or 1
     return max(1, min(cpus, MAX_PROCESSES))
-
-
-def tag_nouns(
-    titles: Sequence[str],
-    batch_size: int | None = None,
-    progress: bool = False,
-    processes: int | None = None,
-    desc: str = "tagging title nouns",
-) -> list[list[str]]:
-    """Return, for each title, the lower-cased NOUN/PROPN token texts in order (duplicates kept).
-
-    Equal titles are tagged once.
-
-    Args:
-        titles: the titles.
-        batch_size: ignored (batches are sized by :data:`BATCH_TITLES` and :data:`BATCH_CHARS`);
-            kept for callers of earlier versions.
-        progress: show a progress bar.
-        processes: worker processes (default: one per CPU for jobs of at least
-            :data:`PARALLEL_FROM` distinct titles, else none).
-        desc: the progress bar's label.
-    """
-    unique = list(dict.fromkeys(titles))
-    if processes is None:
-        processes = default_processes() if len(unique) >= PARALLEL_FROM else 1
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(unique), desc=desc, unit="title", leave=False, dynamic_ncols=True)
-    try:
-        chunk = max(BATCH_TITLES, min(20 * BATCH_TITLES, len(unique) // (8 * max(processes, 1)) + 1))
-        chunks = [unique[i : i + chunk] for i in range(0, len(unique), chunk)]
-        results: list[list[str]] = []
-        if processes <= 1 or len(chunks) <= 1:
-            for part in chunks:
-                results.extend(_tag_here(part))
-                if bar is not None:
-                    bar.update(len(part))
-        else:
-            from webshop_gym.data.tagger_pool import tag_in_processes
-
-            results = tag_in_processes(chunks, processes, bar)
-    finally:
-        if bar is not None:
-            bar.close()
-    by_title = dict(zip(unique, results))
-    return [by_title[t] for t in titles]
 
 
 def token_vocabulary(titles: Iterable[str]) -> list[str]:

@@ -3,14 +3,18 @@
 Workers are plain subprocesses (``python -c ...``), not ``multiprocessing``: a user's script is
 never re-imported in them, so loading a large shop needs no ``if __name__ == "__main__":`` guard.
 Each worker loads spaCy once and answers lists of titles with their nouns
-(:func:`webshop_gym.data.tagger.tag_nouns` runs the same code in-process).
+(:func:`webshop_gym.data.tagger.tag_here` runs the same code in-process).  :func:`tag_nouns` is
+the entry point: it tags a small job in this process and a large one in a pool.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 
-__all__ = ["BackgroundTagger", "tag_in_processes"]
+from webshop_gym.data.tagger import BATCH_TITLES, PARALLEL_FROM, default_processes, tag_here
+
+__all__ = ["BackgroundTagger", "tag_in_processes", "tag_nouns"]
 
 
 class _TaggerProcess:
@@ -79,8 +83,6 @@ def serve() -> None:  # pragma: no cover - runs in the worker processes
     import sys
     import traceback
 
-    from webshop_gym.data.tagger import _tag_here
-
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     while True:
         try:
@@ -88,7 +90,7 @@ def serve() -> None:  # pragma: no cover - runs in the worker processes
         except EOFError:
             return
         try:
-            answer = ("ok", _tag_here(titles))
+            answer = ("ok", tag_here(titles))
         except BaseException:  # noqa: BLE001 - reported to the parent
             answer = ("error", traceback.format_exc())
         payload = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
@@ -146,8 +148,6 @@ class BackgroundTagger:
         self._chunks: list[list[int]] = []
         self._done = threading.Condition()
         self._error: BaseException | None = None
-        from webshop_gym.data.tagger import default_processes
-
         self._workers = [_TaggerProcess() for _ in range(processes or default_processes())]
         self._threads = [threading.Thread(target=self._drive, args=(w,), daemon=True) for w in self._workers]
         for thread in self._threads:
@@ -225,3 +225,49 @@ class BackgroundTagger:
             worker.close()
         self._threads = []
         self._workers = []
+
+
+def tag_nouns(
+    titles: Sequence[str],
+    batch_size: int | None = None,
+    progress: bool = False,
+    processes: int | None = None,
+    desc: str = "tagging title nouns",
+) -> list[list[str]]:
+    """Return, for each title, the lower-cased NOUN/PROPN token texts in order (duplicates kept).
+
+    Equal titles are tagged once.
+
+    Args:
+        titles: the titles.
+        batch_size: ignored (batches are sized by :data:`BATCH_TITLES` and :data:`BATCH_CHARS`);
+            kept for callers of earlier versions.
+        progress: show a progress bar.
+        processes: worker processes (default: one per CPU for jobs of at least
+            :data:`PARALLEL_FROM` distinct titles, else none).
+        desc: the progress bar's label.
+    """
+    unique = list(dict.fromkeys(titles))
+    if processes is None:
+        processes = default_processes() if len(unique) >= PARALLEL_FROM else 1
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(unique), desc=desc, unit="title", leave=False, dynamic_ncols=True)
+    try:
+        chunk = max(BATCH_TITLES, min(20 * BATCH_TITLES, len(unique) // (8 * max(processes, 1)) + 1))
+        chunks = [unique[i : i + chunk] for i in range(0, len(unique), chunk)]
+        results: list[list[str]] = []
+        if processes <= 1 or len(chunks) <= 1:
+            for part in chunks:
+                results.extend(tag_here(part))
+                if bar is not None:
+                    bar.update(len(part))
+        else:
+            results = tag_in_processes(chunks, processes, bar)
+    finally:
+        if bar is not None:
+            bar.close()
+    by_title = dict(zip(unique, results))
+    return [by_title[t] for t in titles]

@@ -23,7 +23,8 @@ from webshop_gym.data.columns import (
     load_array,
     save_array,
 )
-from webshop_gym.data.tagger import tag_nouns, token_vocabulary
+from webshop_gym.data.tagger import token_vocabulary
+from webshop_gym.data.tagger_pool import tag_nouns
 
 if TYPE_CHECKING:
     from webshop_gym.data.tagger_pool import BackgroundTagger

@@ -1,4 +1,4 @@
-"""What runs inside each Ray actor of :class:`~webshop_gym.envs.ray_env.RayEnginePool`.
+"""What runs inside each Ray actor of :class:`~webshop_gym.envs.ray_pool.RayEnginePool`.
 
 :class:`ShardEngine` is a plain class (the pool wraps it with ``ray.remote`` when Ray is
 imported): it opens the shop on its node, checks that it is the driver's shop and steps an

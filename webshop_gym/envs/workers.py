@@ -117,7 +117,7 @@ class ShardedEngine:
     """The engine interface over slots that live in contiguous shards elsewhere.
 
     Bookkeeping shared by :class:`WorkerPool` (processes) and
-    :class:`~webshop_gym.envs.ray_env.RayEnginePool` (Ray actors): which shard owns a slot, the last
+    :class:`~webshop_gym.envs.ray_pool.RayEnginePool` (Ray actors): which shard owns a slot, the last
     observation, info and end flag of every slot, and goal sampling, which stays here (the
     vector env's generators live in this process).
     """

@@ -226,7 +226,7 @@ class RewardModel:
             if row >= 0 and self.catalog.title[row] == name:
                 cached = self.catalog.title_nouns(row)
             else:
-                from webshop_gym.data.tagger import tag_nouns
+                from webshop_gym.data.tagger_pool import tag_nouns
 
                 cached = tag_nouns([name])[0]
             self._goal_nouns[goal_index] = cached

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from webshop_gym.data.catalog import CATEGORY_SEPARATOR, Catalog
+from webshop_gym.data.catalog import Catalog
 from webshop_gym.data.colors import normalize_color
 from webshop_gym.data.columns import (
     Ragged,
@@ -34,6 +34,7 @@ from webshop_gym.data.columns import (
 )
 from webshop_gym.data.fuzz import FuzzTable, FuzzTableBuilder
 from webshop_gym.data.goals import GoalSet, IdRows, Options, flat_ids
+from webshop_gym.data.records import CATEGORY_SEPARATOR
 from webshop_gym.utils.paths import build_atomically, is_built
 
 TABLES_FOLDER = "reward-v1"
@@ -99,7 +100,7 @@ def _goal_nouns(catalog: Catalog, goals: GoalSet, progress: bool) -> tuple[Ragge
     counts = store.counts(rows)
     if own.all():
         return Ragged(offsets, values), counts
-    from webshop_gym.data.tagger import tag_nouns
+    from webshop_gym.data.tagger_pool import tag_nouns
 
     other = np.flatnonzero(~own)
     distinct = sorted(set(ids[other].tolist()))

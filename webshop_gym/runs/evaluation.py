@@ -517,7 +517,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def policy_spec(text: str) -> str:
     """``--policy``: a baseline name or ``hf:PATH`` with PATH a local folder (checked at the parser)."""
-    from webshop_gym.agents.policies.base import BASELINES
+    from webshop_gym.agents.policies.registry import BASELINES
     from webshop_gym.error import close_match
 
     if text.startswith("hf:"):

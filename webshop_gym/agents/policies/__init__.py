@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from webshop_gym.agents.policies.base import Policy, make_policy
+from webshop_gym.agents.policies.base import Policy
 from webshop_gym.agents.policies.oracle import OraclePolicy
 from webshop_gym.agents.policies.random_policy import RandomPolicy
+from webshop_gym.agents.policies.registry import BASELINES, make_policy
 from webshop_gym.agents.policies.rule import RulePolicy
 
-__all__ = ["OraclePolicy", "Policy", "RandomPolicy", "RulePolicy", "make_policy"]
+__all__ = ["BASELINES", "OraclePolicy", "Policy", "RandomPolicy", "RulePolicy", "make_policy"]

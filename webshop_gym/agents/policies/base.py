@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-__all__ = ["Policy", "instruction_query", "make_policy"]
+__all__ = ["Policy", "instruction_query"]
 
 
 class Policy(Protocol):
@@ -28,23 +28,3 @@ class Policy(Protocol):
 def instruction_query(instruction: str) -> str:
     """The instruction without its price clause (what the reference's rule policy searches)."""
     return instruction.split(", and price lower than")[0]
-
-
-BASELINES = ("random", "rule", "oracle")
-"""Names of the baseline policies."""
-
-
-def make_policy(name: str, **kwargs) -> Policy:
-    """Build a baseline policy by name: ``random``, ``rule`` or ``oracle``."""
-    from webshop_gym.agents.policies.oracle import OraclePolicy
-    from webshop_gym.agents.policies.random_policy import RandomPolicy
-    from webshop_gym.agents.policies.rule import RulePolicy
-
-    table = {"random": RandomPolicy, "rule": RulePolicy, "oracle": OraclePolicy}
-    if name not in table:
-        from webshop_gym.error import close_match
-
-        hint = close_match(name, table)
-        raise ValueError(f"unknown policy {name!r}; expected one of {sorted(table)} or hf:PATH"
-                         + (f" (did you mean {hint!r}?)" if hint else ""))
-    return table[name](**kwargs)

@@ -114,7 +114,7 @@ def _episode_digest(seed: int) -> str:
 
 def test_same_seed_same_episode_in_another_process():
     here = _episode_digest(7)
-    code = "from tests.env.test_env import _episode_digest; print(_episode_digest(7))"
+    code = "from tests.envs.test_env import _episode_digest; print(_episode_digest(7))"
     there = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert here == there
     assert _episode_digest(8) != here

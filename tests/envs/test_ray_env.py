@@ -17,8 +17,8 @@ from gymnasium.vector import AutoresetMode
 
 ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'webshop-gym[ray]'")
 
-from webshop_gym import WebShopVectorEnv, load_shop  # noqa: E402
-from webshop_gym.envs.ray_env import ActorDied, LostEpisode, WebShopRayVectorEnv, init_ray  # noqa: E402
+from webshop_gym import WebShopRayVectorEnv, WebShopVectorEnv, init_ray, load_shop  # noqa: E402  # noqa: E402
+from webshop_gym.envs.ray_pool import ActorDied, LostEpisode  # noqa: E402
 from webshop_gym.envs.workers import WorkerDied  # noqa: E402
 from webshop_gym.error import Error  # noqa: E402
 from webshop_gym.utils.paths import cache_dir  # noqa: E402
@@ -201,7 +201,7 @@ def test_arguments_are_checked_before_actors_start(cluster, shop):
 
 def test_a_node_with_another_shop_or_no_data_is_refused(cluster, shop, monkeypatch):
     import webshop_gym.envs.ray_env as ray_env_module
-    from webshop_gym.envs.ray_env import ActorError, ShopMismatch
+    from webshop_gym.envs.ray_pool import ActorError, ShopMismatch
 
     real = ray_env_module.shop_fingerprint
     monkeypatch.setattr(ray_env_module, "shop_fingerprint", lambda s: {**real(s), "goals": 12345})

@@ -1,0 +1,1 @@
+"""Tests of webshop_gym.cli."""
