@@ -2,7 +2,9 @@
 
 Pure-text pieces (prompts, parsers, grammar) need nothing beyond the package.  :class:`HFPolicy`
 and :class:`TensorAdapter` need ``pip install 'webshop-gym[hf]'``; torch and transformers are
-imported only when they are used, never by ``import webshop_gym.agents``.
+imported only when they are used, never by ``import webshop_gym.agents``.  Policies see what an
+agent sees (observations and infos); this package never imports the envs, runs, the CLI or the
+server (import-linter checks it).  It is public as :mod:`webshop_gym.adapters`.
 
 >>> from webshop_gym.agents import ThinkAnswerPrompt, parse_response
 >>> parse_response("<think>fits</think><answer>click[buy now]</answer>", ["click[buy now]"])

@@ -9,6 +9,7 @@
 The reference site's URLs and AgentGym's env-server API are served by ``webshop-gym serve``
 (``webshop_gym.server.site`` and ``webshop_gym.server.agentgym``).  ``docs/compat.md`` gives the
 one-line change for verl-agent, AgentGym and ReAct-style agents and every behaviour difference.
+A facade over :class:`webshop_gym.engine.Engine`: never imports runs, the CLI or the server.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 :func:`webshop_gym.reward.reference.reward` is the specification in plain Python;
 :class:`RewardModel` validates inputs, prepares arrays once per (catalog, goal set) and scores
 whole batches with the compiled kernel of :mod:`webshop_gym.reward._kernels`.  Tests check the
-two agree on every total and breakdown field.
+two agree on every total and breakdown field.  Imports :mod:`webshop_gym.data` below it, never
+search, the simulator or anything above.
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@
   ranking oracle.
 
 Both return catalog rows (read-only ``int32`` arrays, best first) and keep a byte-bounded LRU
-cache of normalised queries.  :func:`make_search` picks one by name.
+cache of normalised queries.  :func:`make_search` picks one by name.  Imports :mod:`webshop_gym.data`
+and :mod:`webshop_gym.utils` only: never reward, the simulator or anything above.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""Baseline policies: random valid actions, the reference's rule policy, and a goal-aware oracle."""
+"""Baseline policies: random valid actions, the reference's rule policy, and a goal-aware oracle.
+
+:mod:`.registry` builds them by name; :mod:`.base` says what a policy is and never imports its
+subclasses."""
 
 from __future__ import annotations
 
