@@ -2,7 +2,8 @@
 
 Pure-text pieces (prompts, parsers, grammar) need nothing beyond the package.  :class:`HFPolicy`
 and :class:`TensorAdapter` need ``pip install 'webshop-gym[hf]'``; torch and transformers are
-imported only when they are used, never by ``import webshop_gym.adapters``.
+imported only when they are used, never by ``import webshop_gym.adapters``.  :class:`OpenAIPolicy`
+(a model behind an OpenAI-compatible endpoint) needs ``pip install 'webshop-gym[openai]'``.
 
 >>> from webshop_gym.adapters import ThinkAnswerPrompt, parse_response
 >>> parse_response("<think>fits</think><answer>click[buy now]</answer>", ["click[buy now]"])
@@ -41,6 +42,7 @@ __all__ = [
     "CandidateBatch",
     "EpisodeHistory",
     "HFPolicy",
+    "OpenAIPolicy",
     "ParsedAction",
     "PromptFormat",
     "ReActPrompt",
@@ -68,4 +70,8 @@ def __getattr__(name: str):
         from webshop_gym.adapters.hf import HFPolicy
 
         return HFPolicy
+    if name == "OpenAIPolicy":  # the openai client is imported only when a policy is built
+        from webshop_gym.adapters.openai import OpenAIPolicy
+
+        return OpenAIPolicy
     raise AttributeError(f"module 'webshop_gym.adapters' has no attribute {name!r}")
