@@ -2,7 +2,8 @@
 
 Pure-text pieces (prompts, parsers, grammar) need nothing beyond the package.  :class:`HFPolicy`
 and :class:`TensorAdapter` need ``pip install 'webshop-gym[hf]'``; torch and transformers are
-imported only when they are used, never by ``import webshop_gym.agents``.  Policies see what an
+imported only when they are used, never by ``import webshop_gym.agents``.  :class:`OpenAIPolicy` (a model behind an OpenAI-compatible
+endpoint) needs ``pip install 'webshop-gym[openai]'``.  Policies see what an
 agent sees (observations and infos); this package never imports the envs, runs, the CLI or the
 server (import-linter checks it).  It is public as :mod:`webshop_gym.adapters`.
 
@@ -43,6 +44,7 @@ __all__ = [
     "CandidateBatch",
     "EpisodeHistory",
     "HFPolicy",
+    "OpenAIPolicy",
     "ParsedAction",
     "PromptFormat",
     "ReActPrompt",
@@ -70,4 +72,8 @@ def __getattr__(name: str):
         from webshop_gym.agents.hf import HFPolicy
 
         return HFPolicy
+    if name == "OpenAIPolicy":  # the openai client is imported only when a policy is built
+        from webshop_gym.agents.openai import OpenAIPolicy
+
+        return OpenAIPolicy
     raise AttributeError(f"module 'webshop_gym.agents' has no attribute {name!r}")

@@ -266,7 +266,14 @@ def _mean(values: Sequence[float]) -> float | None:
 
 
 def summarize(episodes: Sequence[dict]) -> dict:
-    """Score, SR and the other figures of a list of episode records (see the module docstring)."""
+    """Score, SR and the other figures of a list of episode records (see the module docstring).
+
+    Errored episodes (a served model's calls failed: ``errored`` true) are left out of every
+    figure and counted apart; a served model's records also give the token, request and retry
+    totals (:func:`webshop_gym.runs.served.accounting`).
+    """
+    everything = episodes
+    episodes = [e for e in episodes if not e.get("errored")]
     n = len(episodes)
     rewards = np.array([e["reward"] for e in episodes], float)
     steps = np.array([e["steps"] for e in episodes], float)
@@ -299,6 +306,11 @@ def summarize(episodes: Sequence[dict]) -> dict:
         reachable = [e for e in episodes if e.get("reachable", True)]
         out["unreachable"] = n - len(reachable)
         out["sr_reachable"] = 100.0 * float(np.mean([e["reward"] == 1.0 for e in reachable])) if reachable else None
+    if any("errored" in e or "tokens" in e for e in everything):
+        from webshop_gym.runs.served import accounting
+
+        out.update(accounting(everything))
+        out["counts"]["errored"] = out["errored"]
     return out
 
 
@@ -319,6 +331,9 @@ def evaluate(
     keep_episodes: bool = True,
     out: str | os.PathLike | None = None,
     run_settings: dict | None = None,
+    concurrency: int | None = None,
+    resume: bool = False,
+    shard: tuple[int, int] | None = None,
     **hf_kwargs: Any,
 ) -> dict:
     """Run every goal of ``split`` exactly once and report Score, SR and the rest.
@@ -341,7 +356,11 @@ def evaluate(
         keep_episodes: include the per-goal records under ``"episodes_detail"``.
         out: write the run (every episode, every step) to this JSONL file (:mod:`webshop_gym.runs.run`).
         run_settings: extra fields for the run file's ``run`` line (e.g. the command's arguments).
-        **hf_kwargs: :class:`~webshop_gym.agents.hf.HFPolicy` arguments for ``hf:PATH``.
+        concurrency: a served policy's episodes in flight (``openai:MODEL``; default: its own).
+        resume: a served policy: continue the run in ``out`` (:mod:`webshop_gym.runs.served`).
+        shard: a served policy: ``(i, n)``, play the ``i``-th of ``n`` blocks of the goals.
+        **hf_kwargs: :class:`~webshop_gym.agents.hf.HFPolicy` arguments for ``hf:PATH``, or
+            :class:`~webshop_gym.agents.openai.OpenAIPolicy` arguments for ``openai:MODEL``.
 
     Returns:
         A JSON-ready dict: ``score``, ``sr``, ``mean_steps``, ``valid_rate``, ``breakdown``,
@@ -356,6 +375,17 @@ def evaluate(
 
     if not isinstance(shop, Shop):
         shop = load_shop(shop, goals=goals, human_goals=human_goals, seed=price_seed, progress=False)
+    from webshop_gym.runs.served import evaluate_served, is_served
+
+    if is_served(policy_factory):  # a model behind an API: episodes in flight, not a vector env
+        return evaluate_served(policy_factory, shop, split=split, seed=seed, max_steps=max_steps, num_goals=num_goals,
+                               observation_mode=observation_mode, progress=progress, keep_episodes=keep_episodes,
+                               out=out, run_settings=run_settings, concurrency=concurrency, resume=resume,
+                               shard=shard, **hf_kwargs)
+    if resume or shard is not None or concurrency is not None:
+        from webshop_gym.error import InvalidArgument
+
+        raise InvalidArgument("concurrency, resume and shard apply to served policies (openai:MODEL) only")
     split = None if split == "all" else split
     # Never more slots than goals to play: spare slots would only sit idle (and cost memory per
     # slot before the first step).  Results do not depend on num_envs (per-goal reseeding).
@@ -466,6 +496,10 @@ def format_table(result: dict) -> str:
     ]
     if "unreachable" in result:
         rows.append(("unreachable goals", f"{result['unreachable']} (SR on the others {_fmt(result['sr_reachable'])})"))
+    if "tokens" in result:
+        from webshop_gym.runs.served import accounting_rows
+
+        rows += accounting_rows(result)
     rows.append(("wall time", f"{result['wall_s']:.1f} s ({_fmt(result.get('steps_per_s'), 0)} steps/s, {result['num_envs']} envs)"))
     if result.get("run_file"):
         rows.append(("run file", f"{result['run_file']} (webshop-gym replay / report / serve --runs)"))
@@ -482,7 +516,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from webshop_gym.cli.main import add_shop_arguments
 
     parser.add_argument("--policy", default="rule", metavar="NAME", type=policy_spec,
-                        help="random, rule, oracle, or hf:PATH (a local Hugging Face model folder) (default rule)")
+                        help="random, rule, oracle, hf:PATH (a local Hugging Face model folder) or openai:MODEL "
+                             "(a model behind an OpenAI-compatible chat endpoint: vLLM, SGLang, llama.cpp, a hosted "
+                             "API) (default rule)")
     add_shop_arguments(parser)
     parser.add_argument("--split", default="test", choices=["test", "eval", "train", "all"], help="goal split (default test)")
     parser.add_argument("--num-envs", type=types.positive_int, default=16, help="parallel slots of the vector env (default 16)")
@@ -500,7 +536,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(observations, model outputs, rewards); view with `serve --runs`, check with "
                              "`replay`, summarise with `report`")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
-    hf = parser.add_argument_group("hf:PATH policies")
+    hf = parser.add_argument_group("hf:PATH and openai:MODEL policies")
     hf.add_argument("--prompt", default="think-answer", choices=["think-answer", "verl-agent", "react"], help="prompt format (default think-answer)")
     hf.add_argument("--max-new-tokens", type=types.positive_int, default=128, help="tokens per answer (default 128)")
     hf.add_argument("--sample", action="store_true", help="sample instead of greedy decoding")
@@ -513,6 +549,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                     help="weights' dtype (default auto)")
     hf.add_argument("--max-prompt-tokens", type=types.positive_int, help="left-truncate prompts to N tokens")
     hf.add_argument("--batch-size", type=types.positive_int, help="prompts per forward batch (default: all slots)")
+    from webshop_gym.runs.served import add_arguments as add_served_arguments
+
+    add_served_arguments(parser)
 
 
 def policy_spec(text: str) -> str:
@@ -520,6 +559,10 @@ def policy_spec(text: str) -> str:
     from webshop_gym.agents.policies.registry import BASELINES
     from webshop_gym.error import close_match
 
+    if text.startswith("openai:"):
+        if not text[len("openai:"):].strip():
+            raise argparse.ArgumentTypeError("openai:MODEL needs the served model's name, e.g. openai:Qwen/Qwen2.5-7B-Instruct")
+        return text
     if text.startswith("hf:"):
         path = Path(text[3:]).expanduser()
         if not text[3:] or not path.is_dir():
@@ -529,7 +572,7 @@ def policy_spec(text: str) -> str:
     if text not in BASELINES:
         hint = close_match(text, BASELINES)
         raise argparse.ArgumentTypeError(
-            f"unknown policy {text!r}; expected one of {', '.join(BASELINES)} or hf:PATH"
+            f"unknown policy {text!r}; expected one of {', '.join(BASELINES)}, hf:PATH or openai:MODEL"
             + (f" (did you mean {hint!r}?)" if hint else ""))
     return text
 
@@ -543,7 +586,12 @@ def _json_target(text: str) -> str:
 def run(args: argparse.Namespace) -> int:
     """Run ``webshop-gym eval``."""
     hf_kwargs: dict[str, Any] = {}
-    if args.policy.startswith("hf:"):
+    from webshop_gym.runs.served import check_served_arguments, served_kwargs
+
+    check_served_arguments(args)
+    if args.policy.startswith("openai:"):
+        hf_kwargs = served_kwargs(args)
+    elif args.policy.startswith("hf:"):
         hf_kwargs = dict(prompt=args.prompt, max_new_tokens=args.max_new_tokens, do_sample=args.sample,
                          temperature=args.temperature, top_p=args.top_p, top_k=args.top_k,
                          closest=args.closest, device=args.device, dtype=None if args.dtype == "none" else args.dtype,
@@ -554,6 +602,10 @@ def run(args: argparse.Namespace) -> int:
         num_goals=args.num_goals, num_workers=args.num_workers, progress=not args.quiet,
         keep_episodes=args.episodes, out=args.out, run_settings={"arguments": _arguments(args)}, **hf_kwargs,
     )
+    if "tokens" in result and (args.price_input is not None or args.price_output is not None):
+        from webshop_gym.runs.served import cost
+
+        result["cost"] = cost(result["tokens"], args.price_input, args.price_output)
     table = format_table(result)
     text = json.dumps(result, indent=1, default=_json_default)
     if args.json == "-":
@@ -561,7 +613,8 @@ def run(args: argparse.Namespace) -> int:
         print(text)
         return 0
     print(table)
-    summary = {k: result[k] for k in ("policy", "split", "score", "sr", "mean_steps", "valid_rate", "breakdown")}
+    summary = {k: result[k] for k in ("policy", "split", "score", "sr", "mean_steps", "valid_rate", "breakdown",
+                                      "errored", "tokens", "requests", "retries", "cost") if k in result}
     print("json: " + json.dumps(summary, default=_json_default))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:

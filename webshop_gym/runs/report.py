@@ -76,6 +76,7 @@ class Report:
     created: str
     title: str = "WebShop evaluation report"
     notes: list[str] = field(default_factory=list)
+    prices: tuple[float | None, float | None] = (None, None)
 
 
 def _labels(paths: list[Path]) -> list[str]:
@@ -85,19 +86,20 @@ def _labels(paths: list[Path]) -> list[str]:
 
 
 def summarize_run(label: str, run: Run, resamples: int = RESAMPLES, seed: int = 0) -> RunSummary:
-    """A run's report row."""
-    rewards = [e.reward for e in run.episodes]
+    """A run's report row (errored episodes of a served model are left out: they are counted apart)."""
+    scored = [e for e in run.episodes if not e.errored]
+    rewards = [e.reward for e in scored]
     categories: dict[str, dict] = {}
-    for e in run.episodes:
+    for e in scored:
         c = categories.setdefault(e.category, {"episodes": 0, "successes": 0})
         c["episodes"] += 1
         c["successes"] += int(e.success)
     for c in categories.values():
         c["sr"] = 100.0 * c["successes"] / c["episodes"]
     return RunSummary(
-        label, run, bootstrap_ci(rewards, resamples, seed), bootstrap_ci([e.success for e in run.episodes], resamples, seed),
-        dict(sorted(categories.items())), Counter(e.cause for e in run.episodes if e.cause),
-        Counter(c for e in run.episodes for c in e.causes),
+        label, run, bootstrap_ci(rewards, resamples, seed), bootstrap_ci([e.success for e in scored], resamples, seed),
+        dict(sorted(categories.items())), Counter(e.cause for e in scored if e.cause),
+        Counter(c for e in scored for c in e.causes),
     )  # fmt: skip
 
 
@@ -105,7 +107,8 @@ def compare(a: RunSummary, b: RunSummary, resamples: int = RESAMPLES, seed: int 
     """Pair run ``b`` with run ``a`` on their common goals (not across different goal sets)."""
     if a.run.goal_set and b.run.goal_set and a.run.goal_set != b.run.goal_set:
         return Comparison(a, b, None, f"different goal sets ({a.run.goal_set} vs {b.run.goal_set}): not paired")
-    goals_a, goals_b = a.run.by_goal(), b.run.by_goal()
+    goals_a = {g: e for g, e in a.run.by_goal().items() if not e.errored}
+    goals_b = {g: e for g, e in b.run.by_goal().items() if not e.errored}
     common = sorted(set(goals_a) & set(goals_b))
     if not common:
         return Comparison(a, b, None, "no goal in common: not paired")
@@ -115,19 +118,29 @@ def compare(a: RunSummary, b: RunSummary, resamples: int = RESAMPLES, seed: int 
 
 
 def build_report(paths: list[str | os.PathLike], resamples: int = RESAMPLES, seed: int = 0,
-                 title: str | None = None) -> Report:
-    """Read the runs and compute the report (raises :class:`~webshop_gym.runs.log.LogError` for a bad file)."""
+                 title: str | None = None, price_input: float | None = None,
+                 price_output: float | None = None) -> Report:
+    """Read the runs and compute the report (raises :class:`~webshop_gym.runs.log.LogError` for a bad file).
+
+    Shards of one evaluation (``eval --shard i/n``) are read as one run
+    (:func:`webshop_gym.runs.shards.group_shards`); ``price_input`` / ``price_output`` (per million
+    prompt / completion tokens) give a served model's runs their cost.
+    """
+    from webshop_gym.runs.shards import group_shards
+
     files = [Path(p) for p in paths]
-    rows = [summarize_run(label, load_run(path), resamples, seed) for label, path in zip(_labels(files), files)]
+    runs, notes = group_shards([(label, load_run(path)) for label, path in zip(_labels(files), files)])
+    rows = [summarize_run(label, run, resamples, seed) for label, run in runs]
     comparisons = [compare(rows[0], row, resamples, seed) for row in rows[1:]]
-    notes = []
     for row in rows:
-        if not row.run.complete:
+        if not row.run.complete and "shards" not in row.run.header:  # merged shards: noted above
             notes.append(f"{row.label}: the run has no summary line (the evaluation did not finish): "
                          f"{len(row.run.episodes)} episodes.")
         if not row.run.header:
             notes.append(f"{row.label}: a trajectory log without a run line (policy, split and settings unknown).")
-    return Report(rows, comparisons, int(resamples), int(seed), now_iso(), title or "WebShop evaluation report", notes)
+    report = Report(rows, comparisons, int(resamples), int(seed), now_iso(), title or "WebShop evaluation report", notes)
+    report.prices = (price_input, price_output)
+    return report
 
 
 # -- rendering ------------------------------------------------------------------------------------
@@ -153,7 +166,9 @@ def tables(report: Report) -> dict[str, tuple[list[str], list[list[str]]]]:
     rows = []
     for row in report.rows:
         f, b, run = row.figures, row.figures["breakdown"], row.run
-        rows.append([row.label, run.policy, run.split, str(len(run.episodes)), _ci(row.score), _ci(row.sr),
+        errored = f["counts"].get("errored", 0)
+        episodes = str(f["episodes"]) + (f" (+{errored} errored)" if errored else "")
+        rows.append([row.label, run.policy, run.split, episodes, _ci(row.score), _ci(row.sr),
                      _f(f["mean_steps"], 2), _f(f["valid_rate"]), _f(b["purchase_rate"]),
                      *(_f(b[k], 3) for k in ("r_type", "r_att", "r_option", "r_price"))])
     out["runs"] = (header, rows)
@@ -171,6 +186,24 @@ def tables(report: Report) -> dict[str, tuple[list[str], list[list[str]]]]:
                          _ci(p.score_diff), _p(p.sign_p),
                          f"{p.solved_a_only} / {p.solved_b_only} / {p.solved_both}", _ci(p.sr_diff), _p(p.mcnemar_p)])
         out["paired"] = (header, rows)
+    if any("tokens" in row.figures for row in report.rows):
+        from webshop_gym.runs.served import cost
+
+        header = ["run", "errored episodes", "tokens / episode", "prompt tokens", "completion tokens", "requests",
+                  "retries", "wall time (s)", "cost"]
+        rows = []
+        for row in report.rows:
+            f = row.figures
+            if "tokens" not in f:
+                rows.append([row.label] + ["-"] * (len(header) - 1))
+                continue
+            t = f["tokens"]
+            wall = (row.run.summary or {}).get("result", {}).get("wall_s") if row.run.summary else None
+            price = cost(t, *report.prices)
+            rows.append([row.label, f"{f['errored']} of {f['episodes'] + f['errored']}", _f(t["per_episode"], 0),
+                         f"{t['prompt']:,}", f"{t['completion']:,}", f"{f['requests']:,}", f"{f['retries']:,}",
+                         _f(wall, 1), "-" if price is None else f"{price:.4f}"])
+        out["served"] = (header, rows)
     categories = sorted({c for row in report.rows for c in row.categories})
     out["categories"] = (["category", *[row.label for row in report.rows]], [
         [c, *(f"{row.categories[c]['sr']:.1f} ({row.categories[c]['successes']}/{row.categories[c]['episodes']})"
@@ -192,6 +225,7 @@ def tables(report: Report) -> dict[str, tuple[list[str], list[list[str]]]]:
 TABLE_TITLES = {
     "runs": "Runs",
     "paired": "Paired comparison with the first run",
+    "served": "Model calls: errored episodes (not scored), tokens, requests, retries, wall time, cost",
     "categories": "SR by product category: % (solved / episodes)",
     "causes": "Failure causes: episodes whose main cause it is (episodes with it at all)",
     "settings": "Settings",
@@ -258,6 +292,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=types.seed, default=0, help="seed of the bootstrap (default 0)")
     parser.add_argument("--title", default=None, help="the report's title")
     parser.add_argument("--no-plots", action="store_true", help="tables only (no matplotlib needed)")
+    parser.add_argument("--price-input", metavar="USD", type=types.non_negative_float,
+                        help="price per million prompt tokens: served models' runs show their cost")
+    parser.add_argument("--price-output", metavar="USD", type=types.non_negative_float,
+                        help="price per million completion tokens")
 
 
 def _resamples(text: str) -> int:
@@ -272,7 +310,8 @@ def _resamples(text: str) -> int:
 def run(args: argparse.Namespace) -> int:
     """Run ``webshop-gym report``."""
     fmt = args.format or ("md" if args.out and Path(args.out).suffix.lower() in (".md", ".markdown") else "html")
-    report = build_report(args.runs, resamples=args.bootstrap, seed=args.seed, title=args.title)
+    report = build_report(args.runs, resamples=args.bootstrap, seed=args.seed, title=args.title,
+                          price_input=args.price_input, price_output=args.price_output)
     plots: dict[str, bytes] | None = None
     if not args.no_plots and (fmt == "html" or args.out):
         from webshop_gym.runs.plots import draw_all

@@ -16,6 +16,7 @@ figures :func:`webshop_gym.runs.evaluation.summarize` computes.
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import math
 import os
 import uuid
@@ -51,10 +52,14 @@ __all__ = [
 CAUSES = ("type", "attributes", "options", "price", "invalid actions", "step cap", "no purchase")
 #: The figures of an evaluation kept in a run's summary line.
 SUMMARY_KEYS = ("episodes", "score", "sr", "mean_reward", "mean_steps", "valid_rate", "breakdown", "counts",
-                "unreachable", "sr_reachable", "policy", "wall_s", "steps_per_s", "env_steps")
+                "unreachable", "sr_reachable", "policy", "wall_s", "steps_per_s", "env_steps",
+                "errored", "tokens", "requests", "retries", "concurrency", "shard", "resumed")
 #: The figures :func:`summary_difference` checks (everything the episodes determine).
 CHECKED_KEYS = ("episodes", "score", "sr", "mean_reward", "mean_steps", "valid_rate", "breakdown", "counts",
-                "unreachable", "sr_reachable")
+                "unreachable", "sr_reachable", "errored", "tokens", "requests", "retries")
+#: A served model's episode totals (episode line) and per-step accounting (step lines).
+EPISODE_ACCOUNTING = ("errored", "error", "tokens", "requests", "retries", "latency_s")
+STEP_ACCOUNTING = ("usage", "latency_s", "retries", "reasoning", "finish_reason")
 
 
 def now_iso() -> str:
@@ -100,10 +105,11 @@ class RunWriter:
         path: the run file (overwritten).
         shop: the :class:`~webshop_gym.shop.Shop` evaluated.
         goals: the goal indices of the run, in order.
+        append: add the episodes to an existing run file (``--resume``: its run line is kept).
         settings: the run line's other fields (policy, split, seed, max_steps, ...).
     """
 
-    def __init__(self, path: str | os.PathLike, shop, goals: Sequence[int], **settings: Any):
+    def __init__(self, path: str | os.PathLike, shop, goals: Sequence[int], append: bool = False, **settings: Any):
         self.shop = shop
         self.path = Path(path)
         self.order = [int(g) for g in goals]
@@ -118,8 +124,12 @@ class RunWriter:
                   "package": f"webshop-gym {__version__}", **settings,
                   "goals": [self.order[0], self.order[-1] + 1] if self.order else [0, 0],
                   "num_goals": len(self.order), "shop": shop_record(shop), "fingerprint": shop.fingerprint()}
-        self.writer = TrajectoryWriter(self.path, append=False)
-        self.writer.write(header)
+        self.writer = TrajectoryWriter(self.path, append=append)
+        if append:
+            with open(self.path, encoding="utf-8") as handle:
+                self.run_id = json.loads(handle.readline() or "{}").get("run", self.run_id)
+        else:
+            self.writer.write(header)
         self.written = 0
 
     def add(self, episode: dict) -> None:
@@ -153,8 +163,8 @@ class RunWriter:
                            "price_upper": float(goals.price_upper[g])}}
         if trajectory:
             head["observation"] = trajectory[0]["observation"]
-        for key in ("reachable", "reason"):
-            if key in e:
+        for key in ("reachable", "reason", *EPISODE_ACCOUNTING):
+            if key in e and (key != "error" or e.get("errored")):
                 head[key] = e[key]
         lines = [dumps_line(head)]
         n = len(trajectory)
@@ -174,6 +184,9 @@ class RunWriter:
                         record[key] = e[key]
             if "model" in entry:
                 record["model"] = entry["model"]
+            for key in STEP_ACCOUNTING:
+                if key in entry:
+                    record[key] = entry[key]
             lines.append(dumps_line(record))
         return lines
 
@@ -289,10 +302,15 @@ class RunEpisode:
         for key in ("reward_info", "purchased_asin", "purchased_options", "purchased_price"):
             if self.purchased and key in self.last:
                 out[key] = self.last[key]
-        for key in ("reachable", "reason"):
+        for key in ("reachable", "reason", *EPISODE_ACCOUNTING):
             if key in self.log.record:
                 out[key] = self.log.record[key]
         return out
+
+    @property
+    def errored(self) -> bool:
+        """The model's calls failed (a served model): the episode is counted apart, not scored."""
+        return bool(self.log.record.get("errored"))
 
 
 @dataclass
@@ -353,6 +371,8 @@ def _episode(position: int, ep: Episode) -> RunEpisode:
     invalid = sum(bool(s["invalid_action"]) for s in ep.steps)
     steps = len(ep.steps)
     causes = failure_causes(purchased, truncated, steps, invalid, last.get("reward_info"), reward)
+    if ep.record.get("errored"):
+        causes = ["errored"]  # not the agent's failure: the model's calls failed
     return RunEpisode(position, ep, reward, purchased and reward == 1.0, purchased, truncated, steps, invalid, causes)
 
 

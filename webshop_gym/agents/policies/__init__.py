@@ -1,7 +1,8 @@
 """Baseline policies: random valid actions, the reference's rule policy, and a goal-aware oracle.
 
 :mod:`.registry` builds them by name; :mod:`.base` says what a policy is and never imports its
-subclasses."""
+subclasses.
+"""
 
 from __future__ import annotations
 

@@ -1,0 +1,235 @@
+"""A local OpenAI-compatible chat server for tests and benchmarks (a thread on 127.0.0.1).
+
+It answers ``GET /v1/models`` and ``POST /v1/chat/completions`` with a scripted shopping policy
+that reads the prompt as a model would (the instruction and the admissible actions of the last
+user turn): search the instruction, open the first result, buy.  It can wait a fixed latency
+per request, inject faults at set rates (429 with ``Retry-After``, 500, a timeout, a malformed
+body, a dropped connection), fail every request whose prompt contains given text, and records
+what it received and how many requests overlapped.
+
+>>> with ChatServer(latency=0.0) as server:  # doctest: +SKIP
+...     server.url  # 'http://127.0.0.1:PORT/v1'
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+
+FAULTS = ("429", "500", "timeout", "malformed", "drop")
+
+
+def scripted_answer(messages: list[dict], fmt: str = "think-answer") -> str:
+    """The scripted policy: search the instruction, open the first result, choose nothing, buy."""
+    text = "\n".join(str(m.get("content", "")) for m in messages if m.get("role") == "user")
+    instruction = re.search(r"Instruction: (.*)", text)
+    query = instruction.group(1).split(", and price lower than")[0] if instruction else "product"
+    last = str(messages[-1].get("content", ""))
+    actions = last.split("Admissible actions:\n", 1)[1].splitlines() if "Admissible actions:\n" in last else []
+    if "search[<query>]" in actions:
+        action = f"search[{query}]"
+    elif "click[buy now]" in actions:
+        action = "click[buy now]"
+    else:
+        products = [a for a in actions if re.fullmatch(r"click\[b[0-9a-z]{9}\]", a)]
+        action = products[0] if products else (actions[0] if actions else "click[back to search]")
+    if fmt == "react":
+        return f"Thought: next step.\nAction: {action}"
+    return f"<think>next step</think><answer>{action}</answer>"
+
+
+class ChatServer:
+    """The server (start with ``with ChatServer(...) as server`` or :meth:`start`/:meth:`stop`).
+
+    Args:
+        models: the names ``/v1/models`` lists (and the only ones served).
+        latency: seconds each successful request waits before answering.
+        faults: ``{"429": rate, "500": rate, "timeout": rate, "malformed": rate, "drop": rate}``:
+            the share of requests that get each fault (drawn from a seeded generator).
+        fail_when: every request whose prompt contains this text answers 500.
+        retry_after: the ``Retry-After`` value of the 429s (seconds, as text).
+        hang: seconds a ``timeout`` fault waits before answering (longer than the client's timeout).
+        usage: send ``usage`` (else none: the client must mark tokens unknown).
+        reasoning: send this as ``reasoning_content`` besides the answer.
+        answer: replaces :func:`scripted_answer` (``messages -> content``; may return None or a list).
+        seed: seed of the fault draws.
+    """
+
+    def __init__(self, models=("scripted",), latency: float = 0.0, faults: dict | None = None,
+                 fail_when: str | None = None, retry_after: str = "0.01", hang: float = 2.0, usage: bool = True,
+                 reasoning: str | None = None, answer: Callable | None = None, seed: int = 0):
+        self.models = list(models)
+        self.latency = float(latency)
+        self.faults = {k: float(v) for k, v in (faults or {}).items()}
+        unknown = set(self.faults) - set(FAULTS)
+        if unknown:
+            raise ValueError(f"unknown faults {sorted(unknown)}; expected {FAULTS}")
+        self.fail_when = fail_when
+        self.retry_after = retry_after
+        self.hang = float(hang)
+        self.usage = usage
+        self.reasoning = reasoning
+        self.answer = answer
+        self.rng = np.random.default_rng(seed)
+        self.lock = threading.Lock()
+        self.requests: list[dict] = []  # every chat request received (body)
+        self.responses: list[dict] = []  # every successful answer: content and usage sent
+        self.injected: dict[str, int] = dict.fromkeys(FAULTS, 0)
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.server: ThreadingHTTPServer | None = None
+        self.thread: threading.Thread | None = None
+
+    # -- life cycle -------------------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        """The API root (``http://127.0.0.1:PORT/v1``)."""
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def start(self) -> ChatServer:
+        handler = _handler(self)
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.server.daemon_threads = True
+        self.server.request_queue_size = 2048
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+            self.server = None
+
+    def __enter__(self) -> ChatServer:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    # -- what was sent ------------------------------------------------------------------------------------
+
+    def usage_sums(self) -> tuple[int, int]:
+        """Prompt and completion tokens of every successful answer sent."""
+        return (sum(r["usage"]["prompt_tokens"] for r in self.responses if r["usage"]),
+                sum(r["usage"]["completion_tokens"] for r in self.responses if r["usage"]))
+
+    def _fault(self, body: dict) -> str | None:
+        prompt = json.dumps(body.get("messages", []))
+        if self.fail_when and self.fail_when in prompt:
+            return "500"
+        with self.lock:
+            draw = float(self.rng.random())
+        for name in FAULTS:
+            rate = self.faults.get(name, 0.0)
+            if draw < rate:
+                return name
+            draw -= rate
+        return None
+
+
+def _count_tokens(messages: list[dict]) -> int:
+    return sum(len(str(m.get("content", "")).split()) + 4 for m in messages)
+
+
+def _handler(owner: ChatServer):
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args) -> None:  # quiet
+            pass
+
+        def _send(self, status: int, payload: bytes, headers: dict | None = None) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            for key, value in (headers or {}).items():
+                self.send_header(key, value)
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def _json(self, status: int, obj, headers: dict | None = None) -> None:
+            self._send(status, json.dumps(obj).encode(), headers)
+
+        def do_GET(self) -> None:
+            if self.path.rstrip("/") == "/v1/models":
+                self._json(200, {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "test"}
+                                                            for m in owner.models]})
+            else:
+                self._json(404, {"error": {"message": "not found"}})
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length) or b"{}")
+            if self.path.rstrip("/") != "/v1/chat/completions":
+                self._json(404, {"error": {"message": "not found"}})
+                return
+            with owner.lock:
+                owner.requests.append(body)
+                owner.in_flight += 1
+                owner.max_in_flight = max(owner.max_in_flight, owner.in_flight)
+            try:
+                self._chat(body)
+            finally:
+                with owner.lock:
+                    owner.in_flight -= 1
+
+        def _chat(self, body: dict) -> None:
+            if body.get("model") not in owner.models:
+                self._json(404, {"error": {"message": f"The model `{body.get('model')}` does not exist."}})
+                return
+            fault = owner._fault(body)
+            if fault is not None:
+                with owner.lock:
+                    owner.injected[fault] += 1
+            if fault == "429":
+                self._json(429, {"error": {"message": "rate limited"}}, {"Retry-After": owner.retry_after})
+                return
+            if fault == "500":
+                self._json(500, {"error": {"message": "internal error"}})
+                return
+            if fault == "drop":
+                self.close_connection = True
+                self.connection.shutdown(2)
+                return
+            if fault == "timeout":  # the client gave up long before: nothing is sent
+                time.sleep(owner.hang)
+                self.close_connection = True
+                return
+            if owner.latency:
+                time.sleep(owner.latency)
+            if fault == "malformed":
+                self._send(200, b'{"id": "x", "choices": [ {"message": ')
+                return
+            messages = body.get("messages", [])
+            fmt = "react" if "Thought:" in str(messages[0].get("content", "")) else "think-answer"
+            content = owner.answer(messages) if owner.answer else scripted_answer(messages, fmt)
+            stops = body.get("stop") or []
+            if isinstance(content, str):
+                for stop in stops:  # like vLLM: cut at the stop string, which is not returned
+                    if stop in content:
+                        content = content[: content.index(stop)]
+            usage = None
+            if owner.usage:
+                completion = len(str(content).split()) if content else 0
+                usage = {"prompt_tokens": _count_tokens(messages), "completion_tokens": completion,
+                         "total_tokens": _count_tokens(messages) + completion}
+            message = {"role": "assistant", "content": content}
+            if owner.reasoning is not None:
+                message["reasoning_content"] = owner.reasoning
+            reply = {"id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
+                     "model": body.get("model"), "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
+            if usage is not None:
+                reply["usage"] = usage
+            with owner.lock:
+                owner.responses.append({"content": content, "usage": usage})
+            self._json(200, reply)
+
+    return Handler

@@ -1,0 +1,227 @@
+"""`webshop-gym eval --policy openai:MODEL` against our own OpenAI-compatible server: concurrency, faults,
+errored episodes, token accounting, resume after Ctrl-C, shards (issue 22)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("openai", reason="pip install 'webshop-gym[openai]' to run the served-model tests")
+
+from tests.openai_server import ChatServer  # noqa: E402
+from webshop_gym.adapters import OpenAIPolicy  # noqa: E402
+from webshop_gym.cli import main  # noqa: E402
+from webshop_gym.runs import load_run  # noqa: E402
+from webshop_gym.runs.evaluation import evaluate  # noqa: E402
+from webshop_gym.runs.log import read_log, replay  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+FAST = ["--max-retries", "20", "--timeout", "5", "--quiet"]
+
+
+def _eval(server, out, *extra, goals=24, concurrency=8):
+    return main(["eval", "--policy", "openai:scripted", "--base-url", server.url, "--num-goals", str(goals),
+                 "--concurrency", str(concurrency), "--out", str(out), *FAST, *extra])
+
+
+def _episodes(path):
+    """Episode and step lines without the fields that depend on timing and faults."""
+    out = []
+    for line in Path(path).read_text().splitlines():
+        record = json.loads(line)
+        if record["type"] in ("run", "summary"):
+            continue
+        for key in ("latency_s", "retries", "requests", "time"):
+            record.pop(key, None)
+        out.append(record)
+    return out
+
+
+@pytest.fixture(autouse=True)
+def _fast_backoff(monkeypatch):
+    """Retries wait 1-20 ms here (the policy's backoff), so fault tests stay quick."""
+    original = OpenAIPolicy.__init__
+
+    def init(self, *args, **kw):
+        kw.setdefault("backoff", 0.001)
+        kw.setdefault("max_backoff", 0.02)
+        original(self, *args, **kw)
+
+    monkeypatch.setattr(OpenAIPolicy, "__init__", init)
+
+
+def test_a_run_with_faults_loses_nothing_and_counts_every_token(tmp_path, capsys):
+    out = tmp_path / "run.jsonl"
+    faults = {"429": 0.08, "500": 0.08, "malformed": 0.05, "drop": 0.05}
+    with ChatServer(faults=faults, retry_after="0.01") as server:
+        assert _eval(server, out, "--json", str(tmp_path / "r.json")) == 0
+        prompt, completion = server.usage_sums()
+        injected = sum(server.injected.values())
+        received = len(server.requests)
+    result = json.loads((tmp_path / "r.json").read_text())
+    assert injected > 0 and result["errored"] == 0
+    assert result["counts"]["episodes"] == 24 and result["goals"] == [0, 24]
+    assert result["tokens"]["prompt"] == prompt and result["tokens"]["completion"] == completion
+    assert result["requests"] == received and result["retries"] == injected
+    log = read_log(out)
+    assert [e.goal_index for e in log.episodes] == list(range(24)) and log.summary is not None
+    steps = [s for e in log.episodes for s in e.steps]
+    assert sum(s["usage"]["prompt_tokens"] for s in steps) == prompt
+    assert sum(s["retries"] for s in steps) == injected
+    assert all(e.record["errored"] is False and "error" not in e.record for e in log.episodes)
+    assert all(r["match"] for r in replay(out))
+    text = capsys.readouterr().out
+    assert "errored episodes" in text and f"{prompt + completion:,}" in text
+
+
+def test_episodes_whose_calls_keep_failing_are_errored_and_not_scored(tmp_path, default_shop, capsys):
+    # every request of goal 5 fails: its episode is errored, the others are scored as usual
+    instruction = default_shop.goals.instruction[5]
+    out = tmp_path / "run.jsonl"
+    with ChatServer(fail_when=instruction) as server:
+        assert _eval(server, out, "--max-retries", "2", "--json", str(tmp_path / "r.json"), goals=12) == 0
+    result = json.loads((tmp_path / "r.json").read_text())
+    assert result["errored"] == 1 and result["counts"]["errored"] == 1 and result["counts"]["episodes"] == 11
+    run = load_run(out)
+    errored = [e for e in run.episodes if e.errored]
+    assert [e.goal_index for e in errored] == [5] and errored[0].causes == ["errored"]
+    head = errored[0].log.record
+    assert head["error"].startswith("status 500") and "after 2 retries" in head["error"] and head["retries"] == 2
+    assert run.figures["episodes"] == 11 and run.figures["score"] == pytest.approx(result["score"])
+    # the same figures without goal 5: errored episodes never enter Score/SR
+    scored = [e.reward for e in run.episodes if not e.errored]
+    assert result["score"] == pytest.approx(100 * sum(scored) / len(scored))
+    assert "1 of 12" in capsys.readouterr().out
+
+
+def test_requests_really_overlap(tmp_path, capsys):
+    with ChatServer(latency=0.3) as server:
+        assert _eval(server, tmp_path / "run.jsonl", goals=16, concurrency=8) == 0
+        assert server.max_in_flight == 8
+    with ChatServer(latency=0.05) as server:
+        assert _eval(server, tmp_path / "run1.jsonl", goals=4, concurrency=1) == 0
+        assert server.max_in_flight == 1
+    capsys.readouterr()
+
+
+def test_same_file_whatever_the_concurrency(tmp_path, capsys):
+    with ChatServer() as server:
+        assert _eval(server, tmp_path / "a.jsonl", goals=12, concurrency=1) == 0
+        assert _eval(server, tmp_path / "b.jsonl", goals=12, concurrency=7) == 0
+    assert _episodes(tmp_path / "a.jsonl") == _episodes(tmp_path / "b.jsonl")
+    capsys.readouterr()
+
+
+def test_python_api_with_demos_too(default_shop):
+    from webshop_gym.runs.demos import make_demos
+
+    with ChatServer() as server:
+        policy = OpenAIPolicy("scripted", base_url=server.url, concurrency=4)
+        result = evaluate(policy, shop=default_shop, num_goals=6)
+        assert result["counts"]["episodes"] == 6 and result["policy"] == "openai:scripted"
+        assert result["concurrency"] == 4 and result["tokens"]["prompt"] == server.usage_sums()[0]
+        demos = make_demos(shop=default_shop, policy=policy, n=4, num_envs=4, min_reward=0.0)
+        assert demos.counts["trajectories_kept"] == 4
+        policy.close()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--concurrency", "0"], "argument --concurrency: must be an integer in 1-1024, got '0'"),
+    (["--concurrency", "1025"], "argument --concurrency: must be an integer in 1-1024, got '1025'"),
+    (["--shard", "2/2"], "argument --shard: must be i/n with integers 0 <= i < n, got '2/2'"),
+])
+def test_bad_flags_exit_2(argv, message, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["eval", "--policy", "openai:m", *argv])
+    assert exc.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_unreachable_or_unknown_model_fails_at_start_in_one_line(tmp_path, capsys):
+    with ChatServer(models=["qwen"]) as server:
+        url = server.url
+        assert main(["eval", "--policy", "openai:qwn", "--base-url", url, "--out", str(tmp_path / "r.jsonl"), "--quiet"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err == (f"webshop-gym eval: error: model 'qwn' is not served at {url}; it serves: qwen "
+                       "(did you mean 'qwen'?)")
+        assert not server.requests  # nothing was played
+    assert main(["eval", "--policy", "openai:qwen", "--base-url", url, "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"webshop-gym eval: error: cannot reach {url}") and "\n" not in err
+
+
+def test_served_flags_on_another_policy_and_sampling_flags_without_sample(capsys):
+    assert main(["eval", "--policy", "rule", "--concurrency", "4", "--quiet"]) == 2
+    assert "--concurrency apply to openai:MODEL policies only" in capsys.readouterr().err
+    assert main(["eval", "--policy", "openai:m", "--temperature", "0.7", "--quiet"]) == 2
+    assert "need --sample" in capsys.readouterr().err
+
+
+def test_resume_refuses_another_run(tmp_path, capsys):
+    out = tmp_path / "run.jsonl"
+    with ChatServer() as server:
+        assert _eval(server, out, goals=4) == 0
+        before = out.read_text()
+        assert _eval(server, out, "--resume", "--sample", "--temperature", "0.5", goals=4) == 2
+        err = capsys.readouterr().err.strip()
+        assert err == (f"webshop-gym eval: error: --resume: {out} was written with temperature 0.0, this command has "
+                       "0.5 (same settings, or another --out)")
+        assert _eval(server, out, "--resume", goals=5) == 2
+        assert "was written with goals [0, 4], this command has [0, 5]" in capsys.readouterr().err
+        assert out.read_text() == before
+
+
+def test_resume_plays_only_missing_and_errored(tmp_path, default_shop, capsys):
+    out, reference = tmp_path / "run.jsonl", tmp_path / "ref.jsonl"
+    with ChatServer(fail_when=default_shop.goals.instruction[3]) as server:
+        assert _eval(server, out, "--max-retries", "0", goals=10) == 0
+    assert [e.goal_index for e in load_run(out).episodes if e.errored] == [3]
+    with ChatServer() as server:
+        assert _eval(server, out, "--resume", goals=10) == 0
+        played = {r["messages"][1]["content"].split("\n")[0] for r in server.requests}
+        assert played == {"Instruction: " + default_shop.goals.instruction[3]}
+        assert _eval(server, reference, goals=10) == 0
+        asked = len(server.requests)
+        assert _eval(server, out, "--resume", goals=10) == 0  # nothing left: nothing played
+        assert len(server.requests) == asked
+    assert _episodes(out) == _episodes(reference)
+    log = read_log(out)
+    assert log.summary is not None and log.summary["result"]["resumed"] == {"kept": 10, "played": 0}
+    capsys.readouterr()
+
+
+def test_ctrl_c_loses_nothing_and_resume_finishes_the_run(tmp_path, capsys):
+    out, reference = tmp_path / "run.jsonl", tmp_path / "ref.jsonl"
+    with ChatServer(latency=0.15) as server:
+        argv = [sys.executable, "-m", "webshop_gym.cli.main", "eval", "--policy", "openai:scripted", "--base-url", server.url,
+                "--num-goals", "40", "--concurrency", "4", "--out", str(out), "--quiet"]
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and (not out.exists() or out.read_text().count('"type": "episode"') < 5):
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130 and err.strip() == "webshop-gym eval: interrupted"
+        log = read_log(out)
+        finished = [e.goal_index for e in log.episodes]
+        assert 5 <= len(finished) < 40 and log.summary is None and all(e.finished for e in log.episodes)
+        asked = len(server.requests)
+        server.requests.clear()
+        assert main(argv[3:-1] + ["--resume", "--quiet"]) == 0
+        instructions = {r["messages"][1]["content"].split("\n")[0] for r in server.requests}
+        from webshop_gym import load_shop
+
+        shop = load_shop(progress=False)
+        assert not instructions & {"Instruction: " + shop.goals.instruction[g] for g in finished}
+        assert len(instructions) == 40 - len(finished) and asked > 0
+        assert main(argv[3:-3] + ["--out", str(reference), "--quiet"]) == 0
+    assert _episodes(out) == _episodes(reference)
+    assert [e.goal_index for e in read_log(out).episodes] == list(range(40))
+    capsys.readouterr()

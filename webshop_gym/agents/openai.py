@@ -1,0 +1,513 @@
+"""A policy served behind an OpenAI-compatible chat endpoint: vLLM, SGLang, llama.cpp, hosted APIs.
+
+:class:`OpenAIPolicy` sends the prompt formats of :mod:`webshop_gym.agents.prompts` as chat
+messages to ``POST {base_url}/chat/completions`` and parses the answers with the same parsers as
+:class:`~webshop_gym.agents.hf.HFPolicy` (``closest`` too).  It needs the optional extra
+``pip install 'webshop-gym[openai]'`` (the official ``openai`` client), imported only when a
+policy is built.
+
+* **Retries are ours.** The client is built with ``max_retries=0``; 429, 408, 409, 5xx, timeouts,
+  dropped connections and malformed bodies are retried here with exponential backoff and jitter
+  (``Retry-After`` / ``retry-after-ms`` honoured), up to ``max_retries`` times, so every retry is
+  counted.  Other 4xx answers (a bad request, a prompt longer than the context) are not retried.
+  A turn whose calls all fail comes back with :attr:`Call.error` set: the evaluation records its
+  episode as *errored*, never as a failure of the agent.
+* **Accounting.** Each turn reports the server's ``usage`` (``None`` when it sends none), the
+  wall time of the turn (retries and waits included), the requests and the retries.
+* **Reasoning** sent apart (vLLM's and SGLang's ``reasoning_content``, ``reasoning``) is kept in
+  :attr:`Call.reasoning`, never parsed as the answer and never shown to the model again.
+* An empty or non-text answer parses as an invalid action for that turn.
+
+Two ways to drive it: :meth:`OpenAIPolicy.decide` plays one turn of one episode (thread-safe
+across episodes; :mod:`webshop_gym.runs.served` keeps up to ``concurrency`` episodes in
+flight with it), and :meth:`OpenAIPolicy.act_batch` is the batch-policy protocol of
+:func:`~webshop_gym.runs.evaluation.rollout` and :func:`~webshop_gym.runs.demos.make_demos` (the slots'
+requests are sent together, ``concurrency`` at a time; a failed call there is an invalid action).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from webshop_gym.agents.batch import unbatch_infos
+from webshop_gym.agents.grammar import find_blocks
+from webshop_gym.agents.parse import ParsedAction
+from webshop_gym.agents.prompts import PromptFormat, Turn, admissible_actions, make_prompt
+from webshop_gym.error import DependencyNotInstalled, Error
+
+__all__ = ["MAX_CONCURRENCY", "Call", "Decision", "OpenAIPolicy", "ServedModelError", "Session", "require_openai"]
+
+OPENAI_PIP = "pip install 'webshop-gym[openai]'"
+#: The most requests in flight ``--concurrency`` allows.
+MAX_CONCURRENCY = 1024
+#: Longest server-directed wait (``Retry-After``) that is honoured; longer ones are capped.
+MAX_RETRY_AFTER = 120.0
+_RETRY_STATUS = (408, 409, 429)
+
+
+class ServedModelError(Error):
+    """The endpoint cannot be used: unreachable, the model is not served, the key is refused."""
+
+
+def require_openai():
+    """Import and return the ``openai`` package or raise :class:`DependencyNotInstalled`."""
+    try:
+        import openai
+    except ImportError as exc:
+        raise DependencyNotInstalled(f"the served-model policy needs the openai client ({exc}); install it with "
+                                     f"`{OPENAI_PIP}`") from exc
+    return openai
+
+
+@dataclass
+class Call:
+    """The outcome of one model turn (after every retry).
+
+    Attributes:
+        text: the answer's content (``""`` for an empty or non-text answer; ``None`` on error).
+        reasoning: the reasoning the server sent apart, if any.
+        prompt_tokens, completion_tokens: the server's ``usage`` of the successful request
+            (``None``: not sent).
+        latency_s: wall time of the turn, retries and waits included.
+        requests: HTTP requests sent (1 + retries).
+        retries: requests repeated after a retryable failure.
+        finish_reason: the choice's ``finish_reason``.
+        error: why the turn failed (one line), ``None`` when it succeeded.
+    """
+
+    text: str | None = None
+    reasoning: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    latency_s: float = 0.0
+    requests: int = 0
+    retries: int = 0
+    finish_reason: str | None = None
+    error: str | None = None
+    non_text: bool = False
+
+    def usage(self) -> dict:
+        """``{"prompt_tokens", "completion_tokens"}`` (``None`` where unknown)."""
+        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens}
+
+
+@dataclass
+class Decision:
+    """One turn: the action to take, how the answer was parsed, and the call."""
+
+    action: str
+    parsed: ParsedAction | None
+    call: Call
+
+    def model_record(self) -> dict | None:
+        """The run file's ``model`` entry (``None`` when the call failed)."""
+        if self.parsed is None:
+            return None
+        p = self.parsed
+        return {"response": self.call.text, "action": p.action, "valid": bool(p.valid), "format_ok": bool(p.format_ok),
+                "mapped": bool(p.mapped), "reason": p.reason}
+
+
+@dataclass
+class Session:
+    """One episode's conversation: its earlier turns and the seed of its requests."""
+
+    goal_index: int = -1
+    seed: int = 0
+    turns: list[Turn] = field(default_factory=list)
+
+
+class _Retryable(Exception):
+    """A failure worth another request (the message is the one-line reason)."""
+
+    def __init__(self, message: str, wait: float | None = None):
+        super().__init__(message)
+        self.wait = wait
+
+
+class OpenAIPolicy:
+    """A chat model behind an OpenAI-compatible endpoint, acting in WebShop.
+
+    Args:
+        model: the served model's name (``--served-model-name`` of vLLM, SGLang's
+            ``--served-model-name``, the hosted API's model id).
+        base_url: the API's root (``http://127.0.0.1:8000/v1``); default ``$OPENAI_BASE_URL``,
+            else the client's default (OpenAI's API).
+        api_key: the key; default the variable ``api_key_env`` names (``OPENAI_API_KEY``); a
+            local server without a key works (a placeholder is sent).
+        api_key_env: the environment variable holding the key.
+        prompt: a prompt format or its name (``think-answer``, ``react``, ``verl-agent``).
+        max_new_tokens: ``max_tokens`` of each request.
+        temperature: ``0`` is greedy; above 0 samples (with ``top_p`` and a per-request seed made
+            from ``seed``, the goal and the step).
+        top_p: nucleus mass (sent when sampling).
+        seed: base seed of the sampling requests.
+        timeout: seconds one request may take.
+        max_retries: retries of a failing turn (backoff ``backoff * 2**k`` seconds with jitter,
+            at most ``max_backoff``; a ``Retry-After`` up to 120 s is honoured instead).
+        closest: map an inadmissible answer to the closest admissible action.
+        concurrency: requests in flight at most (the evaluation's episodes in flight, and the
+            thread pool of :meth:`act_batch`), 1 to 1,024.
+        stop: stop at the format's closing tag (``</answer>``); the tag is put back into the
+            recorded answer when the server cut it off.
+        request_options: extra fields of every request body (e.g. ``{"max_completion_tokens":
+            256}`` for APIs that want it, or vLLM's ``{"top_k": 20}``).
+        client: an ``openai.OpenAI`` client to use instead of building one.
+        backoff, max_backoff: the first retry's wait and the longest wait, in seconds.
+
+    Example:
+        >>> policy = OpenAIPolicy("qwen-webshop", base_url="http://127.0.0.1:8000/v1")  # doctest: +SKIP
+        >>> evaluate(policy, split="test", out="runs/qwen.jsonl")  # doctest: +SKIP
+    """
+
+    name = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
+        prompt: str | PromptFormat = "think-answer",
+        max_new_tokens: int = 256,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int = 0,
+        timeout: float = 60.0,
+        max_retries: int = 5,
+        closest: bool = False,
+        concurrency: int = 8,
+        stop: bool = True,
+        request_options: Mapping[str, Any] | None = None,
+        client=None,
+        backoff: float = 0.5,
+        max_backoff: float = 30.0,
+    ):
+        if not isinstance(model, str) or not model:
+            raise ServedModelError(f"model must be a non-empty name, got {model!r}")
+        _check_number("max_new_tokens", max_new_tokens, 1, integer=True)
+        _check_number("temperature", temperature, 0.0)
+        _check_number("top_p", top_p, 0.0, 1.0)
+        _check_number("timeout", timeout, 0.0, strict_low=True)
+        _check_number("max_retries", max_retries, 0, integer=True)
+        _check_number("concurrency", concurrency, 1, MAX_CONCURRENCY, integer=True)
+        _check_number("backoff", backoff, 0.0)
+        _check_number("max_backoff", max_backoff, 0.0)
+        self.model = model
+        self.prompt = make_prompt(prompt)
+        self.max_new_tokens = int(max_new_tokens)
+        self.temperature = float(temperature)
+        self.top_p = float(top_p)
+        self.seed = int(seed)
+        self.timeout = float(timeout)
+        self.max_retries = int(max_retries)
+        self.closest = bool(closest)
+        self.concurrency = int(concurrency)
+        self.stop = bool(stop)
+        self.request_options = dict(request_options or {})
+        self.backoff, self.max_backoff = float(backoff), float(max_backoff)
+        self._rng = np.random.default_rng(self.seed)
+        self._rng_lock = threading.Lock()
+        if client is None:
+            openai = require_openai()
+            if api_key is None:
+                if api_key_env != "OPENAI_API_KEY" and api_key_env not in os.environ:
+                    raise ServedModelError(f"--api-key-env: the environment variable {api_key_env!r} is not set")
+                api_key = os.environ.get(api_key_env) or "EMPTY"  # local servers take any key
+            base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+            client = openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=self.timeout)
+        self.client = client
+        self.base_url = str(getattr(client, "base_url", base_url or "")).rstrip("/")
+        self._pool: ThreadPoolExecutor | None = None
+        self._sessions: list[Session] = []
+        self.last: list[ParsedAction | None] = []
+        self.last_responses: list[str | None] = []
+        self.last_calls: list[Call | None] = []
+
+    def __repr__(self) -> str:
+        return f"OpenAIPolicy({self.model!r}, base_url={self.base_url!r}, prompt={self.prompt.name!r})"
+
+    @property
+    def settings(self) -> dict:
+        """What decides the answers (the run file's ``policy_settings``; ``--resume`` compares them)."""
+        return {"model": self.model, "prompt": self.prompt.name, "max_new_tokens": self.max_new_tokens,
+                "temperature": self.temperature, "top_p": self.top_p, "seed": self.seed, "closest": self.closest,
+                "stop": self.stop, "request_options": self.request_options}
+
+    # -- the endpoint ------------------------------------------------------------------------------
+
+    def check(self) -> list[str]:
+        """Check that the endpoint answers and serves :attr:`model`; return the served models.
+
+        Raises:
+            ServedModelError: unreachable, the key is refused, or the model is not served (with a
+                close match).  An endpoint without ``GET /models`` is taken on trust.
+        """
+        openai = require_openai()
+        where = self.base_url or "the default endpoint"
+        try:
+            page = self.client.models.list()
+            served = [str(m.id) for m in getattr(page, "data", []) or []]
+        except openai.APITimeoutError:
+            raise ServedModelError(f"{where} did not answer within {self.timeout:g} s (--base-url, --timeout)") from None
+        except openai.APIConnectionError as exc:
+            cause = exc.__cause__ or exc
+            raise ServedModelError(f"cannot reach {where} ({_one_line(cause)}); is the server running? "
+                                   "(--base-url or $OPENAI_BASE_URL)") from None
+        except openai.AuthenticationError:
+            raise ServedModelError(f"{where} refused the API key (status 401); set $OPENAI_API_KEY or "
+                                   "--api-key-env NAME") from None
+        except openai.NotFoundError:
+            return []  # no model listing: taken on trust
+        except openai.APIStatusError as exc:
+            raise ServedModelError(f"{where} answered GET /models with status {exc.status_code}") from None
+        if served and self.model not in served:
+            from webshop_gym.error import close_match
+
+            hint = close_match(self.model, served)
+            shown = ", ".join(served[:10]) + (" ..." if len(served) > 10 else "")
+            raise ServedModelError(f"model {self.model!r} is not served at {where}; it serves: {shown}"
+                                   + (f" (did you mean {hint!r}?)" if hint else ""))
+        return served
+
+    def close(self) -> None:
+        """Close the HTTP client and the thread pool."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+        close = getattr(self.client, "close", None)
+        if callable(close):
+            close()
+
+    def _backoff(self, attempt: int) -> float:
+        base = min(self.max_backoff, self.backoff * 2.0**attempt)
+        with self._rng_lock:
+            return base * (0.5 + 0.5 * float(self._rng.random()))
+
+    def request_body(self, messages: list[dict], seed: int | None = None) -> dict:
+        """The keyword arguments of one ``chat.completions.create`` call."""
+        body: dict[str, Any] = {"model": self.model, "messages": messages, "max_tokens": self.max_new_tokens,
+                                "temperature": self.temperature}
+        if self.temperature > 0:
+            body["top_p"] = self.top_p
+            if seed is not None:
+                body["seed"] = int(seed) % 2**31
+        if self.stop and self.prompt.stop:
+            body["stop"] = list(self.prompt.stop)
+        extra = dict(self.request_options)
+        known = {k: extra.pop(k) for k in list(extra) if k in body or k in ("max_completion_tokens", "n", "user")}
+        body.update(known)
+        if "max_completion_tokens" in body:
+            body.pop("max_tokens", None)
+        if extra:
+            body["extra_body"] = extra
+        return body
+
+    def complete(self, messages: list[dict], seed: int | None = None) -> Call:
+        """One turn: send ``messages`` and retry what is worth retrying; never raises for the server's faults."""
+        openai = require_openai()
+        call = Call()
+        body = self.request_body(messages, seed)
+        started = time.perf_counter()
+        attempt = 0
+        while True:
+            call.requests += 1
+            try:
+                raw = self.client.chat.completions.with_raw_response.create(**body)
+                self._read(raw.http_response.content, call)
+                break
+            except _Retryable as exc:
+                reason, wait = str(exc), exc.wait
+            except openai.APITimeoutError:
+                reason, wait = f"timed out after {self.timeout:g} s", None
+            except openai.APIConnectionError as exc:
+                reason, wait = f"connection error ({_one_line(exc.__cause__ or exc)})", None
+            except openai.APIStatusError as exc:
+                status = exc.status_code
+                reason = f"status {status}: {_status_text(exc)}"
+                if status not in _RETRY_STATUS and status < 500:
+                    call.error = reason  # a bad request, a refused key, a prompt over the context: not retried
+                    break
+                wait = _retry_after(exc.response.headers)
+            if attempt >= self.max_retries:
+                call.error = reason + (f" (after {attempt} retries)" if attempt else "")
+                break
+            delay = self._backoff(attempt) if wait is None else min(max(wait, 0.0), MAX_RETRY_AFTER)
+            attempt += 1
+            call.retries += 1
+            time.sleep(delay)
+        call.latency_s = time.perf_counter() - started
+        return call
+
+    def _read(self, content: bytes, call: Call) -> None:
+        """Fill ``call`` from a response body; raise :class:`_Retryable` when it is malformed."""
+        try:
+            data = json.loads(content)
+        except (ValueError, UnicodeDecodeError):
+            raise _Retryable(f"malformed response body (not JSON: {content[:60]!r})") from None
+        choices = data.get("choices") if isinstance(data, dict) else None
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise _Retryable("malformed response body (no choices)")
+        choice = choices[0]
+        message = choice.get("message")
+        if not isinstance(message, dict):
+            raise _Retryable("malformed response body (no message)")
+        content_value = message.get("content")
+        text, non_text = _text_of(content_value)
+        call.non_text = non_text
+        reasoning = message.get("reasoning_content")
+        if reasoning is None:
+            reasoning = message.get("reasoning")
+        call.reasoning = reasoning if isinstance(reasoning, str) else None
+        call.finish_reason = choice.get("finish_reason") if isinstance(choice.get("finish_reason"), str) else None
+        if text and self.stop and call.finish_reason == "stop" and self.prompt.answer_tag:
+            text = _close_answer(text, self.prompt.answer_tag)
+        call.text = text
+        usage = data.get("usage")
+        if isinstance(usage, dict):
+            call.prompt_tokens = _count(usage.get("prompt_tokens"))
+            call.completion_tokens = _count(usage.get("completion_tokens"))
+
+    # -- one episode's turn ----------------------------------------------------------------------
+
+    def new_session(self, info: Mapping[str, Any] | None = None, seed: int | None = None) -> Session:
+        """A new episode's conversation."""
+        goal = int(info["goal_index"]) if info and "goal_index" in info else -1
+        return Session(goal, self.seed if seed is None else int(seed))
+
+    def decide(self, session: Session, obs: str, info: Mapping[str, Any]) -> Decision:
+        """Ask the model for the episode's next action (call from any thread; one turn per episode at a time)."""
+        admissible = admissible_actions(info)
+        messages = self.prompt.messages(obs, info, session.turns)
+        call = self.complete(messages, seed=session.seed + len(session.turns))
+        if call.error is not None:
+            return Decision("", None, call)
+        text = call.text or ""
+        parsed = self.prompt.parse_detailed(text, admissible, self.closest)
+        if call.non_text or not text.strip():
+            parsed = ParsedAction(parsed.action, False, False, False,
+                                  "non-text answer" if call.non_text else "empty answer", parsed.thought)
+        session.turns.append(Turn(obs, parsed.action, text, tuple(admissible)))
+        return Decision(parsed.action, parsed, call)
+
+    # -- the Policy protocol (one slot) and the batch protocol ---------------------------------------
+
+    def reset(self, info: dict[str, Any] | None = None) -> None:
+        """Start a new episode in slot 0 (single-env use)."""
+        self._sessions[:1] = [self.new_session(info)]
+
+    def act(self, obs: str, info: dict[str, Any]) -> str:
+        """Return the action for one env (slot 0)."""
+        return self.act_batch([obs], [info])[0]
+
+    def act_batch(self, observations: Sequence[str], infos) -> list[str]:
+        """One action per slot (``""`` for idle slots and for turns whose calls failed).
+
+        A slot whose ``info["steps"] == 0`` starts a new conversation.  Afterwards :attr:`last`
+        holds each slot's :class:`~webshop_gym.agents.parse.ParsedAction`, :attr:`last_responses`
+        the raw answers and :attr:`last_calls` the :class:`Call` records.
+        """
+        n = len(observations)
+        infos = unbatch_infos(infos, n)
+        while len(self._sessions) < n:
+            self._sessions.append(Session())
+        active = [i for i, info in enumerate(infos) if not info.get("idle") and "instruction" in info]
+        for i in active:
+            if infos[i].get("steps") == 0:
+                self._sessions[i] = self.new_session(infos[i])
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="webshop-openai")
+        futures = {i: self._pool.submit(self.decide, self._sessions[i], observations[i], infos[i]) for i in active}
+        actions = [""] * n
+        self.last, self.last_responses, self.last_calls = [None] * n, [None] * n, [None] * n
+        for i, future in futures.items():
+            decision = future.result()
+            actions[i] = decision.action
+            self.last[i], self.last_responses[i], self.last_calls[i] = decision.parsed, decision.call.text, decision.call
+        return actions
+
+
+# -- helpers ----------------------------------------------------------------------------------------
+
+
+def _check_number(name: str, value, low=None, high=None, integer: bool = False, strict_low: bool = False) -> None:
+    from webshop_gym.error import InvalidArgument
+
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if ok and integer:
+        ok = isinstance(value, int)
+    if ok and low is not None:
+        ok = value > low if strict_low else value >= low
+    if ok and high is not None:
+        ok = value <= high
+    if not ok:
+        what = "an integer" if integer else "a number"
+        bounds = (f" > {low}" if strict_low else f" >= {low}") if low is not None else ""
+        bounds += f" and <= {high}" if high is not None else ""
+        raise InvalidArgument(f"{name} must be {what}{bounds}, got {value!r}")
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text[:200]
+
+
+def _status_text(exc) -> str:
+    body = getattr(exc, "body", None)
+    message = None
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        message = inner.get("message") if isinstance(inner, dict) else inner
+    return _one_line(Exception(message or getattr(exc, "message", "") or "error"))
+
+
+def _retry_after(headers) -> float | None:
+    """Seconds a ``retry-after-ms`` / ``Retry-After`` header asks to wait (``None``: none or not a number)."""
+    if headers is None:
+        return None
+    for name, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) / divisor
+        except ValueError:
+            continue
+        if math.isfinite(seconds):
+            return max(seconds, 0.0)
+    return None
+
+
+def _text_of(content) -> tuple[str, bool]:
+    """The answer's text and whether it was not text (``None`` content counts as empty text)."""
+    if content is None:
+        return "", False
+    if isinstance(content, str):
+        return content, False
+    if isinstance(content, list):  # content parts
+        parts = [p.get("text") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        if parts:
+            return "".join(parts), False
+    return "", True
+
+
+def _count(value) -> int | None:
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _close_answer(text: str, tag: str) -> str:
+    """Put back the closing tag a stop sequence cut off (the answer block is open at the end)."""
+    blocks = find_blocks(text, tag)
+    if blocks and not blocks[-1].closed:
+        return text + f"</{tag}>"
+    return text

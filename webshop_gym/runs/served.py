@@ -1,0 +1,697 @@
+"""Evaluate a served model: many episodes in flight on one shared engine, fault-tolerant, resumable.
+
+:func:`evaluate_served` is what :func:`webshop_gym.runs.evaluation.evaluate` runs for a policy that
+plays episodes turn by turn over the network (:class:`~webshop_gym.agents.openai.OpenAIPolicy`,
+``openai:MODEL``).  Episodes advance independently: up to ``concurrency`` of them are in flight,
+each with at most one model request outstanding and its turns in order.  All of them step one
+:class:`~webshop_gym.engine.Engine` with one slot per episode in flight, owned by the calling
+thread; worker threads only build prompts, wait for the server and parse answers.  The answers
+that arrived together are stepped as one batch.
+
+* An episode whose model call still fails after the policy's retries ends as **errored**: the
+  steps it took are kept, ``errored``/``error`` mark it, and it never counts towards Score or SR.
+* The run file (``out``) is written as episodes finish (goal order; see
+  :class:`~webshop_gym.runs.run.RunWriter`); on Ctrl-C every finished episode is written.
+* ``resume=True`` reads ``out``, checks that its ``run`` line matches this evaluation (shop
+  fingerprint, goals, split, prompt, model, sampling settings; :class:`ResumeMismatch`
+  otherwise), plays only the missing and errored episodes and rewrites the file in goal order,
+  so the finished file reads like an uninterrupted run's.
+* ``shard=(i, n)`` plays the ``i``-th of ``n`` contiguous blocks of the goals (``--shard i/n``),
+  so several processes can share a split; ``webshop-gym report`` reads the shards as one run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from webshop_gym.error import Error
+
+__all__ = ["ResumeMismatch", "evaluate_served", "is_served", "parse_shard", "play", "shard_goals"]
+
+#: The run line's fields that must match for ``--resume`` (with the fingerprint and the policy settings).
+RESUME_KEYS = ("policy", "prompt", "split", "goals", "num_goals", "shard", "seed", "max_steps", "observation_mode")
+
+
+class ResumeMismatch(Error):
+    """``--resume`` was given a run file written by another evaluation."""
+
+
+def is_served(policy) -> bool:
+    """Whether ``policy`` plays episodes turn by turn over the network (``openai:MODEL`` or such an object)."""
+    if isinstance(policy, str):
+        return policy.startswith("openai:")
+    return callable(getattr(policy, "decide", None)) and callable(getattr(policy, "new_session", None))
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"i/n"`` -> ``(i, n)`` with ``0 <= i < n`` (raises ``ValueError`` with the reason)."""
+    parts = str(text).split("/")
+    try:
+        i, n = (int(p, 10) for p in parts)
+    except ValueError:
+        raise ValueError(f"must be i/n with integers 0 <= i < n, got {text!r}") from None
+    if n < 1 or not 0 <= i < n:
+        raise ValueError(f"must be i/n with integers 0 <= i < n, got {text!r}")
+    return i, n
+
+
+def shard_goals(goals: Sequence[int], shard: tuple[int, int] | None) -> list[int]:
+    """The ``i``-th of ``n`` contiguous, nearly equal blocks of ``goals`` (all of them without a shard)."""
+    goals = list(goals)
+    if shard is None:
+        return goals
+    i, n = shard
+    return goals[i * len(goals) // n : (i + 1) * len(goals) // n]
+
+
+# -- the loop ----------------------------------------------------------------------------------------
+
+
+def _slim(info: dict) -> dict:
+    from webshop_gym.runs.evaluation import _SLIM_KEYS
+
+    return {k: info[k] for k in _SLIM_KEYS if k in info}
+
+
+class _Progress:
+    """The progress bar's counters: episodes done, SR so far, requests in flight, tokens/s, retries."""
+
+    def __init__(self, total: int, desc: str | None):
+        self.bar = None
+        if desc is not None:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, desc=desc, unit="ep", file=sys.stderr, dynamic_ncols=True)
+        self.started = time.perf_counter()
+        self.done = self.successes = self.errored = self.retries = self.tokens = 0
+        self.in_flight = 0
+        self._shown = 0.0
+
+    def update(self, episode: dict | None = None, force: bool = False) -> None:
+        if episode is not None:
+            self.done += 1
+            self.errored += int(bool(episode.get("errored")))
+            self.successes += int(bool(episode.get("success")))
+        if self.bar is None:
+            return
+        now = time.perf_counter()
+        if episode is not None:
+            self.bar.update(1)
+        if force or now - self._shown > 0.25:
+            self._shown = now
+            scored = self.done - self.errored
+            sr = f"{100.0 * self.successes / scored:.1f}%" if scored else "-"
+            rate = self.tokens / (now - self.started) if now > self.started else 0.0
+            self.bar.set_postfix_str(f"SR {sr}, in flight {self.in_flight}, {rate:,.0f} tok/s, "
+                                     f"retries {self.retries}, errored {self.errored}", refresh=False)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.update(force=True)
+            self.bar.close()
+
+
+def play(
+    policy,
+    shop,
+    goals: Sequence[int],
+    concurrency: int | None = None,
+    seed: int = 0,
+    max_steps: int = 15,
+    observation_mode: str = "text",
+    on_episode: Callable[[dict], None] | None = None,
+    progress: str | None = None,
+    stats: dict | None = None,
+) -> list[dict]:
+    """Play one episode per goal with up to ``concurrency`` in flight; return the records in goal order.
+
+    Args:
+        policy: an object with ``new_session(info, seed)`` and ``decide(session, obs, info)``
+            returning a :class:`~webshop_gym.agents.openai.Decision` (thread-safe across sessions).
+        shop: the :class:`~webshop_gym.shop.Shop`.
+        goals: the goal indices to play.
+        concurrency: episodes (and requests) in flight at most (default: the policy's).
+        seed: base of the per-episode seeds (:func:`~webshop_gym.runs.evaluation.episode_seed`).
+        max_steps: step cap per episode.
+        observation_mode: what the policy sees.
+        on_episode: called with each finished record (with its ``trajectory``), in finishing order.
+        progress: show a progress bar with this description.
+        stats: filled with ``requests_max_in_flight`` and ``engine_steps``.
+
+    Returns:
+        Records as :func:`~webshop_gym.runs.evaluation.rollout` makes them, plus ``errored`` (and
+        ``error``), ``tokens`` ``{"prompt", "completion"}`` (``None`` when the server sent no
+        usage), ``requests``, ``retries``, ``latency_s``; trajectory entries add ``usage``,
+        ``latency_s``, ``retries``, ``reasoning``, ``finish_reason``.
+    """
+    from webshop_gym.engine import Engine
+    from webshop_gym.runs.evaluation import episode_seed
+
+    goals = [int(g) for g in goals]
+    n = max(1, min(int(concurrency or getattr(policy, "concurrency", 8)), len(goals) or 1))
+    engine = Engine(shop, n, observation_mode=observation_mode, max_steps=max_steps)
+    jobs: queue.Queue = queue.Queue()
+    done: queue.Queue = queue.Queue()
+    stop = threading.Event()
+
+    def worker() -> None:
+        while not stop.is_set():
+            job = jobs.get()
+            if job is None:
+                return
+            slot, session, obs, info, token = job
+            try:
+                result: Any = policy.decide(session, obs, info)
+            except BaseException as exc:  # a bug of the policy: handed to the loop, which raises it
+                result = exc
+            done.put((slot, token, result))
+
+    threads = [threading.Thread(target=worker, name=f"webshop-served-{k}", daemon=True) for k in range(n)]
+    for thread in threads:
+        thread.start()
+    pending = list(reversed(goals))
+    current: list[dict | None] = [None] * n
+    sessions: list[Any] = [None] * n
+    tokens = [0] * n  # a slot's episode number: a late answer of an older episode is ignored
+    results: dict[int, dict] = {}
+    progress_bar = _Progress(len(goals), progress)
+    in_flight = max_in_flight = engine_steps = 0
+
+    def submit(slot: int) -> None:
+        nonlocal in_flight, max_in_flight
+        info = engine.info(slot)
+        obs = engine.observe(slot)
+        current[slot]["_obs"], current[slot]["_info"] = obs, info
+        jobs.put((slot, sessions[slot], obs, info, tokens[slot]))
+        in_flight += 1
+        max_in_flight = max(max_in_flight, in_flight)
+
+    def start(slots: list[int]) -> None:
+        live = []
+        for slot in slots:
+            if not pending:
+                current[slot] = None
+                continue
+            goal = pending.pop()
+            live.append((slot, goal))
+        if not live:
+            return
+        engine.reset([s for s, _ in live], [g for _, g in live])
+        for slot, goal in live:
+            tokens[slot] += 1
+            info = engine.info(slot)
+            sessions[slot] = policy.new_session(info, seed=episode_seed(seed, goal))
+            current[slot] = {"goal_index": goal, "invalid_actions": 0, "trajectory": [], "errored": False,
+                             "tokens": {"prompt": 0, "completion": 0}, "requests": 0, "retries": 0, "latency_s": 0.0}
+            submit(slot)
+
+    def finish(slot: int, episode: dict) -> None:
+        episode.pop("_obs", None)
+        episode.pop("_info", None)
+        results[episode["goal_index"]] = episode
+        progress_bar.update(episode)
+        if on_episode is not None:
+            on_episode(episode)
+
+    try:
+        start(list(range(n)))
+        progress_bar.in_flight = in_flight
+        while len(results) < len(goals):
+            try:
+                batch = [done.get(timeout=0.5)]
+            except queue.Empty:
+                progress_bar.update(force=True)
+                continue
+            while True:
+                try:
+                    batch.append(done.get_nowait())
+                except queue.Empty:
+                    break
+            stepping: list[int] = []
+            actions: list[str] = []
+            restart: list[int] = []
+            for slot, token, decision in batch:
+                in_flight -= 1
+                if isinstance(decision, BaseException):
+                    raise decision
+                if token != tokens[slot] or current[slot] is None:
+                    continue
+                episode = current[slot]
+                call = decision.call
+                _account(episode, call)
+                progress_bar.retries += call.retries
+                progress_bar.tokens += (call.prompt_tokens or 0) + (call.completion_tokens or 0)
+                if call.error is not None:
+                    episode.update(errored=True, error=call.error, reward=0.0, success=False,
+                                   steps=int(episode["_info"]["steps"]), purchased=False, truncated=False,
+                                   final_observation=episode["_obs"], final_info=_slim(episode["_info"]))
+                    current[slot] = None
+                    finish(slot, episode)
+                    restart.append(slot)
+                    continue
+                entry: dict[str, Any] = {"observation": episode["_obs"], "info": _slim(episode["_info"]),
+                                         "action": decision.action, "usage": call.usage(),
+                                         "latency_s": round(call.latency_s, 6), "retries": call.retries,
+                                         "reasoning": call.reasoning, "finish_reason": call.finish_reason}
+                model = decision.model_record()
+                if model is not None:
+                    entry["model"] = model
+                episode["trajectory"].append(entry)
+                stepping.append(slot)
+                actions.append(decision.action)
+            if stepping:
+                rewards, terminated, truncated = engine.step(stepping, actions)
+                engine_steps += 1
+                for k, slot in enumerate(stepping):
+                    episode = current[slot]
+                    info = engine.info(slot)
+                    episode["invalid_actions"] += int(bool(info.get("invalid_action")))
+                    if not (terminated[k] or truncated[k]):
+                        submit(slot)
+                        continue
+                    reward = float(rewards[k]) if terminated[k] else 0.0
+                    episode.update(reward=reward, success=bool(reward == 1.0), steps=int(info["steps"]),
+                                   purchased=bool(terminated[k]), truncated=bool(truncated[k]),
+                                   final_observation=engine.observe(slot), final_info=_slim(info))
+                    for key in ("reward_info", "purchased_asin", "purchased_options", "purchased_price"):
+                        if key in info:
+                            episode[key] = info[key]
+                    current[slot] = None
+                    finish(slot, episode)
+                    restart.append(slot)
+            if restart:
+                start(restart)
+            progress_bar.in_flight = in_flight
+            progress_bar.update()
+    finally:
+        stop.set()
+        for _ in threads:
+            jobs.put(None)
+        progress_bar.close()
+    if stats is not None:
+        stats.update(requests_max_in_flight=max_in_flight, engine_steps=engine_steps, concurrency=n)
+    return [results[g] for g in goals]
+
+
+def _account(episode: dict, call) -> None:
+    """Add one call's usage, requests, retries and latency to the episode's totals."""
+    episode["requests"] += call.requests
+    episode["retries"] += call.retries
+    episode["latency_s"] = round(episode["latency_s"] + call.latency_s, 6)
+    totals = episode["tokens"]
+    for key, value in (("prompt", call.prompt_tokens), ("completion", call.completion_tokens)):
+        if value is None:
+            if call.error is None:
+                totals[key] = None  # the server sent no usage: the total is unknown
+        elif totals[key] is not None:
+            totals[key] += int(value)
+
+
+# -- the evaluation ------------------------------------------------------------------------------------
+
+
+def make_served_policy(spec, seed: int = 0, **kwargs: Any):
+    """``"openai:MODEL"`` (with :class:`~webshop_gym.agents.openai.OpenAIPolicy` arguments) or a policy object."""
+    if isinstance(spec, str):
+        from webshop_gym.agents.openai import OpenAIPolicy
+
+        return OpenAIPolicy(spec[len("openai:"):], **{"seed": seed, **kwargs})
+    if kwargs:
+        raise TypeError(f"arguments {sorted(kwargs)} only apply to openai:MODEL policies, not {type(spec).__name__}")
+    return spec
+
+
+def evaluate_served(
+    policy,
+    shop,
+    split: str | None = "test",
+    seed: int = 0,
+    max_steps: int = 15,
+    num_goals: int | None = None,
+    observation_mode: str = "text",
+    progress: bool = False,
+    keep_episodes: bool = True,
+    out: str | os.PathLike | None = None,
+    run_settings: dict | None = None,
+    concurrency: int | None = None,
+    resume: bool = False,
+    shard: tuple[int, int] | None = None,
+    check: bool = True,
+    **policy_kwargs: Any,
+) -> dict:
+    """:func:`~webshop_gym.runs.evaluation.evaluate` for a served policy (see the module docstring).
+
+    Args:
+        policy: ``"openai:MODEL"`` or an object with ``new_session`` and ``decide``.
+        shop: a loaded :class:`~webshop_gym.shop.Shop`.
+        split, seed, max_steps, num_goals, observation_mode, progress, keep_episodes, out,
+            run_settings: as :func:`~webshop_gym.runs.evaluation.evaluate` takes them.
+        concurrency: episodes in flight (default: the policy's ``concurrency``).
+        resume: continue the run in ``out`` (see the module docstring).
+        shard: ``(i, n)``: play only the ``i``-th of ``n`` blocks of the goals.
+        check: check the endpoint and the model before starting (``policy.check()``).
+        **policy_kwargs: :class:`~webshop_gym.agents.openai.OpenAIPolicy` arguments for ``openai:MODEL``.
+
+    Returns:
+        The result :func:`~webshop_gym.runs.evaluation.evaluate` returns, with ``errored``,
+        ``tokens``, ``requests``, ``retries`` (see :func:`~webshop_gym.runs.evaluation.summarize`)
+        and ``concurrency``.
+    """
+    from webshop_gym.runs.evaluation import summarize
+
+    if resume and out is None:
+        raise Error("--resume needs --out (the run file to continue)")
+    if concurrency is not None and not 1 <= int(concurrency) <= 1024:
+        raise Error(f"concurrency must be in 1-1024, got {concurrency}")
+    split = None if split == "all" else split
+    all_goals = list(shop.goals.split_range(split))
+    if num_goals is not None:
+        all_goals = all_goals[: int(num_goals)]
+    goals = shard_goals(all_goals, shard)
+    agent = make_served_policy(policy, seed=seed, **policy_kwargs)
+    owned = agent is not policy
+    n = int(concurrency or getattr(agent, "concurrency", 8))
+    settings = _run_line(policy, agent, split, seed, max_steps, n, observation_mode, shard, run_settings)
+    kept: list[dict] = []
+    todo = goals
+    writer = None
+    try:
+        if resume and out is not None and Path(out).is_file():
+            kept, todo = _prepare_resume(out, shop, goals, settings)
+        if check and todo and callable(getattr(agent, "check", None)):
+            agent.check()
+        started = time.perf_counter()
+        stats: dict = {}
+        if out is not None:
+            from webshop_gym.runs.run import RunWriter
+
+            writer = RunWriter(out, shop, todo, append=bool(kept) or (resume and Path(out).is_file()),
+                               **settings)
+        played = play(agent, shop, todo, concurrency=n, seed=seed, max_steps=max_steps,
+                      observation_mode=observation_mode, on_episode=None if writer is None else writer.add,
+                      progress="eval" if progress else None, stats=stats)
+    except BaseException:
+        if writer is not None:
+            writer.close()  # every finished episode stays in the file; no summary line
+        raise
+    finally:
+        if owned:
+            agent.close()
+    wall = time.perf_counter() - started
+    episodes = sorted(kept + played, key=lambda e: e["goal_index"])
+    if [e["goal_index"] for e in episodes] != goals:
+        if writer is not None:
+            writer.close()
+        raise RuntimeError(f"evaluation covered {len(episodes)} goals, expected each of {len(goals)} exactly once")
+    result = summarize(episodes)
+    counts = result["counts"]
+    result.update(
+        policy=settings["policy"], shop=str(shop.path), fingerprint=shop.fingerprint(), goal_kind=shop.goals.kind,
+        split=split or "all", goals=[goals[0], goals[-1] + 1] if goals else [0, 0], num_envs=n, concurrency=n,
+        seed=seed, max_steps=max_steps, wall_s=wall, steps_per_s=counts["steps"] / wall if wall > 0 else None,
+        env_steps=stats.get("engine_steps", 0), requests_max_in_flight=stats.get("requests_max_in_flight", 0),
+    )
+    if shard is not None:
+        result["shard"] = list(shard)
+    if resume:
+        result["resumed"] = {"kept": len(kept), "played": len(played)}
+    if writer is not None:
+        writer.close(result if not kept else None)
+        if kept or not _in_goal_order(out):
+            _rewrite_in_goal_order(out, goals, result)
+        result["run_file"] = str(out)
+    if not keep_episodes:
+        return result
+    result["episodes_detail"] = [{k: v for k, v in e.items() if k not in ("trajectory", "final_observation",
+                                                                          "final_info")} for e in episodes]
+    return result
+
+
+def _run_line(spec, agent, split, seed, max_steps, concurrency, observation_mode, shard, extra) -> dict:
+    name = spec if isinstance(spec, str) else f"openai:{getattr(agent, 'model', getattr(agent, 'name', 'served'))}"
+    settings_of = getattr(agent, "settings", None)
+    policy_settings = dict(settings_of) if isinstance(settings_of, dict) else {}
+    prompt = policy_settings.pop("prompt", None) or getattr(getattr(agent, "prompt", None), "name", None)
+    out = {"policy": name, "prompt": prompt, "split": split or "all", "seed": seed, "max_steps": max_steps,
+           "num_envs": concurrency, "concurrency": concurrency, "num_workers": 0, "observation_mode": observation_mode,
+           "policy_settings": policy_settings}
+    if shard is not None:
+        out["shard"] = list(shard)
+    out.update(extra or {})
+    return out
+
+
+# -- resume ------------------------------------------------------------------------------------------------
+
+
+def _compare_header(path, header: dict, shop, settings: dict, goals: list[int]) -> None:
+    from webshop_gym.runs.log import fingerprint_difference
+
+    where = f"--resume: {path}"
+    if not header:
+        raise ResumeMismatch(f"{where} has no run line (not written by `webshop-gym eval --out`)")
+    recorded = header.get("fingerprint")
+    if isinstance(recorded, dict):
+        problem = fingerprint_difference(recorded, shop)
+        if problem is not None:
+            raise ResumeMismatch(f"{where} was written on another shop or goal set ({problem})")
+    expected = {**{k: settings.get(k) for k in RESUME_KEYS}, "goals": [goals[0], goals[-1] + 1] if goals else [0, 0],
+                "num_goals": len(goals)}
+    for key in RESUME_KEYS:
+        if header.get(key) != expected.get(key):
+            raise ResumeMismatch(f"{where} was written with {key} {header.get(key)!r}, this command has "
+                                 f"{expected.get(key)!r} (same settings, or another --out)")
+    mine, theirs = settings.get("policy_settings") or {}, header.get("policy_settings") or {}
+    for key in sorted(set(mine) | set(theirs)):
+        if mine.get(key) != theirs.get(key):
+            raise ResumeMismatch(f"{where} was written with {key} {theirs.get(key)!r}, this command has "
+                                 f"{mine.get(key)!r} (same settings, or another --out)")
+
+
+def _prepare_resume(path, shop, goals: list[int], settings: dict) -> tuple[list[dict], list[int]]:
+    """Check the run line, keep the finished episodes, rewrite the file with only them; return (kept, to play)."""
+    from webshop_gym.runs.run import load_run
+
+    run = load_run(path, require_episodes=False)
+    _compare_header(path, run.header, shop, settings, goals)
+    keep: dict[int, Any] = {}
+    for episode in run.episodes:
+        ok = not episode.log.record.get("errored") and (episode.purchased or episode.truncated)
+        if ok:
+            keep[episode.goal_index] = episode
+        else:
+            keep.pop(episode.goal_index, None)
+    wanted = set(goals)
+    keep = {g: e for g, e in keep.items() if g in wanted}
+    lines = _episode_lines(path)
+    tmp = Path(str(path) + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        handle.write(lines["run"][0] + "\n")
+        for goal in goals:
+            if goal in keep:
+                for line in lines[keep[goal].log.episode]:
+                    handle.write(line + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+    kept = [keep[g].record() for g in goals if g in keep]
+    return kept, [g for g in goals if g not in keep]
+
+
+def _episode_lines(path) -> dict[str, list[str]]:
+    """A run file's lines by episode id (``"run"``: the run line); later episodes of an id replace earlier ones."""
+    out: dict[str, list[str]] = {}
+    with open(path, encoding="utf-8") as handle:
+        for text in handle:
+            if not text.endswith("\n"):
+                break  # a write cut off by a crash
+            line = text.rstrip("\n")
+            if not line.strip():
+                continue
+            record = json.loads(line)
+            kind = record.get("type")
+            if kind == "run":
+                out["run"] = [line]
+            elif kind == "episode":
+                out[record["episode"]] = [line]
+            elif kind == "step" and record.get("episode") in out:
+                out[record["episode"]].append(line)
+    return out
+
+
+def _in_goal_order(path) -> bool:
+    last = -1
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            if '"type": "episode"' in line[:40]:
+                goal = json.loads(line)["goal_index"]
+                if goal < last:
+                    return False
+                last = goal
+    return True
+
+
+def _rewrite_in_goal_order(path, goals: list[int], result: dict) -> None:
+    """Rewrite a run file with its episodes in goal order and the summary line (atomically)."""
+    from webshop_gym.runs.log import dumps_line
+    from webshop_gym.runs.run import SUMMARY_KEYS, now_iso
+
+    lines = _episode_lines(path)
+    header = json.loads(lines["run"][0])
+    tmp = Path(str(path) + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        handle.write(lines["run"][0] + "\n")
+        for goal in goals:
+            for line in lines.get(f"g{goal}", []):
+                handle.write(line + "\n")
+        summary = {k: result[k] for k in SUMMARY_KEYS if k in result}
+        handle.write(dumps_line({"type": "summary", "run": header.get("run"), "finished": now_iso(),
+                                 "result": summary}) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+# -- accounting ------------------------------------------------------------------------------------------
+
+
+def accounting(episodes: Sequence[dict]) -> dict:
+    """Errored episodes, tokens, requests and retries over episode records (errored ones included).
+
+    Returns:
+        ``errored`` (episodes), ``tokens``: ``prompt``, ``completion``, ``total`` (sums of what
+        the server reported), ``per_episode`` (total / episodes), ``unknown`` (episodes whose
+        server sent no usage for some turn); ``requests`` and ``retries``.
+    """
+    prompt = completion = unknown = 0
+    for e in episodes:
+        tokens = e.get("tokens") or {}
+        if tokens.get("prompt") is None or tokens.get("completion") is None:
+            unknown += 1
+        prompt += int(tokens.get("prompt") or 0)
+        completion += int(tokens.get("completion") or 0)
+    n = len(episodes)
+    return {
+        "errored": sum(bool(e.get("errored")) for e in episodes),
+        "tokens": {"prompt": prompt, "completion": completion, "total": prompt + completion,
+                   "per_episode": (prompt + completion) / n if n else None, "unknown": unknown},
+        "requests": sum(int(e.get("requests") or 0) for e in episodes),
+        "retries": sum(int(e.get("retries") or 0) for e in episodes),
+    }
+
+
+def cost(tokens: dict | None, price_input: float | None, price_output: float | None) -> float | None:
+    """The cost of ``tokens`` at prices per million prompt / completion tokens (``None`` without prices)."""
+    if not tokens or (price_input is None and price_output is None):
+        return None
+    return (tokens.get("prompt", 0) * (price_input or 0.0) + tokens.get("completion", 0) * (price_output or 0.0)) / 1e6
+
+
+def accounting_rows(result: dict) -> list[tuple[str, str]]:
+    """The rows ``eval``'s table adds for a served model (errored episodes, tokens, requests, cost)."""
+    tokens = result.get("tokens") or {}
+    episodes = result["counts"]["episodes"] + result.get("errored", 0)
+    per = tokens.get("per_episode")
+    unknown = tokens.get("unknown", 0)
+    rows = [
+        ("errored episodes", f"{result.get('errored', 0)} of {episodes} (not scored: the model's calls failed)"),
+        ("tokens", f"{tokens.get('total', 0):,} ({tokens.get('prompt', 0):,} prompt + {tokens.get('completion', 0):,} "
+                   f"completion; {per:,.0f} per episode)" if per is not None else "-"),
+        ("requests / retries", f"{result.get('requests', 0):,} / {result.get('retries', 0):,}"),
+    ]
+    if unknown:
+        rows[1] = (rows[1][0], rows[1][1] + f"; {unknown} episodes without usage from the server")
+    if result.get("cost") is not None:
+        rows.append(("cost", f"{result['cost']:.4f} (at the prices given per million tokens)"))
+    return rows
+
+
+# -- command line ------------------------------------------------------------------------------------------
+
+
+def _shard_type(text: str) -> tuple[int, int]:
+    import argparse
+
+    try:
+        return parse_shard(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _concurrency_type(text: str) -> int:
+    import argparse
+
+    try:
+        value = int(text, 10)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 1024:
+        raise argparse.ArgumentTypeError(f"must be an integer in 1-1024, got {text!r}")
+    return value
+
+
+def add_arguments(parser) -> None:
+    """``webshop-gym eval``'s arguments of ``openai:MODEL`` policies."""
+    from webshop_gym.cli import argtypes as types
+
+    group = parser.add_argument_group("openai:MODEL policies (also --prompt, --max-new-tokens, --sample, "
+                                      "--temperature, --top-p, --closest)")
+    group.add_argument("--base-url", metavar="URL",
+                       help="the API's root, e.g. http://127.0.0.1:8000/v1 (default $OPENAI_BASE_URL, else OpenAI's)")
+    group.add_argument("--api-key-env", metavar="NAME", default="OPENAI_API_KEY",
+                       help="environment variable holding the API key (default OPENAI_API_KEY; a local server "
+                            "needs none)")
+    group.add_argument("--concurrency", metavar="N", type=_concurrency_type,
+                       help="episodes (and model requests) in flight, 1-1024 (default 8)")
+    group.add_argument("--timeout", metavar="S", type=types.positive_float, default=60.0,
+                       help="seconds one request may take (default 60)")
+    group.add_argument("--max-retries", metavar="K", type=types.non_negative_int, default=5,
+                       help="retries of a failing request: 429, 5xx, timeouts, dropped connections, malformed "
+                            "bodies; exponential backoff with jitter, Retry-After honoured (default 5)")
+    group.add_argument("--no-stop", action="store_true",
+                       help="do not send the format's closing tag as a stop sequence (APIs that refuse `stop`)")
+    group.add_argument("--resume", action="store_true",
+                       help="continue the run in --out: check its settings, play only its missing and errored "
+                            "episodes, rewrite it in goal order")
+    group.add_argument("--shard", metavar="I/N", type=_shard_type,
+                       help="play only block I of N (0-based) of the goals; `report` reads the N shard files as one run")
+    group.add_argument("--price-input", metavar="USD", type=types.non_negative_float,
+                       help="price per million prompt tokens (the summary shows the cost)")
+    group.add_argument("--price-output", metavar="USD", type=types.non_negative_float,
+                       help="price per million completion tokens")
+
+
+def check_served_arguments(args) -> None:
+    """Refuse ``openai:MODEL`` flags given to another policy, and sampling flags without ``--sample``."""
+    served = str(args.policy).startswith("openai:")
+    if not served:
+        given = [flag for flag, value in (("--base-url", args.base_url), ("--concurrency", args.concurrency),
+                                          ("--resume", args.resume), ("--shard", args.shard),
+                                          ("--price-input", args.price_input), ("--price-output", args.price_output),
+                                          ("--no-stop", args.no_stop)) if value not in (None, False)]
+        if given:
+            raise Error(f"{', '.join(given)} apply to openai:MODEL policies only, not {args.policy!r}")
+        return
+    if not args.sample and (args.temperature != 1.0 or args.top_p != 1.0 or args.top_k):
+        raise Error("--temperature, --top-p and --top-k need --sample (without it, decoding is greedy: temperature 0)")
+    if args.top_k:
+        raise Error("--top-k is not part of the OpenAI API; openai:MODEL policies take --temperature and --top-p")
+    if args.resume and not args.out:
+        raise Error("--resume needs --out RUN.jsonl (the run to continue)")
+
+
+def served_kwargs(args) -> dict:
+    """:func:`~webshop_gym.runs.evaluation.evaluate` keyword arguments of an ``openai:MODEL`` policy."""
+    return {"base_url": args.base_url, "api_key_env": args.api_key_env, "prompt": args.prompt,
+            "max_new_tokens": args.max_new_tokens, "temperature": args.temperature if args.sample else 0.0,
+            "top_p": args.top_p if args.sample else 1.0, "closest": args.closest, "timeout": args.timeout,
+            "max_retries": args.max_retries, "stop": not args.no_stop,
+            "concurrency": args.concurrency or 8, "resume": args.resume, "shard": args.shard}

@@ -1,0 +1,138 @@
+"""Shards of one evaluation (``eval --shard i/n``) read as one run, or merged into one run file.
+
+Several ``eval`` processes can share a split: ``--shard i/n`` plays the ``i``-th of ``n``
+contiguous blocks of the goals, each into its own run file.  :func:`group_shards` finds the run
+files that are shards of the same evaluation (same shop, goal set, policy, prompt, settings; only
+the shard differs) and :func:`merge_runs` reads them as one :class:`~webshop_gym.runs.run.Run`
+(episodes in goal order, figures over all of them); ``webshop-gym report`` does this on its
+own.  :func:`merge_shards` writes the merged run file (a ``run`` line without ``shard``, the
+episodes in goal order, a ``summary`` line) for ``replay`` and the viewer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from webshop_gym.runs.run import Run, RunEpisode, load_run
+
+__all__ = ["group_shards", "merge_runs", "merge_shards", "shard_key"]
+
+#: Run-line fields that differ between the shards of one evaluation.
+_PER_SHARD = ("run", "created", "shard", "goals", "num_goals", "arguments", "concurrency", "num_envs", "num_workers",
+              "package")
+
+
+def shard_key(header: dict) -> str | None:
+    """What the shards of one evaluation share (``None`` for a run that is not a shard)."""
+    if not isinstance(header.get("shard"), list):
+        return None
+    common = {k: v for k, v in header.items() if k not in _PER_SHARD}
+    common["shards"] = header["shard"][1]
+    return json.dumps(common, sort_keys=True, default=str)
+
+
+def merge_runs(runs: Sequence[Run]) -> tuple[Run, list[str]]:
+    """One run of the shards ``runs`` (of one evaluation) and notes on what is missing.
+
+    Raises:
+        ValueError: the runs are not shards of one evaluation, or two hold the same goal.
+    """
+    from webshop_gym.runs.evaluation import summarize
+
+    keys = {shard_key(r.header) for r in runs}
+    if None in keys or len(keys) != 1:
+        raise ValueError("only shards of one evaluation (eval --shard i/n, same settings) can be merged")
+    total = runs[0].header["shard"][1]
+    indices = sorted(r.header["shard"][0] for r in runs)
+    notes = []
+    if len(set(indices)) != len(indices):
+        raise ValueError(f"shard {[i for i in indices if indices.count(i) > 1][0]} of {total} is given twice")
+    missing = [i for i in range(total) if i not in indices]
+    if missing:
+        notes.append(f"shards {', '.join(map(str, missing))} of {total} are missing")
+    episodes: list = []
+    seen: set[int] = set()
+    for run in sorted(runs, key=lambda r: r.header["shard"][0]):
+        for e in run.episodes:
+            if e.goal_index in seen:
+                raise ValueError(f"goal {e.goal_index} is in two shards")
+            seen.add(e.goal_index)
+            episodes.append(e)
+    episodes.sort(key=lambda e: e.goal_index)
+    merged = [RunEpisode(i, e.log, e.reward, e.success, e.purchased, e.truncated, e.steps, e.invalid_actions, e.causes)
+              for i, e in enumerate(episodes)]
+    header = {k: v for k, v in runs[0].header.items() if k not in ("shard", "run", "created")}
+    ranges = [r.header.get("goals") or [0, 0] for r in runs]
+    header.update(shards=total, goals=[min(g[0] for g in ranges), max(g[1] for g in ranges)],
+                  num_goals=sum(int(r.header.get("num_goals") or 0) for r in runs),
+                  created=min(str(r.header.get("created") or "") for r in runs))
+    figures = summarize([e.record() for e in merged])
+    summary = None
+    if not missing and all(r.complete for r in runs):
+        walls = [float((r.summary.get("result") or {}).get("wall_s") or 0.0) for r in runs]
+        summary = {"type": "summary", "result": {**figures, "wall_s": max(walls), "shards": total}}
+    elif not missing:
+        notes.append("some shards have no summary line (their evaluations did not finish)")
+    return Run(runs[0].path, header, merged, summary, figures), notes
+
+
+def group_shards(labelled: Sequence[tuple[str, Run]]) -> tuple[list[tuple[str, Run]], list[str]]:
+    """Merge the shards among ``(label, run)`` pairs (in the place of the first shard of each); other runs stay."""
+    groups: dict[str, list[int]] = {}
+    for i, (_, run) in enumerate(labelled):
+        key = shard_key(run.header)
+        if key is not None:
+            groups.setdefault(key, []).append(i)
+    out, notes = [], []
+    for i, (label, run) in enumerate(labelled):
+        key = shard_key(run.header)
+        if key is None:
+            out.append((label, run))
+            continue
+        members = groups[key]
+        if members[0] != i:
+            continue
+        merged, problems = merge_runs([labelled[k][1] for k in members])
+        name = _common_name([labelled[k][0] for k in members])
+        notes += [f"{name}: {p}" for p in problems]
+        out.append((name, merged))
+    return out, notes
+
+
+def _common_name(labels: list[str]) -> str:
+    prefix = os.path.commonprefix(labels).rstrip("._-/ ")
+    return (prefix or labels[0]) + f" ({len(labels)} shards)"
+
+
+def merge_shards(paths: Sequence[str | os.PathLike], out: str | os.PathLike) -> Run:
+    """Write the shards' merged run file to ``out`` (episodes in goal order, a summary line); return the run."""
+    from webshop_gym.runs.log import dumps_line
+    from webshop_gym.runs.run import now_iso
+
+    runs = [load_run(p) for p in paths]
+    merged, notes = merge_runs(runs)
+    if notes:
+        from webshop_gym.error import Error
+
+        raise Error(f"cannot merge: {'; '.join(notes)}")
+    lines: dict[str, list[str]] = {}
+    for path in paths:
+        from webshop_gym.runs.served import _episode_lines
+
+        lines.update({k: v for k, v in _episode_lines(path).items() if k != "run"})
+    header = {"type": "run", "format": runs[0].header.get("format", 2), "run": runs[0].header.get("run"),
+              **{k: v for k, v in merged.header.items() if k not in ("type", "format", "run")}}
+    tmp = Path(str(out) + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        handle.write(dumps_line(header) + "\n")
+        for e in merged.episodes:
+            for line in lines[e.log.episode]:
+                handle.write(line + "\n")
+        result = dict(merged.summary["result"]) if merged.summary else dict(merged.figures)
+        handle.write(dumps_line({"type": "summary", "run": header["run"], "finished": now_iso(), "result": result})
+                     + "\n")
+    os.replace(tmp, out)
+    return load_run(out)
