@@ -85,10 +85,10 @@ class Replayed:
 
     n: int
     pages: dict[int, str] = field(default_factory=dict)
-    searches: list[dict] = field(default_factory=list)  # per search: step, query, rank (0: not in the top 50), total
     problem: str = ""  # the first difference from the log
     unavailable: str = ""  # why no page could be made (the run's shop cannot be loaded, ...)
     made: int = 0  # states the replay reached (fewer than n + 1 when the log goes on after the end)
+    complete: bool = True  # the replay went to the last step (else it stopped after the window)
 
     def has(self, k: int) -> bool:
         """Whether page ``k`` is held."""
@@ -96,7 +96,7 @@ class Replayed:
 
     def nbytes(self) -> int:
         """Bytes charged in the page cache."""
-        return sum(len(p) for p in self.pages.values()) + 200 * len(self.searches) + 1024
+        return sum(len(p) for p in self.pages.values()) + 1024
 
 
 @dataclass
@@ -255,10 +255,41 @@ class RunLibrary:
         """The re-created pages of ``episode`` around step ``k`` (replayed once per window, then cached)."""
         key = (str(index.path), index.header.get("run"), episode.position, episode.log.episode, len(episode.log.steps))
         done = self.pages.get(key)
-        if done is None or (not done.unavailable and not done.has(k) and k < done.made):
+        if done is None or (not done.unavailable and not done.has(k) and (k < done.made or not done.complete)):
             done = self._worker.submit(self._replay, index, episode, k).result()
             self.pages.put(key, done, done.nbytes())
         return done
+
+    def searches(self, index: RunIndex, episode: RunEpisode) -> list[dict] | None:
+        """Per search of the episode, the target's rank in the engine's results (``None``: no shop here)."""
+        key = ("searches", str(index.path), episode.position, len(episode.log.steps))
+        found = self.pages.get(key)
+        if found is None:
+            found = self._worker.submit(self._searches, index, episode).result()
+            self.pages.put(key, found, 200 * len(found or ()) + 256)
+        return found or None
+
+    def _searches(self, index: RunIndex, episode: RunEpisode) -> list[dict]:
+        from webshop_gym.core.actions import parse_action
+        from webshop_gym.core.sim import SPECIAL_QUERIES
+
+        shop, _ = self._shop(index.header, episode)
+        if shop is None or episode.goal_index >= len(shop.goals):
+            return []
+        target = int(shop.goals.target[episode.goal_index])
+        asked = []
+        for s in episode.log.steps:
+            name, arg = parse_action(s.get("action"))
+            if name == "search" and arg and not s.get("invalid_action") and arg.split(" ")[0] not in SPECIAL_QUERIES:
+                asked.append((int(s["step"]), arg))
+        unique = list(dict.fromkeys(arg for _, arg in asked))
+        results = dict(zip(unique, shop.search_batch(unique))) if unique else {}
+        out = []
+        for step, arg in asked:
+            rows = np.asarray(results[arg])
+            hit = np.flatnonzero(rows == target) if target >= 0 else []
+            out.append({"step": step, "query": arg, "rank": int(hit[0]) + 1 if len(hit) else 0, "total": int(len(rows))})
+        return out
 
     def _shop(self, header: dict, episode: RunEpisode):
         record = episode.log.shop
@@ -280,39 +311,40 @@ class RunLibrary:
         return self._worker.submit(self._shop, index.header, episode).result()[0]
 
     def _replay(self, index: RunIndex, episode: RunEpisode, k: int) -> Replayed:
-        from webshop_gym.env import WebShopEnv
+        """Replay up to the end of the window around ``k``; render HTML only for the pages kept.
 
-        n = len(episode.log.steps)
+        The env steps in the logged observation mode when observations were logged (they are
+        compared), else in ``url`` mode (the cheapest); pages are rendered in ``html`` only
+        inside the window, so a long episode costs about 0.1 ms per step before it.
+        """
+        from webshop_gym.env import WebShopEnv
+        from webshop_gym.recorder import Episode
+
+        log = episode.log
+        n = len(log.steps)
         shop, why = self._shop(index.header, episode)
         if shop is None:
             return Replayed(n, unavailable=why)
         if episode.goal_index >= len(shop.goals):
             return Replayed(n, unavailable=f"the shop has no goal {episode.goal_index}")
-        mode = episode.log.record.get("observation_mode") or index.header.get("observation_mode") or "text"
-        env = WebShopEnv(shop=shop, max_steps=episode.log.max_steps, observation_mode="html")
+        mode = log.record.get("observation_mode") or index.header.get("observation_mode") or "text"
+        logged = "observation" in log.record or any("observation" in s for s in log.steps[:1])
+        env_mode = mode if logged else "url"
+        env = WebShopEnv(shop=shop, max_steps=log.max_steps, observation_mode=env_mode)
         engine = env.unwrapped.engine
-        target = int(shop.goals.target[episode.goal_index])
         low, high = k - PAGE_WINDOW, k + PAGE_WINDOW
-        out = Replayed(n)
+        stop = n if n <= 2 * PAGE_WINDOW + 2 else min(n, high + 1)
+        out = Replayed(n, complete=stop == n)
 
-        def keep(page: str) -> None:
+        def keep(obs: str) -> None:
             i = out.made
             out.made += 1
             if i <= 1 or low <= i <= high or i >= n - 1:
-                out.pages[i] = page
-            if i == 0:
-                return
-            results = engine.state.results[0]
-            record = episode.log.steps[i - 1]
-            action = record.get("action")
-            if (results is not None and isinstance(action, str) and action.startswith("search[")
-                    and not engine.invalid[0]):
-                rows = np.asarray(results)
-                hit = np.flatnonzero(rows == target) if target >= 0 else []
-                out.searches.append({"step": i, "query": action[7:-1], "rank": int(hit[0]) + 1 if len(hit) else 0,
-                                     "total": int(len(rows))})
+                out.pages[i] = obs if env_mode == "html" else engine.observe(0, "html")
 
-        _, out.problem = replay_episode(env, episode.log, mode=mode, on_state=keep)
+        part = log if stop == n else Episode(log.episode, log.goal_index, log.shop, log.instruction,
+                                             log.actions[:stop], log.steps[:stop], log.record, log.line)
+        _, out.problem = replay_episode(env, part, mode=mode if logged else None, on_state=keep)
         env.close()
         return out
 
@@ -390,17 +422,18 @@ def _target_options(options) -> str:
     return ", ".join(str(v) for v in options or [])
 
 
-@functools.lru_cache(maxsize=256)
-def _intervals(key: tuple, rewards: bytes, successes: bytes) -> dict:
-    r = np.frombuffer(rewards, dtype=np.float64)
-    s = np.frombuffer(successes, dtype=bool)
-    return {"score": score_interval(r, RESAMPLES, 0), "sr": sr_interval(s)}
+_INTERVALS = ByteLRU(1 << 20)
 
 
 def stats_of(index: RunIndex) -> dict:
     """Score and SR with the one interval method (:mod:`webshop_gym.intervals`), cached per file state."""
-    t = index.table()
-    return _intervals((str(index.path), index.size, index.mtime_ns), t.reward.tobytes(), t.success.tobytes())
+    key = (str(index.path), index.size, index.mtime_ns)
+    found = _INTERVALS.get(key)
+    if found is None:
+        t = index.table()
+        found = {"score": score_interval(t.reward, RESAMPLES, 0), "sr": sr_interval(t.success)}
+        _INTERVALS.put(key, found, 1024)
+    return found
 
 
 def _describe(header: dict) -> dict:
@@ -734,7 +767,7 @@ def episode_page(run: str, position: int):
         abort(404, f"The episode has {n} steps; states run from 0 to {n}.")
     replayed = library.replayed(loaded, episode, k)
     shop = None if replayed.unavailable else library.shop_of(loaded, episode)
-    diagnosis = diagnose(episode, shop=shop, searches=None if replayed.unavailable else replayed.searches)
+    diagnosis = diagnose(episode, shop=shop, searches=None if shop is None else library.searches(loaded, episode))
     record = episode.log.steps[k] if k < n else None
     target = dict(episode.log.record.get("target") or {})
     target.setdefault("instruction", episode.instruction)
