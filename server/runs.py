@@ -799,7 +799,11 @@ def _css_string(text: str) -> str:
 
 
 def _marked(html: str, episode: RunEpisode, k: int) -> str:
-    """The env's page with the viewer's marks: the element action ``k + 1`` clicked, the target product."""
+    """The env's page as the stepper shows it: marked, without its script, without image placeholders.
+
+    Marks: the element action ``k + 1`` clicked (or the search box with the query typed) and the
+    target product's row on a results page.
+    """
     rules = ["span.thumb { display: none !important; }",
              ".results li { min-height: 0 !important; }"]
     record = episode.log.steps[k] if k < len(episode.log.steps) else None
@@ -819,6 +823,9 @@ def _marked(html: str, episode: RunEpisode, k: int) -> str:
         sel = f"a.product-link[data-action={_css_string('click[' + asin.lower() + ']')} i]"
         rules.append(f"li:has(> {sel}) {{ background: #e6fcf5 !important; box-shadow: inset 4px 0 0 #0ca678; }}")
         rules.append(f"{sel}::after {{ content: \"  \\2190  target\"; color: #0ca678; font-weight: 700; }}")
+    # The frame runs no script (its sandbox has no allow-scripts): drop the page's one script and
+    # its autofocus, which the browser would only report as blocked.
+    html = re.sub(r"<script>.*?</script>", "", html, flags=re.S).replace(" autofocus>", ">")
     style = "<style>" + "\n".join(rules) + "</style>"
     if "</head>" in html:
         return html.replace("</head>", style + "</head>", 1)
