@@ -38,6 +38,7 @@ def index():
         css=stylesheet(), page="menu", human=True, nav=Nav(menu=url_for("menu.index")),
         shop=store.shop, products=len(store.shop.catalog), num_goals=len(goals), kind=goals.kind,
         splits=splits, max_steps=store.engine.max_steps, sessions=len(store), max_sessions=store.max_sessions,
+        config_view_functions=current_app.view_functions,
     )
 
 

@@ -3,121 +3,149 @@
 Routes (``<run>`` is a run file's name in ``DIR`` without ``.jsonl``, ``<episode>`` the
 episode's position in the file, from 0):
 
-* ``GET /runs/``: the runs (policy, split, Score, SR, date), and a form to compare two.
-* ``GET /runs/<run>``: the run's settings and figures and a sortable, filterable episode table
-  (query ``sort``, ``desc``, ``q``, ``outcome``, ``cause``, ``category``).
-* ``GET /runs/<run>/<episode>?step=k``: the episode's stepper: the page the agent saw before
-  its action ``k + 1`` (the env's HTML of that state, re-created by replaying the logged
-  actions in a :class:`~webshop_gym.envs.env.WebShopEnv` in ``html`` mode, so text-mode runs show
-  pages too), the action, the model's output, and after the last step the score breakdown and
-  the target.
-* ``GET /runs/<run>/<episode>/page/<k>``: that page itself, exactly the env's HTML (shown in a
-  sandboxed frame of the stepper).
-* ``GET /runs/<a>/vs/<b>``: goal by goal, which run solved what; ``.../vs/<b>/<goal>``: the two
+* ``GET /runs/``: the runs (shop, goal set, policy, prompt, split, Score and SR with their
+  intervals, date), settings that differ only by seed aggregated, and a form to compare two.
+* ``GET /runs/<run>``: the run's settings, figures and failure tags, and its episodes, a page
+  at a time, sorted and filtered on the server (query ``sort``, ``desc``, ``q``, ``outcome``,
+  ``cause``, ``tag``, ``category``, ``page``, ``per``).
+* ``GET /runs/<run>/episodes.csv`` and ``.../episodes.jsonl``: the episodes (the filtered,
+  sorted set) as ``eval --json --episodes`` reports them, plus the viewer's columns.
+* ``GET /runs/<run>/<episode>?step=k``: the episode's diagnosis (what was bought against the
+  target, the named misses, where the target was in each search, the failure tag) and its
+  stepper: the page the agent saw before action ``k + 1`` (re-created by replaying the logged
+  actions in a :class:`~webshop_gym.envs.env.WebShopEnv` in ``html`` mode), with the element it
+  clicked and the target product highlighted, the action and the model's output.
+* ``GET /runs/<run>/<episode>/page/<k>``: that page itself, exactly the env's HTML
+  (``?mark=1``: with the viewer's highlights, as the stepper shows it).
+* ``GET /runs/<a>/vs/<b>``: goal by goal, which run solved what, when both runs played the same
+  shop and goal set (else the figures side by side only); ``.../vs/<b>/<goal>``: the two
   episodes of one goal side by side.
 
-Replays run on one worker thread (the search engine's Java VM is entered from it only), and
-both the parsed runs and the re-created pages are cached within a byte budget
-(``RUNS_CACHE_BYTES``, ``RUNS_PAGE_CACHE_BYTES``).
+Each run file is indexed once (:class:`~webshop_gym.runs.index.RunIndex`: byte offsets and a
+compact summary per episode; a file that grows is read on from where it was, one that is
+replaced is read again); files above ``RUNS_INDEX_INLINE_BYTES`` are indexed on a background
+thread, with a progress line on stderr, while every page stays available.  An episode is read
+from disk when it is opened.  Parsed episodes, re-created pages (per episode, a window of
+steps around the one shown) and sorted orders are cached within byte budgets.
 """
 
 from __future__ import annotations
 
 import base64
+import csv
 import functools
 import hashlib
+import io
 import json
+import math
 import re
+import sys
 import threading
-from collections import Counter, OrderedDict
+import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from flask import Blueprint, abort, current_app, redirect, render_template, request, url_for
+from markupsafe import escape
 
 from webshop_gym.error import DataError, Error
 from webshop_gym.render.html import Nav, stylesheet
+from webshop_gym.runs.diagnosis import SOLVED, TAG_RULES, TAGS, diagnose
+from webshop_gym.runs.index import IndexTable, RunIndex, export_record
+from webshop_gym.runs.intervals import METHOD, RESAMPLES, fmt, score_interval, sr_interval
 from webshop_gym.runs.log import fingerprint_difference, load_logged_shop, replay_episode
-from webshop_gym.runs.run import CAUSES, Run, RunEpisode, load_run
+from webshop_gym.runs.run import CAUSES, RunEpisode
+from webshop_gym.utils.bytelru import ByteLRU
 
 __all__ = ["RunLibrary", "bp", "get_library", "init_app"]
 
 EXTENSION = "webshop_gym_runs"
 SUFFIX = ".jsonl"
-#: Estimated bytes of memory per byte of run file once parsed (measured: docs/runs.md).
-PARSED_PER_FILE_BYTE = 4
+#: Steps of a long episode whose pages are kept on either side of the one shown.
+PAGE_WINDOW = 100
+#: Episodes per run page (default, most).
+PER_PAGE, MAX_PER_PAGE = 100, 1000
+#: Steps listed on either side of the current one in the stepper.
+LIST_WINDOW = 50
 
 bp = Blueprint("runs", __name__, url_prefix="/runs")
 
 
-class ByteLRU:
-    """A least-recently-used map bounded by the total size of its values (as the caller states it)."""
+@dataclass
+class Replayed:
+    """Pages of an episode re-created by the env: ``pages[k]`` is the state after ``k`` actions.
 
-    def __init__(self, budget: int):
-        self.budget = int(budget)
-        self.used = 0
-        self._items: OrderedDict[Any, tuple[Any, int]] = OrderedDict()
-        self._lock = threading.Lock()
+    Only a window of steps is kept for a long episode (``pages`` maps step -> HTML).
+    """
 
-    def get(self, key):
-        """The value of ``key`` (``None`` when absent), now the most recently used."""
-        with self._lock:
-            item = self._items.get(key)
-            if item is None:
-                return None
-            self._items.move_to_end(key)
-            return item[0]
+    n: int
+    pages: dict[int, str] = field(default_factory=dict)
+    problem: str = ""  # the first difference from the log
+    unavailable: str = ""  # why no page could be made (the run's shop cannot be loaded, ...)
+    made: int = 0  # states the replay reached (fewer than n + 1 when the log goes on after the end)
+    complete: bool = True  # the replay went to the last step (else it stopped after the window)
 
-    def put(self, key, value, size: int) -> None:
-        """Keep ``value`` (not at all when it alone exceeds the budget), evicting the oldest."""
-        with self._lock:
-            old = self._items.pop(key, None)
-            if old is not None:
-                self.used -= old[1]
-            if size > self.budget:
-                return
-            while self._items and self.used + size > self.budget:
-                _, (_, freed) = self._items.popitem(last=False)
-                self.used -= freed
-            self._items[key] = (value, size)
-            self.used += size
+    def has(self, k: int) -> bool:
+        """Whether page ``k`` is held."""
+        return k in self.pages
+
+    def nbytes(self) -> int:
+        """Bytes charged in the page cache."""
+        return sum(len(p) for p in self.pages.values()) + 1024
 
 
 @dataclass
-class Replayed:
-    """An episode's pages re-created by the env: ``pages[k]`` is the state after ``k`` actions."""
+class Entry:
+    """A run file's state in the library: its index (when read), or why it cannot be read, or progress."""
 
-    pages: list[str]
-    problem: str = ""  # the first difference from the log
-    unavailable: str = ""  # why no page could be made (the run's shop cannot be loaded, ...)
+    path: Path
+    index: RunIndex | None = None
+    error: str = ""
+    error_stat: tuple = ()
+    job: Any = None
+    progress: tuple = (0, 0, 0)  # bytes read, file size, episodes
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 class RunLibrary:
-    """The run files of a folder, parsed and replayed on demand, cached within byte budgets.
+    """The run files of a folder, indexed once, read and replayed on demand, cached within byte budgets.
 
     Args:
         folder: the folder of ``*.jsonl`` run files.
-        cache_bytes: memory for parsed runs (estimated as ``PARSED_PER_FILE_BYTE`` x file size).
+        cache_bytes: memory for episodes read back from disk (charged 3 x their bytes on disk).
         page_cache_bytes: memory for re-created pages (their characters).
+        inline_bytes: files up to this size are indexed within the request; larger ones on the
+            background thread (the pages say how far it got).
+        log: where progress lines of background indexing go (default: stderr).
     """
 
-    def __init__(self, folder: str | Path, cache_bytes: int = 512 << 20, page_cache_bytes: int = 64 << 20):
+    def __init__(self, folder: str | Path, cache_bytes: int = 256 << 20, page_cache_bytes: int = 64 << 20,
+                 inline_bytes: int = 16 << 20, log=None):
         self.folder = Path(folder)
         if not self.folder.is_dir():
             raise DataError(str(folder), "the runs folder does not exist")
-        self.runs = ByteLRU(cache_bytes)
+        self.episodes = ByteLRU(cache_bytes)
         self.pages = ByteLRU(page_cache_bytes)
+        self.orders = ByteLRU(32 << 20)
+        self.inline_bytes = int(inline_bytes)
+        self.log = log
+        self._entries: dict[str, Entry] = {}
+        self._entries_lock = threading.Lock()
         self._shops: dict[str, tuple[Any, str]] = {}
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="webshop-runs")
+        self._indexer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="webshop-runs-index")
 
     def close(self) -> None:
-        """Stop the replay thread."""
+        """Stop the replay and indexing threads."""
+        self._indexer.shutdown(wait=True, cancel_futures=True)
         self._worker.shutdown(wait=True)
 
-    # -- files ----------------------------------------------------------------------------------
+    # -- files and indexes -----------------------------------------------------------------------
 
     def files(self) -> dict[str, Path]:
         """Run name -> file, sorted by name (only regular ``*.jsonl`` files directly in the folder)."""
@@ -127,47 +155,143 @@ class RunLibrary:
                 found[path.name[: -len(SUFFIX)]] = path
         return found
 
-    def load(self, name: str) -> Run:
-        """The run called ``name`` (404 when there is none; the read error as a 422 page)."""
+    def _entry(self, path: Path) -> Entry:
+        with self._entries_lock:
+            entry = self._entries.get(str(path))
+            if entry is None:
+                entry = self._entries[str(path)] = Entry(path)
+            return entry
+
+    def state(self, path: Path, wait: bool = False) -> Entry:
+        """The file's entry, its index brought up to date (inline when small or ``wait``, else in the background)."""
+        entry = self._entry(path)
+        try:
+            stat = path.stat()
+        except OSError as exc:
+            entry.error = str(exc)
+            return entry
+        key = (stat.st_size, stat.st_mtime_ns)
+        if entry.error and entry.error_stat == key:
+            return entry
+        index = entry.index
+        if index is not None and (index.size, index.mtime_ns) == key:
+            return entry
+        if entry.job is not None and not entry.job.done():
+            if wait:
+                entry.job.result()
+            return entry
+        grown = 0 if index is None else stat.st_size - index.consumed
+        if wait or (index is None and stat.st_size <= self.inline_bytes) or (index is not None and 0 <= grown <= self.inline_bytes):
+            self._build(entry, key, incremental=index is not None)
+        else:
+            entry.progress = (0, stat.st_size, 0)
+            entry.job = self._indexer.submit(self._build, entry, key, False, True)
+        return entry
+
+    def _build(self, entry: Entry, key: tuple, incremental: bool, background: bool = False) -> None:
+        started = time.perf_counter()
+        name = entry.path.name
+
+        def progress(done: int, total: int, episodes: int) -> None:
+            entry.progress = (done, total, episodes)
+            if background:
+                self._say(f"indexing {name}: {done / 2**20:,.0f} of {total / 2**20:,.0f} MB, {episodes:,} episodes")
+
+        try:
+            if incremental and entry.index is not None:
+                with entry.lock:
+                    entry.index.refresh(progress)
+                    entry.index.table()
+            else:
+                index = RunIndex(entry.path)
+                index.refresh(progress)
+                index.table()
+                entry.index = index  # swapped in whole: readers never see a half-built index
+            entry.error = ""
+        except (Error, OSError, ValueError) as exc:
+            entry.error, entry.error_stat, entry.index = str(exc), key, None
+        if background:
+            done = entry.index.episodes if entry.index is not None else 0
+            self._say(f"indexed {name}: {done:,} episodes in {time.perf_counter() - started:.1f} s"
+                      + (f" (cannot be read: {entry.error})" if entry.error else ""))
+
+    def _say(self, text: str) -> None:
+        print(f"webshop-gym: {text}", file=self.log or sys.stderr, flush=True)
+
+    def load(self, name: str) -> RunIndex | Entry:
+        """The index of run ``name`` (404 when there is none; 422 when unreadable); an :class:`Entry` while indexing."""
         path = self.files().get(name)
         if path is None:
             abort(404, f"There is no run called {name!r} in the runs folder.")
-        try:
-            return self._load(path)
-        except (Error, OSError) as exc:
-            abort(422, f"The run {name!r} cannot be read: {exc}")
-
-    def _load(self, path: Path) -> Run:
-        stat = path.stat()
-        key = (str(path), stat.st_size, stat.st_mtime_ns)
-        run = self.runs.get(key)
-        if run is None:
-            run = load_run(path, require_episodes=False)
-            self.runs.put(key, run, PARSED_PER_FILE_BYTE * stat.st_size)
-        return run
+        entry = self.state(path)
+        if entry.error:
+            abort(422, f"The run {name!r} cannot be read: {entry.error}")
+        if entry.index is None:
+            return entry
+        return entry.index
 
     def listing(self) -> list[dict]:
-        """A row per run file: the run, or the reason it cannot be read."""
+        """A row per run file: its index, or that it is being indexed, or why it cannot be read."""
         rows = []
         for name, path in self.files().items():
-            try:
-                rows.append({"name": name, "run": self._load(path), "error": ""})
-            except (Error, OSError) as exc:
-                rows.append({"name": name, "run": None, "error": str(exc)})
+            entry = self.state(path)
+            rows.append({"name": name, "index": entry.index, "error": entry.error,
+                         "indexing": entry.index is None and not entry.error, "progress": entry.progress})
         return rows
 
-    # -- replays --------------------------------------------------------------------------------
+    # -- episodes ---------------------------------------------------------------------------------
 
-    def replayed(self, run: Run, episode: RunEpisode) -> Replayed:
-        """The pages of ``episode`` (re-created once, then cached)."""
-        key = (str(run.path), run.header.get("run"), episode.position, episode.log.episode, len(episode.log.steps))
+    def episode(self, index: RunIndex, position: int) -> RunEpisode:
+        """Episode ``position`` of a run, read from disk (cached)."""
+        key = (str(index.path), index.size, index.mtime_ns, position)
+        found = self.episodes.get(key)
+        if found is None:
+            start, end = index.span(position)
+            found = index.episode(position)
+            self.episodes.put(key, found, 3 * (end - start) + 4096)
+        return found
+
+    def replayed(self, index: RunIndex, episode: RunEpisode, k: int) -> Replayed:
+        """The re-created pages of ``episode`` around step ``k`` (replayed once per window, then cached)."""
+        key = (str(index.path), index.header.get("run"), episode.position, episode.log.episode, len(episode.log.steps))
         done = self.pages.get(key)
-        if done is None:
-            done = self._worker.submit(self._replay, run, episode).result()
-            self.pages.put(key, done, sum(len(p) for p in done.pages) + 1024)
+        if done is None or (not done.unavailable and not done.has(k) and (k < done.made or not done.complete)):
+            done = self._worker.submit(self._replay, index, episode, k).result()
+            self.pages.put(key, done, done.nbytes())
         return done
 
-    def _shop(self, run: Run, episode: RunEpisode):
+    def searches(self, index: RunIndex, episode: RunEpisode) -> list[dict] | None:
+        """Per search of the episode, the target's rank in the engine's results (``None``: no shop here)."""
+        key = ("searches", str(index.path), episode.position, len(episode.log.steps))
+        found = self.pages.get(key)
+        if found is None:
+            found = self._worker.submit(self._searches, index, episode).result()
+            self.pages.put(key, found, 200 * len(found or ()) + 256)
+        return found or None
+
+    def _searches(self, index: RunIndex, episode: RunEpisode) -> list[dict]:
+        from webshop_gym.core.actions import parse_action
+        from webshop_gym.core.sim import SPECIAL_QUERIES
+
+        shop, _ = self._shop(index.header, episode)
+        if shop is None or episode.goal_index >= len(shop.goals):
+            return []
+        target = int(shop.goals.target[episode.goal_index])
+        asked = []
+        for s in episode.log.steps:
+            name, arg = parse_action(s.get("action"))
+            if name == "search" and arg and not s.get("invalid_action") and arg.split(" ")[0] not in SPECIAL_QUERIES:
+                asked.append((int(s["step"]), arg))
+        unique = list(dict.fromkeys(arg for _, arg in asked))
+        results = dict(zip(unique, shop.search_batch(unique))) if unique else {}
+        out = []
+        for step, arg in asked:
+            rows = np.asarray(results[arg])
+            hit = np.flatnonzero(rows == target) if target >= 0 else []
+            out.append({"step": step, "query": arg, "rank": int(hit[0]) + 1 if len(hit) else 0, "total": int(len(rows))})
+        return out
+
+    def _shop(self, header: dict, episode: RunEpisode):
         record = episode.log.shop
         key = json.dumps(record, sort_keys=True)
         if key not in self._shops:  # only loaded shops are kept: a shop that appears later is found
@@ -176,31 +300,60 @@ class RunLibrary:
             except (Error, OSError) as exc:
                 return None, f"the run's shop cannot be loaded here ({exc})"
             problem = None
-            recorded = run.header.get("fingerprint")
-            if recorded is not None and record == run.header.get("shop"):
+            recorded = header.get("fingerprint")
+            if recorded is not None and record == header.get("shop"):
                 problem = fingerprint_difference(recorded, shop)
             self._shops[key] = (None, f"the shop here differs from the run's ({problem})") if problem else (shop, "")
         return self._shops[key]
 
-    def _replay(self, run: Run, episode: RunEpisode) -> Replayed:
-        from webshop_gym.envs.env import WebShopEnv
+    def shop_of(self, index: RunIndex, episode: RunEpisode):
+        """The run's shop when it loads here and matches the run's fingerprint, else ``None``."""
+        return self._worker.submit(self._shop, index.header, episode).result()[0]
 
-        shop, why = self._shop(run, episode)
+    def _replay(self, index: RunIndex, episode: RunEpisode, k: int) -> Replayed:
+        """Replay up to the end of the window around ``k``; render HTML only for the pages kept.
+
+        The env steps in the logged observation mode when observations were logged (they are
+        compared), else in ``url`` mode (the cheapest); pages are rendered in ``html`` only
+        inside the window, so a long episode costs about 0.1 ms per step before it.
+        """
+        from webshop_gym.envs.env import WebShopEnv
+        from webshop_gym.runs.log import Episode
+
+        log = episode.log
+        n = len(log.steps)
+        shop, why = self._shop(index.header, episode)
         if shop is None:
-            return Replayed([], unavailable=why)
+            return Replayed(n, unavailable=why)
         if episode.goal_index >= len(shop.goals):
-            return Replayed([], unavailable=f"the shop has no goal {episode.goal_index}")
-        mode = episode.log.record.get("observation_mode") or run.header.get("observation_mode") or "text"
-        env = WebShopEnv(shop=shop, max_steps=episode.log.max_steps, observation_mode="html")
-        pages: list[str] = []
-        _, problem = replay_episode(env, episode.log, mode=mode, on_state=pages.append)
-        return Replayed(pages, problem)
+            return Replayed(n, unavailable=f"the shop has no goal {episode.goal_index}")
+        mode = log.record.get("observation_mode") or index.header.get("observation_mode") or "text"
+        logged = "observation" in log.record or any("observation" in s for s in log.steps[:1])
+        env_mode = mode if logged else "url"
+        env = WebShopEnv(shop=shop, max_steps=log.max_steps, observation_mode=env_mode)
+        engine = env.unwrapped.engine
+        low, high = k - PAGE_WINDOW, k + PAGE_WINDOW
+        stop = n if n <= 2 * PAGE_WINDOW + 2 else min(n, high + 1)
+        out = Replayed(n, complete=stop == n)
+
+        def keep(obs: str) -> None:
+            i = out.made
+            out.made += 1
+            if i <= 1 or low <= i <= high or i >= n - 1:
+                out.pages[i] = obs if env_mode == "html" else engine.observe(0, "html")
+
+        part = log if stop == n else Episode(log.episode, log.goal_index, log.shop, log.instruction,
+                                             log.actions[:stop], log.steps[:stop], log.record, log.line)
+        _, out.problem = replay_episode(env, part, mode=mode if logged else None, on_state=keep)
+        env.close()
+        return out
 
 
 def init_app(app) -> RunLibrary:
     """Attach a :class:`RunLibrary` of the app's ``RUNS`` folder to ``app``."""
-    library = RunLibrary(app.config["RUNS"], cache_bytes=int(app.config.get("RUNS_CACHE_BYTES") or 512 << 20),
-                         page_cache_bytes=int(app.config.get("RUNS_PAGE_CACHE_BYTES") or 64 << 20))
+    library = RunLibrary(app.config["RUNS"], cache_bytes=int(app.config.get("RUNS_CACHE_BYTES") or 256 << 20),
+                         page_cache_bytes=int(app.config.get("RUNS_PAGE_CACHE_BYTES") or 64 << 20),
+                         inline_bytes=int(app.config.get("RUNS_INDEX_INLINE_BYTES") or 16 << 20))
     app.extensions[EXTENSION] = library
     return library
 
@@ -250,11 +403,17 @@ def _headers(response):
 def _render(template: str, **context):
     menu = url_for("menu.index") if "menu.index" in current_app.view_functions else None
     return render_template(template, css=_css(), page="runs", human=True, nav=Nav(menu=menu), causes=CAUSES,
-                           **context)
+                           tags=TAGS, tag_rules=TAG_RULES, pct=fmt, **context)
 
 
-def _pct(value) -> str:
-    return "-" if value is None else f"{value:.1f}"
+def _indexing_page(name: str, entry: Entry):
+    done, total, episodes = entry.progress
+    share = 100.0 * done / total if total else 0.0
+    response = current_app.make_response(_render("runs/indexing.html", name=name, share=share, episodes=episodes,
+                                                  total_mb=total / 2**20))
+    response.status_code = 202
+    response.headers["Retry-After"] = "2"
+    return response
 
 
 def _target_options(options) -> str:
@@ -263,72 +422,313 @@ def _target_options(options) -> str:
     return ", ".join(str(v) for v in options or [])
 
 
-def _stats(run: Run) -> dict:
-    from webshop_gym.runs.stats import bootstrap_ci
-
-    rewards = [e.reward for e in run.episodes]
-    return {"score": bootstrap_ci(rewards, resamples=2000), "sr": bootstrap_ci([e.success for e in run.episodes],
-                                                                              resamples=2000)}
+_INTERVALS = ByteLRU(1 << 20)
 
 
-# -- routes -----------------------------------------------------------------------------------------
+def stats_of(index: RunIndex) -> dict:
+    """Score and SR with the one interval method (:mod:`webshop_gym.runs.intervals`), cached per file state."""
+    key = (str(index.path), index.size, index.mtime_ns)
+    found = _INTERVALS.get(key)
+    if found is None:
+        t = index.table()
+        found = {"score": score_interval(t.reward, RESAMPLES, 0), "sr": sr_interval(t.success)}
+        _INTERVALS.put(key, found, 1024)
+    return found
+
+
+def _describe(header: dict) -> dict:
+    fp = header.get("fingerprint") or {}
+    shop = header.get("shop") or {}
+    path = str(shop.get("path") or "")
+    return {"shop": (Path(path).name or path or "?") + (f" ({fp['products']} products)" if fp.get("products") else ""),
+            "shop_path": path, "goal_set": fp.get("goal_set") or "-",
+            "goals": f"{fp.get('goals', '?')} {fp.get('goal_kind', '')}".strip() if fp else "-",
+            "policy": str(header.get("policy") or "?"), "prompt": str(header.get("prompt") or "-"),
+            "split": str(header.get("split") or "?"), "seed": header.get("seed"),
+            "created": str(header.get("created") or ""), "max_steps": header.get("max_steps")}
+
+
+def _facts(index: RunIndex) -> list[str]:
+    """What ``eval`` printed about the run besides its figures (the oracle's unreachable goals, ...)."""
+    f = index.table().figures
+    out = []
+    if "unreachable" in f:
+        out.append(f"{f['unreachable']} unreachable goals (the oracle cannot score 1.0 on them); "
+                   f"SR on the others {fmt(f.get('sr_reachable'))}%")
+    if index.summary is None:
+        out.append("no summary line: the evaluation did not finish (or is still running)")
+    return out
+
+
+def _comparable(run_a: RunIndex, run_b: RunIndex) -> str:
+    """Why two runs cannot be paired goal by goal (``""``: same shop and goal set, by their fingerprints)."""
+    if run_a.path == run_b.path:
+        return ""
+    fa, fb = run_a.header.get("fingerprint"), run_b.header.get("fingerprint")
+    if not fa or not fb:  # logs without a run line: the same shop record (path, goals, price seed)
+        shop_a = run_a.header.get("shop") or run_a.first_shop
+        if shop_a and shop_a == (run_b.header.get("shop") or run_b.first_shop) and not fa and not fb:
+            return ""
+        return "one of the runs records no shop fingerprint, so it cannot be told whether they played the same goals"
+    for key in sorted(set(fa) | set(fb)):
+        if key == "catalog":  # changes with the compiler version, not the data
+            continue
+        if fa.get(key) != fb.get(key):
+            what = "goal set" if key in ("goal_set", "goals", "goal_kind", "price_seed") else "shop"
+            return f"they played a different {what} ({key}: {fa.get(key)!r} vs {fb.get(key)!r})"
+    return ""
+
+
+# -- routes: the run list ---------------------------------------------------------------------------
 
 
 @bp.get("/", strict_slashes=False)  # /runs too (and before any catch-all of another blueprint)
 def index():
-    """The runs, and a form that compares two of them."""
+    """The runs, settings aggregated over seeds, and a form that compares two of them."""
     a, b = request.args.get("a"), request.args.get("b")
     if a and b:
         return redirect(url_for("runs.compare", a=a, b=b), code=303)
     rows = get_library().listing()
-    return _render("runs/index.html", rows=rows, pct=_pct, folder=str(get_library().folder))
+    groups: dict[tuple, list] = {}
+    for row in rows:
+        ix = row["index"]
+        if ix is None:
+            continue
+        row["about"] = _describe(ix.header)
+        row["table"] = ix.table()
+        row["stats"] = stats_of(ix)
+        row["complete"] = ix.summary is not None
+        h = ix.header
+        setting = (row["about"]["policy"], row["about"]["prompt"], row["about"]["split"], row["about"]["goal_set"],
+                   str(h.get("max_steps")), json.dumps(h.get("policy_settings"), sort_keys=True))
+        groups.setdefault(setting, []).append(row)
+    seeds = []
+    for setting, members in groups.items():
+        if len(members) < 2 or len({m["about"]["seed"] for m in members}) < 2:
+            continue
+        scores = [m["table"].figures["score"] for m in members if m["table"].figures["score"] is not None]
+        srs = [m["table"].figures["sr"] for m in members if m["table"].figures["sr"] is not None]
+        seeds.append({"policy": setting[0], "prompt": setting[1], "split": setting[2], "goal_set": setting[3],
+                      "runs": [m["name"] for m in members], "seeds": sorted({str(m["about"]["seed"]) for m in members}),
+                      "score": (float(np.mean(scores)), float(np.std(scores, ddof=1)) if len(scores) > 1 else 0.0),
+                      "sr": (float(np.mean(srs)), float(np.std(srs, ddof=1)) if len(srs) > 1 else 0.0)})
+    return _render("runs/index.html", rows=rows, folder=str(get_library().folder), seeds=seeds,
+                   method=METHOD.format(resamples=RESAMPLES, seed=0))
 
 
-SORT_KEYS = {
-    "position": lambda e: e.position,
-    "goal": lambda e: e.goal_index,
-    "instruction": lambda e: e.instruction.lower(),
-    "reward": lambda e: e.reward,
-    "success": lambda e: e.success,
-    "steps": lambda e: e.steps,
-    "invalid": lambda e: e.invalid_actions,
-    "cause": lambda e: (e.cause == "", e.cause),
-    "category": lambda e: e.category,
-}
+# -- routes: a run ----------------------------------------------------------------------------------
+
+SORT_KEYS = ("position", "goal", "instruction", "reward", "success", "steps", "invalid", "cause", "tag", "category")
 
 
-@bp.get("/<run>")
-def run_page(run: str):
-    """A run: settings, figures and its episodes (sortable, filterable)."""
-    loaded = get_library().load(run)
-    args = request.args
+def _sort_key(t: IndexTable, sort: str) -> np.ndarray | None:
+    n = len(t)
+    if sort == "position":
+        return np.arange(n)
+    if sort == "goal":
+        return t.goal
+    if sort == "reward":
+        return t.reward
+    if sort == "success":
+        return t.success.astype(np.int8)
+    if sort == "steps":
+        return t.steps
+    if sort == "invalid":
+        return t.invalid
+    if sort == "cause":  # by name; successes (no cause) last
+        ranks = {c: i for i, c in enumerate(sorted(CAUSES))}
+        lookup = np.array([ranks[c] for c in CAUSES] + [len(CAUSES)])
+        return lookup[np.where(t.cause < 0, len(CAUSES), t.cause)]
+    if sort == "tag":
+        names = list(TAGS)
+        ranks = {c: i for i, c in enumerate(sorted(names))}
+        lookup = np.array([ranks[c] for c in names] + [len(names)])
+        return lookup[np.where(t.tag < 0, len(names), t.tag)]
+    if sort == "category":
+        ranks = {c: i for i, c in enumerate(sorted(t.categories))}
+        return np.array([ranks[c] for c in t.categories], np.int64)[t.category] if len(t.categories) else t.category
+    return None
+
+
+def _order(index: RunIndex, args) -> tuple[np.ndarray, dict]:
+    """Positions of the episodes shown, filtered and sorted (cached per file state and query)."""
+    t = index.table()
     sort = args.get("sort", "position")
     if sort not in SORT_KEYS:
         abort(400, f"unknown sort column {sort!r}; expected one of {', '.join(SORT_KEYS)}")
     desc = args.get("desc") == "1"
     q = args.get("q", "").strip().lower()
-    outcome, cause, category = args.get("outcome", ""), args.get("cause", ""), args.get("category", "")
-    shown = [e for e in loaded.episodes
-             if (not q or q in e.instruction.lower() or q == str(e.goal_index))
-             and (outcome != "success" or e.success) and (outcome != "failure" or not e.success)
-             and (not cause or cause in e.causes) and (not category or e.category == category)]
-    shown.sort(key=SORT_KEYS[sort], reverse=desc)
+    outcome, cause, tag, category = (args.get("outcome", ""), args.get("cause", ""), args.get("tag", ""),
+                                     args.get("category", ""))
+    if outcome not in ("", "success", "failure"):
+        abort(400, "outcome must be success or failure")
+    if cause and cause not in CAUSES:
+        abort(400, f"unknown cause {cause!r}; expected one of {', '.join(CAUSES)}")
+    if tag and tag not in (*TAGS, SOLVED):
+        abort(400, f"unknown failure tag {tag!r}; expected one of {', '.join(TAGS)}")
+    query = {"sort": sort, "desc": desc, "q": q, "outcome": outcome, "cause": cause, "tag": tag, "category": category}
+    key = (str(index.path), index.size, index.mtime_ns, json.dumps(query, sort_keys=True))
+    found = index_order = get_library().orders.get(key)
+    if found is not None:
+        return index_order, query
+    keep = np.ones(len(t), bool)
+    if outcome == "success":
+        keep &= t.success
+    elif outcome == "failure":
+        keep &= ~t.success
+    if cause:
+        keep &= (t.causes >> CAUSES.index(cause) & 1).astype(bool)
+    if tag:
+        keep &= t.tag == (-1 if tag == SOLVED else TAGS.index(tag))
+    if category:
+        keep &= t.category == (t.categories.index(category) if category in t.categories else -2)
+    if q:
+        goal = int(q) if q.isdigit() else None
+        keep &= np.fromiter((q in s for s in t.instructions_lower), bool, len(t)) | (t.goal == goal if goal is not None else False)
+    picked = np.flatnonzero(keep)
+    if sort == "instruction":
+        order = np.array(sorted(picked.tolist(), key=t.instructions_lower.__getitem__, reverse=desc), np.int64)
+    else:
+        values = _sort_key(t, sort)[picked]
+        order = picked[np.argsort(-values if desc else values, kind="stable")]
+    get_library().orders.put(key, order, order.nbytes + 256)
+    return order, query
+
+
+def _page_args(args) -> tuple[int, int]:
+    try:
+        page = int(args.get("page", 1))
+        per = int(args.get("per", PER_PAGE))
+    except ValueError:
+        abort(400, "page and per must be whole numbers")
+    if page < 1 or not 1 <= per <= MAX_PER_PAGE:
+        abort(400, f"page must be >= 1 and per from 1 to {MAX_PER_PAGE}")
+    return page, per
+
+
+@bp.get("/<run>")
+def run_page(run: str):
+    """A run: settings, figures, failure tags and a page of its episodes (sorted and filtered on the server)."""
+    loaded = get_library().load(run)
+    if isinstance(loaded, Entry):
+        return _indexing_page(run, loaded)
+    args = request.args
+    order, query = _order(loaded, args)
+    page, per = _page_args(args)
+    pages = max(1, math.ceil(len(order) / per))
+    if page > pages:
+        abort(404, f"The episodes shown fill {pages} page(s) of {per}; there is no page {page}.")
+    t = loaded.table()
+    shown = order[(page - 1) * per : page * per].tolist()
+    rows = [{"position": i, "goal": int(t.goal[i]), "instruction": t.instructions[i], "reward": float(t.reward[i]),
+             "success": bool(t.success[i]), "steps": int(t.steps[i]), "invalid": int(t.invalid[i]),
+             "causes": t.cause_names(i), "tag": t.tag_name(i), "category": t.categories[int(t.category[i])]}
+            for i in shown]
+    tag_counts = Counter(int(x) for x in t.tag.tolist())
+    examples = {}
+    for j, name in enumerate(TAGS):
+        if tag_counts.get(j):
+            examples[name] = np.flatnonzero(t.tag == j)[:5].tolist()
+    cause_counts = Counter()
+    for j, c in enumerate(CAUSES):
+        cause_counts[c] = int((t.causes >> j & 1).sum())
+    header = {k: v for k, v in loaded.header.items() if k not in ("type",)}
     return _render(
-        "runs/run.html", run=loaded, name=run, episodes=shown, pct=_pct, stats=_stats(loaded),
-        sort=sort, desc=desc, q=args.get("q", ""), outcome=outcome, cause=cause, category=category,
-        categories=sorted({e.category for e in loaded.episodes}),
-        cause_counts=Counter(c for e in loaded.episodes for c in e.causes),
-        header=json.dumps({k: v for k, v in loaded.header.items() if k not in ("type",)}, indent=1, ensure_ascii=False),
+        "runs/run.html", index=loaded, name=run, table=t, rows=rows, stats=stats_of(loaded), about=_describe(loaded.header),
+        facts=_facts(loaded), page_no=page, pages=pages, per=per, matched=len(order), total=len(t),
+        sort=query["sort"], desc=query["desc"], q=args.get("q", ""), outcome=query["outcome"], cause=query["cause"],
+        tag=query["tag"], category=query["category"], categories=sorted(t.categories),
+        tag_counts={name: tag_counts.get(j, 0) for j, name in enumerate(TAGS)}, solved=tag_counts.get(-1, 0),
+        examples=examples, cause_counts=cause_counts, method=METHOD.format(resamples=RESAMPLES, seed=0),
+        header=json.dumps(header, indent=1, ensure_ascii=False)[:20000],
         query=lambda **changes: url_for("runs.run_page", run=run, **{
             k: v for k, v in {**args.to_dict(), **changes}.items() if v not in ("", None)}),
+        export=lambda kind: url_for("runs.export", run=run, kind=kind, **{
+            k: v for k, v in args.to_dict().items() if k not in ("page", "per") and v}),
     )
 
 
-def _episode(loaded: Run, position: int) -> RunEpisode:
-    if not 0 <= position < len(loaded.episodes):
-        abort(404, f"The run has {len(loaded.episodes)} episodes (0 to {len(loaded.episodes) - 1}); "
+#: The CSV's columns: eval's episode record flattened (reward_info.* one column each), then the viewer's.
+CSV_COLUMNS = ("goal_index", "reward", "success", "steps", "invalid_actions", "purchased", "truncated",
+               "purchased_asin", "purchased_options", "purchased_price", "reward_info.r_type", "reward_info.r_att",
+               "reward_info.w_att", "reward_info.query_match", "reward_info.category_match", "reward_info.title_score",
+               "reward_info.r_option", "reward_info.w_option", "reward_info.r_price", "reward_info.w_price",
+               "reachable", "reason", "errored", "position", "instruction", "category", "tag", "causes")
+
+
+def csv_value(value) -> str:
+    """How the CSV writes a value: ``true``/``false``, ``repr`` of numbers (exact), JSON of objects, ``""`` for none."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False, sort_keys=False)
+    return str(value)
+
+
+def csv_row(record: dict) -> list[str]:
+    """One episode's CSV cells (:data:`CSV_COLUMNS`)."""
+    info = record.get("reward_info") or {}
+    cells = []
+    for column in CSV_COLUMNS:
+        if column.startswith("reward_info."):
+            cells.append(csv_value(info.get(column[len("reward_info."):])))
+        elif column == "causes":
+            cells.append("; ".join(record.get("causes") or []))
+        else:
+            cells.append(csv_value(record.get(column)))
+    return cells
+
+
+@bp.get("/<run>/episodes.<kind>")
+def export(run: str, kind: str):
+    """The episodes shown by the run page's query (all pages) as CSV or JSON lines, streamed."""
+    if kind not in ("csv", "jsonl"):
+        abort(404, "exports are episodes.csv and episodes.jsonl")
+    library = get_library()
+    loaded = library.load(run)
+    if isinstance(loaded, Entry):
+        return _indexing_page(run, loaded)
+    order, _ = _order(loaded, request.args)
+    table = loaded.table()
+
+    def lines():
+        if kind == "csv":
+            buffer = io.StringIO()
+            writer = csv.writer(buffer, lineterminator="\n")
+            writer.writerow(CSV_COLUMNS)
+        for i in order.tolist():
+            record = export_record(loaded.episode(i), table)
+            if kind == "jsonl":
+                yield json.dumps(record, ensure_ascii=False) + "\n"
+            else:
+                writer.writerow(csv_row(record))
+                yield buffer.getvalue()
+                buffer.seek(0)
+                buffer.truncate()
+        if kind == "csv" and not len(order):
+            yield buffer.getvalue()
+
+    mimetype = "text/csv" if kind == "csv" else "application/x-ndjson"
+    response = current_app.response_class(lines(), mimetype=mimetype)
+    response.headers["Content-Disposition"] = f'attachment; filename="{run}-episodes.{kind}"'
+    return response
+
+
+# -- routes: an episode ------------------------------------------------------------------------------
+
+
+def _episode(library: RunLibrary, loaded: RunIndex, position: int) -> RunEpisode:
+    if not 0 <= position < loaded.episodes:
+        abort(404, f"The run has {loaded.episodes} episodes (0 to {loaded.episodes - 1}); "
                    f"there is no episode {position}.")
-    return loaded.episodes[position]
+    try:
+        return library.episode(loaded, position)
+    except (Error, OSError, ValueError) as exc:
+        abort(409, f"The run changed while it was read ({exc}); reload the page.")
 
 
 def _observation(episode: RunEpisode, k: int) -> str | None:
@@ -343,12 +743,21 @@ def _action_text(record: dict) -> str:
     return str(record.get("action"))
 
 
+def _loaded(run: str) -> RunIndex:
+    loaded = get_library().load(run)
+    if isinstance(loaded, Entry):
+        abort(503, f"The run {run!r} is being indexed ({loaded.progress[2]:,} episodes so far); try again shortly.")
+    return loaded
+
+
 @bp.get("/<run>/<int:position>")
 def episode_page(run: str, position: int):
-    """Step through an episode: the page the agent saw, its action, the model's output, the outcome."""
+    """An episode: its diagnosis, then a stepper through the pages the agent saw, its actions and the outcome."""
     library = get_library()
     loaded = library.load(run)
-    episode = _episode(loaded, position)
+    if isinstance(loaded, Entry):
+        return _indexing_page(run, loaded)
+    episode = _episode(library, loaded, position)
     n = len(episode.log.steps)
     try:
         k = int(request.args.get("step", 0))
@@ -356,16 +765,22 @@ def episode_page(run: str, position: int):
         abort(400, "step must be a whole number")
     if not 0 <= k <= n:
         abort(404, f"The episode has {n} steps; states run from 0 to {n}.")
-    replayed = library.replayed(loaded, episode)
+    replayed = library.replayed(loaded, episode, k)
+    shop = None if replayed.unavailable else library.shop_of(loaded, episode)
+    diagnosis = diagnose(episode, shop=shop, searches=None if shop is None else library.searches(loaded, episode))
     record = episode.log.steps[k] if k < n else None
     target = dict(episode.log.record.get("target") or {})
     target.setdefault("instruction", episode.instruction)
     last = episode.last
+    low, high = max(0, k - LIST_WINDOW), min(n, k + LIST_WINDOW + 1)
+    done_page = k == n and episode.purchased
     return _render(
-        "runs/episode.html", run=loaded, name=run, episode=episode, k=k, n=n, record=record,
-        action=_action_text(record) if record else None, replayed=replayed, has_page=k < len(replayed.pages),
+        "runs/episode.html", index=loaded, name=run, episode=episode, k=k, n=n, record=record,
+        action=_action_text(record) if record else None, replayed=replayed,
+        has_page=replayed.has(k) and not done_page, done_page=done_page, diagnosis=diagnosis,
         observation=_observation(episode, k),
-        steps=[(i, _action_text(s), s) for i, s in enumerate(episode.log.steps)],
+        steps=[(i, _action_text(episode.log.steps[i]), episode.log.steps[i]) for i in range(low, high)],
+        steps_before=low, steps_after=n - high,
         score={"reward": episode.reward, "success": episode.success, "asin": str(last.get("purchased_asin", "")).upper(),
                "options": last.get("purchased_options") or {}, "price": float(last.get("purchased_price") or 0.0),
                "info": last.get("reward_info") or {},
@@ -377,63 +792,132 @@ def episode_page(run: str, position: int):
     )
 
 
+def _css_string(text: str) -> str:
+    """``text`` as a CSS string literal that cannot end the ``<style>`` element."""
+    out = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\a ").replace("\r", "\\d ")
+    return '"' + out.replace("<", "\\3c ").replace(">", "\\3e ") + '"'
+
+
+def _marked(html: str, episode: RunEpisode, k: int) -> str:
+    """The env's page as the stepper shows it: marked, without its script, without image placeholders.
+
+    Marks: the element action ``k + 1`` clicked (or the search box with the query typed) and the
+    target product's row on a results page.
+    """
+    rules = ["span.thumb { display: none !important; }",
+             ".results li { min-height: 0 !important; }"]
+    record = episode.log.steps[k] if k < len(episode.log.steps) else None
+    action = record.get("action") if record else None
+    if isinstance(action, str) and action.startswith("click["):
+        sel = f"[data-action={_css_string(action.lower())} i]"
+        rules.append(f"{sel}, {sel} + label {{ outline: 3px solid #e8590c !important; outline-offset: 2px; "
+                     "background: #fff4e6 !important; }")
+        rules.append(f"li:has(> {sel}) {{ outline: 3px solid #e8590c; outline-offset: 2px; }}")
+    elif isinstance(action, str) and action.startswith("search[") and action.endswith("]"):
+        query = str(escape(action[7:-1]))
+        html = html.replace('<input id="search_input" type="text" name="query"',
+                            f'<input id="search_input" type="text" name="query" value="{query}"', 1)
+        rules.append("#search_input { outline: 3px solid #e8590c !important; background: #fff4e6 !important; }")
+    asin = str((episode.log.record.get("target") or {}).get("asin") or "")
+    if asin:
+        sel = f"a.product-link[data-action={_css_string('click[' + asin.lower() + ']')} i]"
+        rules.append(f"li:has(> {sel}) {{ background: #e6fcf5 !important; box-shadow: inset 4px 0 0 #0ca678; }}")
+        rules.append(f"{sel}::after {{ content: \"  \\2190  target\"; color: #0ca678; font-weight: 700; }}")
+    # The frame runs no script (its sandbox has no allow-scripts): drop the page's one script and
+    # its autofocus, which the browser would only report as blocked.
+    html = re.sub(r"<script>.*?</script>", "", html, flags=re.S).replace(" autofocus>", ">")
+    style = "<style>" + "\n".join(rules) + "</style>"
+    if "</head>" in html:
+        return html.replace("</head>", style + "</head>", 1)
+    return style + html
+
+
 @bp.get("/<run>/<int:position>/page/<int:k>")
 def page(run: str, position: int, k: int):
-    """The env's HTML of the state after ``k`` actions of the episode, exactly as the env renders it."""
+    """The env's HTML of the state after ``k`` actions of the episode (``?mark=1``: with the viewer's marks)."""
     library = get_library()
-    loaded = library.load(run)
-    episode = _episode(loaded, position)
-    replayed = library.replayed(loaded, episode)
+    loaded = _loaded(run)
+    episode = _episode(library, loaded, position)
+    n = len(episode.log.steps)
+    if not 0 <= k <= n:
+        abort(404, f"The episode's pages run from 0 to {n}; there is no page {k}.")
+    replayed = library.replayed(loaded, episode, k)
     if replayed.unavailable:
         abort(404, f"The pages of this episode cannot be re-created: {replayed.unavailable}.")
-    if not 0 <= k < len(replayed.pages):
-        abort(404, f"The episode's pages run from 0 to {len(replayed.pages) - 1}; there is no page {k}.")
-    return current_app.response_class(replayed.pages[k], mimetype="text/html")
+    if not replayed.has(k):
+        abort(404, f"The replay stopped before page {k} (the log goes on after the episode ended).")
+    html = replayed.pages[k]
+    if request.args.get("mark") == "1":
+        html = _marked(html, episode, k)
+    return current_app.response_class(html, mimetype="text/html")
 
 
-def _pair(a: str, b: str) -> tuple[Run, Run]:
-    library = get_library()
-    return library.load(a), library.load(b)
+# -- routes: comparisons -----------------------------------------------------------------------------
 
 
 @bp.get("/<a>/vs/<b>")
 def compare(a: str, b: str):
-    """Goal by goal: which run solved what (query ``show``: all, differ, a, b)."""
-    run_a, run_b = _pair(a, b)
-    goals_a, goals_b = run_a.by_goal(), run_b.by_goal()
-    common = sorted(set(goals_a) & set(goals_b))
+    """Goal by goal, which run solved what (query ``show``: all, differ, a, b; ``page``, ``per``), on the same goals only."""
+    run_a, run_b = _loaded(a), _loaded(b)
+    ta, tb = run_a.table(), run_b.table()
     show = request.args.get("show", "all")
     if show not in ("all", "differ", "a", "b"):
         abort(400, "show must be all, differ, a or b")
+    page, per = _page_args(request.args)
+    refused = _comparable(run_a, run_b)
+    sides = [{"name": a, "index": run_a, "about": _describe(run_a.header), "stats": stats_of(run_a), "table": ta},
+             {"name": b, "index": run_b, "about": _describe(run_b.header), "stats": stats_of(run_b), "table": tb}]
+    context = {"a": a, "b": b, "sides": sides, "refused": refused, "show": show,
+               "method": METHOD.format(resamples=RESAMPLES, seed=0)}
+    if refused:
+        return _render("runs/compare.html", rows=[], counts=Counter(), common=0, page_no=1, pages=1, **context)
+    goals_a, goals_b = ta.by_goal(), tb.by_goal()
+    common = sorted(set(goals_a) & set(goals_b))
+    pa = np.array([goals_a[g] for g in common], np.int64)
+    pb = np.array([goals_b[g] for g in common], np.int64)
+    ra, rb = ta.reward[pa], tb.reward[pb]
+    sa, sb = ta.success[pa], tb.success[pb]
+    counts = Counter({"a": int((ra > rb).sum()), "b": int((rb > ra).sum()), "tie": int((ra == rb).sum()),
+                      "both": int((sa & sb).sum()), "a only": int((sa & ~sb).sum()), "b only": int((sb & ~sa).sum()),
+                      "neither": int((~sa & ~sb).sum())})
+    keep = {"all": np.ones(len(common), bool), "differ": ra != rb, "a": ra > rb, "b": rb > ra}[show]
+    picked = np.flatnonzero(keep)
+    pages = max(1, math.ceil(len(picked) / per))
+    if page > pages:
+        abort(404, f"The goals shown fill {pages} page(s); there is no page {page}.")
     rows = []
-    counts = Counter()
-    for goal in common:
-        ea, eb = goals_a[goal], goals_b[goal]
-        verdict = "a" if ea.reward > eb.reward else "b" if eb.reward > ea.reward else "tie"
-        counts[verdict] += 1
-        counts["both" if ea.success and eb.success else "a only" if ea.success else "b only" if eb.success else "neither"] += 1
-        if show == "all" or (show == "differ" and verdict != "tie") or show == verdict:
-            rows.append({"goal": goal, "a": ea, "b": eb, "verdict": verdict})
-    same_goals = run_a.goal_set is None or run_b.goal_set is None or run_a.goal_set == run_b.goal_set
-    return _render("runs/compare.html", a=a, b=b, run_a=run_a, run_b=run_b, rows=rows, counts=counts,
-                   common=len(common), show=show, same_goals=same_goals, pct=_pct)
+    for j in picked[(page - 1) * per : page * per].tolist():
+        i, jb = int(pa[j]), int(pb[j])
+        rows.append({"goal": common[j], "instruction": ta.instructions[i], "pa": i, "pb": jb,
+                     "ra": float(ta.reward[i]), "rb": float(tb.reward[jb]), "sa": bool(ta.success[i]),
+                     "sb": bool(tb.success[jb]), "verdict": "a" if ra[j] > rb[j] else "b" if rb[j] > ra[j] else "tie"})
+    return _render("runs/compare.html", rows=rows, counts=counts, common=len(common), page_no=page, pages=pages,
+                   per=per, matched=len(picked), **context)
 
 
 @bp.get("/<a>/vs/<b>/<int:goal>")
 def compare_goal(a: str, b: str, goal: int):
-    """The two runs' episodes of one goal, side by side."""
+    """The two runs' episodes of one goal, side by side (same shop and goal set only)."""
     library = get_library()
-    run_a, run_b = _pair(a, b)
-    ea, eb = run_a.by_goal().get(goal), run_b.by_goal().get(goal)
-    if ea is None or eb is None:
+    run_a, run_b = _loaded(a), _loaded(b)
+    refused = _comparable(run_a, run_b)
+    if refused:
+        abort(409, f"{a} and {b} cannot be compared goal by goal: {refused}.")
+    pa, pb = run_a.table().by_goal().get(goal), run_b.table().by_goal().get(goal)
+    if pa is None or pb is None:
         abort(404, f"Goal {goal} is not in both runs.")
     sides = []
-    for name, run, episode in ((a, run_a, ea), (b, run_b, eb)):
-        replayed = library.replayed(run, episode)
-        bought = episode.purchased and len(replayed.pages) >= 2
-        sides.append({"name": name, "run": run, "episode": episode, "replayed": replayed,
-                      "steps": [(i, _action_text(s), s) for i, s in enumerate(episode.log.steps)],
-                      "shown": len(replayed.pages) - (2 if bought else 1),
+    for name, loaded, position in ((a, run_a, pa), (b, run_b, pb)):
+        episode = _episode(library, loaded, position)
+        n = len(episode.log.steps)
+        bought = episode.purchased and n >= 1
+        shown = n - 1 if bought else n
+        replayed = library.replayed(loaded, episode, shown)
+        sides.append({"name": name, "run": loaded, "policy": _describe(loaded.header)["policy"], "episode": episode,
+                      "replayed": replayed, "tag": loaded.table().tag_name(position),
+                      "steps": [(i, _action_text(s), s) for i, s in enumerate(episode.log.steps[:500])],
+                      "shown": shown if replayed.has(shown) else -1,
                       "shown_label": "the page it bought from" if bought else "the last page",
                       "info": episode.reward_info or {}, "last": episode.last})
-    return _render("runs/compare_goal.html", a=a, b=b, goal=goal, sides=sides, instruction=ea.instruction)
+    return _render("runs/compare_goal.html", a=a, b=b, goal=goal, sides=sides,
+                   instruction=sides[0]["episode"].instruction)

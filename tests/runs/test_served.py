@@ -16,11 +16,11 @@ import pytest
 pytest.importorskip("openai", reason="pip install 'webshop-gym[openai]' to run the served-model tests")
 
 from tests.openai_server import ChatServer  # noqa: E402
-from webshop_gym.adapters import OpenAIPolicy  # noqa: E402
+from webshop_gym.agents import OpenAIPolicy  # noqa: E402
 from webshop_gym.cli import main  # noqa: E402
-from webshop_gym.runs import load_run  # noqa: E402
 from webshop_gym.runs.evaluation import evaluate  # noqa: E402
 from webshop_gym.runs.log import read_log, replay  # noqa: E402
+from webshop_gym.runs.run import load_run  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST = ["--max-retries", "20", "--timeout", "5", "--quiet"]

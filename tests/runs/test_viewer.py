@@ -56,12 +56,17 @@ def test_no_viewer_without_runs(default_shop):
 
 def test_run_list(client, eval_json):
     soup = soup_of(client.get("/runs/"))
-    rows = {r.select_one("a.run-link").text: [td.text.strip() for td in r.find_all("td")]
+    heads = [th.text.strip() for th in soup.select("#runs thead th")]
+    rows = {r.select_one("a.run-link").text: dict(zip(heads, (td.text.strip() for td in r.find_all("td"))))
             for r in soup.select("#runs tbody tr")}
     assert set(rows) == {"rule", "random", "oracle"}
     for name, cells in rows.items():
-        assert cells[1] == name and cells[2] == "test" and cells[3] == str(NUM_GOALS)
-        assert cells[4] == f"{eval_json[name]['score']:.1f}" and cells[5] == f"{eval_json[name]['sr']:.1f}"
+        assert cells["policy / model"] == name and cells["split"] == "test" and cells["episodes"] == str(NUM_GOALS)
+        assert cells["prompt"] == "-" and cells["seed"] == "0" and cells["shop"] == "data (1000 products)"
+        assert cells["goal set"].split()[0] == eval_json[name]["fingerprint"]["goal_set"]
+        assert cells["Score [95% CI]"].split()[0] == f"{eval_json[name]['score']:.1f}"
+        assert cells["SR % [95% CI]"].split()[0] == f"{eval_json[name]['sr']:.1f}"
+    assert "Wilson" in soup.select_one("#method").text and "bootstrap" in soup.select_one("#method").text
     response = client.get("/runs/?a=rule&b=oracle")
     assert response.status_code == 303 and response.headers["Location"].endswith("/runs/rule/vs/oracle")
 
@@ -119,14 +124,16 @@ def test_episode_stepper(client, runs_dir):
     episode = run.episodes[2]
     n = len(episode.log.steps)
     soup = soup_of(client.get("/runs/rule/2?step=1"))
-    assert soup.select_one("#page")["src"].endswith("/runs/rule/2/page/1")
-    assert soup.select_one("#page")["sandbox"] == ["allow-scripts", "allow-same-origin"]  # no forms, no top navigation
+    assert soup.select_one("#page")["src"].endswith("/runs/rule/2/page/1?mark=1")
+    assert soup.select_one("#page")["sandbox"] == ["allow-same-origin"]  # no scripts, no forms, no top navigation
     assert soup.select_one("#action").text == episode.log.steps[1]["action"]
     assert soup.select_one("#observation").text == episode.log.steps[0]["observation"]
     assert soup.select_one("#next")["href"] == "?step=2" and soup.select_one("#prev")["href"] == "?step=0"
     assert [li.text for li in soup.select("#step-list li")] == [s["action"] for s in episode.log.steps]
     end = soup_of(client.get(f"/runs/rule/2?step={n}"))
-    assert end.select_one("#next") is None and end.select_one("#page")["src"].endswith(f"/page/{n}")
+    # the outcome shows the breakdown (not the bare done page) and links the env's page
+    assert end.select_one("#next") is None and end.select_one("#page") is None
+    assert end.select_one("#raw-done")["href"].endswith(f"/page/{n}")
     board = end.select_one(".score-board").text
     assert f"{episode.reward:.3f}" in board and episode.log.steps[-1]["purchased_asin"].upper() in board
     assert episode.log.record["target"]["asin"] in board and "The instruction asked for" in board

@@ -13,6 +13,8 @@ from webshop_gym.server import create_app
 
 from tests.browser import CHROMIUM, LAUNCH_ARGS, require_playwright, served, watch
 from tests.runs.conftest import NUM_GOALS
+from tests.runs.test_viewer_diagnosis import first_with_tag, scripted_runs  # noqa: F401  (fixture)
+from webshop_gym.runs.index import RunIndex
 from webshop_gym.runs.run import load_run
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -49,6 +51,7 @@ def test_view_runs_in_chromium(sync_playwright, live_viewer, runs_dir):
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 900})
             watch(page, base, problems)
+            page.on("console", lambda m: problems.append(m.text) if "sandbox" in m.text.lower() else None)
 
             page.goto(base + "/runs/")
             assert page.locator("#runs tbody tr").count() == 3
@@ -80,7 +83,7 @@ def test_view_runs_in_chromium(sync_playwright, live_viewer, runs_dir):
             page.click("#last")
             page.wait_for_selector(".score-board")
             assert f"{episode.reward:.3f}" in page.inner_text("#score")
-            page.frame_locator("#page").locator("#reward").wait_for()  # the env's done page
+            assert page.locator("#page").count() == 0  # the breakdown, not the env's bare done page
             page.screenshot(path=str(artifacts / "episode.png"), full_page=True)
 
             page.goto(base + "/runs/")
@@ -90,7 +93,7 @@ def test_view_runs_in_chromium(sync_playwright, live_viewer, runs_dir):
             page.wait_for_url("**/runs/rule/vs/oracle")
             assert page.locator("#goals tbody tr").count() == NUM_GOALS
             page.screenshot(path=str(artifacts / "compare.png"), full_page=True)
-            page.click(f"#goals tbody tr:nth-child({position + 1}) a")
+            page.click(f"#goals tbody tr:nth-child({position + 1}) a:text('side by side')")
             page.wait_for_selector(".sides")
             assert page.locator(".side").count() == 2
             page.frame_locator("#side-2 iframe").locator("button.buy").wait_for()  # the item page it bought from
@@ -100,3 +103,79 @@ def test_view_runs_in_chromium(sync_playwright, live_viewer, runs_dir):
     assert not problems, problems
     for name in ("run-list", "run", "episode", "compare", "compare-goal"):
         assert (artifacts / f"{name}.png").stat().st_size > 5000
+
+
+@pytest.fixture
+def live_scripted(default_shop, scripted_runs):
+    app = create_app({"SHOP": default_shop, "RUNS": str(scripted_runs), "SEED": 0, "MAX_SESSIONS": 4})
+    try:
+        with served(app) as base:
+            yield base
+    finally:
+        app.extensions["webshop_gym"].close()
+        app.extensions["webshop_gym_runs"].close()
+
+
+def test_episode_diagnosis_in_chromium(sync_playwright, live_scripted, scripted_runs):
+    """Wrong product, wrong option, never retrieved: the diagnosis and the marked pages, as a user sees them."""
+    from pathlib import Path
+
+    artifacts = Path(__file__).resolve().parents[2] / "artifacts" / "runs"
+    artifacts.mkdir(parents=True, exist_ok=True)
+    base = live_scripted
+    index = RunIndex(scripted_runs / "scripted.jsonl")
+    index.refresh()
+    cases = {tag: first_with_tag(scripted_runs, "scripted", tag) for tag in
+             ("opened but wrong product bought", "right product, wrong options", "target never retrieved")}
+    problems: list[str] = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            watch(page, base, problems)
+            page.on("console", lambda m: problems.append(m.text) if "sandbox" in m.text.lower() else None)
+
+            # the run page: tags with example episodes
+            page.goto(base + "/runs/scripted")
+            tags = page.locator("#tags tr.tag-row td:first-child").all_inner_texts()
+            assert set(cases) <= set(tags)
+
+            position = cases["opened but wrong product bought"]
+            episode = index.episode(position)
+            page.goto(f"{base}/runs/scripted/{position}")
+            assert page.inner_text("#failure-tag") == "opened but wrong product bought"
+            assert page.inner_text("#target-title") == episode.log.record["target"]["title"]
+            assert page.inner_text("#bought-title") not in ("", episode.log.record["target"]["title"])
+            assert "opened at step 2" in page.inner_text("#seen")
+            # step 1: the results page; the product the agent clicked and the target are marked
+            page.goto(f"{base}/runs/scripted/{position}?step=1")
+            frame = page.frame_locator("#page")
+            clicked = frame.locator(f"a.product-link[data-action='{episode.log.steps[1]['action']}']")
+            assert clicked.evaluate("e => getComputedStyle(e).outlineStyle") == "solid"
+            target = episode.log.record["target"]["asin"].lower()
+            row = frame.locator(f"li:has(> a.product-link[data-action='click[{target}]'])")
+            assert "inset" in row.evaluate("e => getComputedStyle(e).boxShadow")
+            thumbs = frame.locator("span.thumb")
+            assert thumbs.count() and not thumbs.first.is_visible()  # no grey placeholders
+            assert frame.locator("a.product-link").first.is_visible()
+            page.screenshot(path=str(artifacts / "diagnosis-wrong-product.png"), full_page=True)
+
+            position = cases["right product, wrong options"]
+            options = index.episode(position).log.record["target"]["options"]
+            page.goto(f"{base}/runs/scripted/{position}")
+            assert page.inner_text("#failure-tag") == "right product, wrong options"
+            missed = page.inner_text("#miss-options")
+            assert all(f"{k}: {v}" in missed for k, v in options.items())
+            page.click("#last")
+            page.wait_for_selector(".score-board")
+            page.screenshot(path=str(artifacts / "diagnosis-wrong-option.png"), full_page=True)
+
+            position = cases["target never retrieved"]
+            page.goto(f"{base}/runs/scripted/{position}")
+            assert page.inner_text("#failure-tag") == "target never retrieved"
+            assert page.locator("#searches td.rank").all_inner_texts() == ["not in the top 50"]
+            assert "none of the results pages" in page.inner_text("#seen")
+            page.screenshot(path=str(artifacts / "diagnosis-never-retrieved.png"), full_page=True)
+        finally:
+            browser.close()
+    assert not problems, problems

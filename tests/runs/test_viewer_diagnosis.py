@@ -1,0 +1,288 @@
+"""The viewer's diagnosis, paging of a 50,000-episode run, exports and comparisons (Flask test client).
+
+``scripted_runs`` writes a run of a scripted policy whose episodes fail in known ways: on goals
+``3k`` it searches for something else (the target is never retrieved), on ``3k + 1`` it opens the
+target, goes back and buys another product, on ``3k + 2`` it buys the target without choosing
+its options.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import shutil
+
+import pytest
+from bs4 import BeautifulSoup
+from webshop_gym.server import create_app
+from webshop_gym.server.runs import CSV_COLUMNS, csv_value
+
+from tests.runs.conftest import write_run
+from webshop_gym.runs.evaluation import evaluate
+from webshop_gym.runs.index import EXPORT_COLUMNS, RunIndex
+
+OTHER_QUERY = {"fashion": "search[organic green tea bags]"}
+
+
+class Scripted:
+    """A per-slot policy that fails on purpose (see the module docstring)."""
+
+    name = "scripted"
+
+    def __init__(self, shop):
+        self.shop = shop
+
+    def reset(self, info):
+        self.goal = int(info["goal_index"])
+        self.mode = self.goal % 3
+        self.target = self.shop.goals.asin[self.goal].lower()
+        self.opened = self.back = False
+
+    def act(self, obs, info):
+        valid, page = info["valid_actions"], info["page"]
+        if page == "start":
+            if self.mode == 0:
+                category = self.shop.goals.category[self.goal]
+                return OTHER_QUERY.get(category, "search[men's leather hiking boots]")
+            return f"search[{info['instruction']}]"
+        if page == "results":
+            target = f"click[{self.target}]"
+            if self.mode in (1, 2) and target in valid and not self.opened:
+                self.opened = True
+                return target
+            products = [a for a in valid if re.fullmatch(r"click\[[a-z0-9]{10}\]", a) and a != target]
+            return products[0] if products else "click[next >]"
+        if page == "item":
+            if self.mode == 1 and self.opened and not self.back:
+                self.back = True
+                return "click[< prev]"
+            return "click[buy now]"
+        return "click[back to search]"
+
+
+@pytest.fixture(scope="module")
+def scripted_runs(tmp_path_factory, default_shop):
+    folder = tmp_path_factory.mktemp("scripted")
+    evaluate(lambda: Scripted(default_shop), shop=default_shop, num_envs=4, num_goals=24,
+             out=folder / "scripted.jsonl")
+    return folder
+
+
+@pytest.fixture
+def make_viewer(default_shop):
+    apps = []
+
+    def make(folder, **config):
+        app = create_app({"TESTING": True, "SHOP": default_shop, "RUNS": str(folder), "SEED": 0, "MAX_SESSIONS": 4,
+                          **config})
+        apps.append(app)
+        return app.test_client()
+
+    yield make
+    for app in apps:
+        app.extensions["webshop_gym"].close()
+        app.extensions["webshop_gym_runs"].close()
+
+
+def soup_of(response) -> BeautifulSoup:
+    assert response.status_code == 200, response.get_data(as_text=True)[:800]
+    return BeautifulSoup(response.get_data(as_text=True), "html.parser")
+
+
+def first_with_tag(folder, name: str, tag: str) -> int:
+    index = RunIndex(folder / f"{name}.jsonl")
+    index.refresh()
+    table = index.table()
+    found = [i for i in range(len(table)) if table.tag_name(i) == tag]
+    assert found, f"no {tag!r} episode in {name}: {index.tag_counts()}"
+    return found[0]
+
+
+def test_wrong_product_diagnosis(make_viewer, scripted_runs, default_shop):
+    client = make_viewer(scripted_runs)
+    position = first_with_tag(scripted_runs, "scripted", "opened but wrong product bought")
+    index = RunIndex(scripted_runs / "scripted.jsonl")
+    index.refresh()
+    episode = index.episode(position)
+    soup = soup_of(client.get(f"/runs/scripted/{position}"))
+    assert soup.select_one("#failure-tag").text == "opened but wrong product bought"
+    bought = episode.last["purchased_asin"]
+    target = episode.log.record["target"]
+    assert soup.select_one("#bought-title").text == default_shop.catalog.title[default_shop.catalog.row_of(bought)]
+    assert soup.select_one("#target-title").text == target["title"] != soup.select_one("#bought-title").text
+    assert "another product" in soup.select_one("#bought-product").text
+    seen = soup.select_one("#seen").text
+    assert "first appeared on a results page after step 1" in seen and "opened at step 2" in seen
+    ranks = [td.text.strip() for td in soup.select("#searches td.rank")]
+    assert len(ranks) == 1 and ranks[0].startswith("#") and ranks[0].endswith("of 50")
+    assert soup.select_one("#searches td.query").text.startswith(episode.instruction[:20])
+
+
+def test_wrong_option_diagnosis(make_viewer, scripted_runs):
+    client = make_viewer(scripted_runs)
+    position = first_with_tag(scripted_runs, "scripted", "right product, wrong options")
+    index = RunIndex(scripted_runs / "scripted.jsonl")
+    index.refresh()
+    target = index.episode(position).log.record["target"]
+    soup = soup_of(client.get(f"/runs/scripted/{position}"))
+    assert soup.select_one("#failure-tag").text == "right product, wrong options"
+    assert "the target" in soup.select_one("#bought-product").text
+    missed = soup.select_one("#miss-options").text
+    for name, value in target["options"].items():
+        assert f"{name}: {value}" in missed
+    assert [s.text.strip().endswith("✗") for s in soup.select("#options span")] == [True] * len(target["options"])
+    assert "✓" in soup.select_one("#price").text or "over the cap" in soup.select_one("#miss-price").text
+
+
+def test_never_retrieved_diagnosis(make_viewer, scripted_runs):
+    client = make_viewer(scripted_runs)
+    position = first_with_tag(scripted_runs, "scripted", "target never retrieved")
+    soup = soup_of(client.get(f"/runs/scripted/{position}"))
+    assert soup.select_one("#failure-tag").text == "target never retrieved"
+    assert [td.text.strip() for td in soup.select("#searches td.rank")] == ["not in the top 50"]
+    assert "none of the results pages" in soup.select_one("#seen").text
+    assert "never opened" in soup.select_one("#seen").text
+    # the outcome shows the breakdown with the named misses, not the env's bare done page
+    index = RunIndex(scripted_runs / "scripted.jsonl")
+    index.refresh()
+    n = index.episode(position).steps
+    end = soup_of(client.get(f"/runs/scripted/{position}?step={n}"))
+    assert end.select_one(".score-board") is not None and end.select_one("#page") is None
+
+
+def test_run_page_lists_tags_with_examples(make_viewer, scripted_runs):
+    client = make_viewer(scripted_runs)
+    index = RunIndex(scripted_runs / "scripted.jsonl")
+    index.refresh()
+    soup = soup_of(client.get("/runs/scripted"))
+    rows = {tr.find("td").text: tr for tr in soup.select("#tags tr.tag-row")}
+    assert set(rows) == {t for t, c in index.tag_counts().items() if c and t != "solved"}
+    for tag, row in rows.items():
+        first = row.select_one("a.example")["href"]
+        position = int(first.rsplit("/", 1)[1])
+        assert index.table().tag_name(position) == tag
+    filtered = soup_of(client.get("/runs/scripted?tag=target+never+retrieved"))
+    shown = [tr.select_one("td.failure-tag").text for tr in filtered.select("#episodes tbody tr")]
+    assert shown and set(shown) == {"target never retrieved"}
+    assert client.get("/runs/scripted?tag=nonsense").status_code == 400
+
+
+def write_large_run(path, template, episodes: int) -> list[float]:
+    """A run of ``episodes`` small episodes (one search, one purchase) with varied rewards; return the rewards."""
+    header = json.loads(template.read_text(encoding="utf-8").splitlines()[0])
+    rewards = []
+    with open(path, "w", encoding="utf-8") as out:
+        out.write(json.dumps(header) + "\n")
+        for i in range(episodes):
+            r = (i * 7919 % 101) / 100
+            rewards.append(r)
+            eid = f"e{i}"
+            out.write(json.dumps({"type": "episode", "episode": eid, "goal_index": i % 500,
+                                  "instruction": f"goal {i}: a thing", "category": ("a", "b", "c")[i % 3],
+                                  "target": {"asin": "B000000001", "title": "t", "attributes": [], "options": {},
+                                             "price_upper": 10.0}}) + "\n")
+            out.write(json.dumps({"type": "step", "episode": eid, "step": 1, "action": "search[thing]",
+                                  "page": "results", "reward": 0.0, "terminated": False, "truncated": False,
+                                  "invalid_action": False}) + "\n")
+            if i % 4:
+                out.write(json.dumps({"type": "step", "episode": eid, "step": 2, "action": "click[buy now]",
+                                      "page": "done", "reward": r, "terminated": True, "truncated": False,
+                                      "invalid_action": False, "purchased_asin": "B000000002",
+                                      "reward_info": {"r_type": 1.0, "r_att": r, "r_price": True}}) + "\n")
+            else:
+                rewards[-1] = 0.0
+    return rewards
+
+
+def test_paging_and_sorting_of_a_50000_episode_run(make_viewer, runs_dir, tmp_path):
+    rewards = write_large_run(tmp_path / "big.jsonl", runs_dir / "rule.jsonl", 50_000)
+    client = make_viewer(tmp_path, RUNS_INDEX_INLINE_BYTES=1 << 30)
+    soup = soup_of(client.get("/runs/big"))
+    assert len(soup.select("#episodes tbody tr")) == 100
+    assert soup.select_one("#shown").text.startswith("50,000 of 50,000 episodes · page 1 of 500")
+    expected = sorted(range(len(rewards)), key=lambda i: -rewards[i])  # stable: positions ascend among ties
+    got = []
+    for page in (1, 2, 250, 500):
+        rows = soup_of(client.get(f"/runs/big?sort=reward&desc=1&page={page}")).select("#episodes tbody tr")
+        got = [int(tr.find("td").text) for tr in rows]
+        assert got == expected[(page - 1) * 100 : page * 100]
+    assert client.get("/runs/big?sort=reward&desc=1&page=501").status_code == 404
+    by_steps = soup_of(client.get("/runs/big?sort=steps&per=1000")).select("#episodes tbody tr")
+    assert len(by_steps) == 1000 and {int(tr.find("td").text) % 4 for tr in by_steps} == {0}  # one-step episodes first
+    found = soup_of(client.get("/runs/big?q=GOAL+4999:"))
+    assert [int(tr.find("td").text) for tr in found.select("#episodes tbody tr")] == [4999]
+    unbought = soup_of(client.get("/runs/big?tag=never+searched"))
+    assert "0 of 50,000" in unbought.select_one("#shown").text
+    no_purchase = soup_of(client.get("/runs/big?tag=no+purchase&page=2"))
+    assert no_purchase.select_one("#shown").text.startswith("12,500 of 50,000 episodes · page 2 of 125")
+    for bad in ("per=1001", "page=0", "page=x", "sort=nope", "outcome=maybe"):
+        assert client.get(f"/runs/big?{bad}").status_code == 400
+    episode = soup_of(client.get("/runs/big/49999"))
+    assert "goal 49999" in episode.text
+
+
+def test_export_equals_eval_json_episodes(make_viewer, tmp_path):
+    _, result = write_run(tmp_path, "oracle", "oracle", extra=["--episodes"])
+    expected = result["episodes_detail"]
+    client = make_viewer(tmp_path)
+    response = client.get("/runs/oracle/episodes.jsonl")
+    assert response.status_code == 200 and response.mimetype == "application/x-ndjson"
+    lines = [json.loads(line) for line in response.get_data(as_text=True).splitlines()]
+    assert len(lines) == len(expected)
+    for line, record in zip(lines, expected):
+        assert {k: line[k] for k in record} == record
+        assert set(line) - set(record) == set(EXPORT_COLUMNS)
+    response = client.get("/runs/oracle/episodes.csv")
+    assert response.status_code == 200 and "attachment" in response.headers["Content-Disposition"]
+    rows = list(csv.DictReader(io.StringIO(response.get_data(as_text=True))))
+    assert list(rows[0]) == list(CSV_COLUMNS) and len(rows) == len(expected)
+    for row, record in zip(rows, expected):
+        for key, value in record.items():
+            if key == "reward_info":
+                for part, v in value.items():
+                    assert row[f"reward_info.{part}"] == csv_value(v)
+            else:
+                assert row[key] == csv_value(value), key
+    failed = client.get("/runs/oracle/episodes.jsonl?outcome=failure").get_data(as_text=True).splitlines()
+    assert len(failed) == sum(not r["success"] for r in expected)
+    assert client.get("/runs/oracle/episodes.xml").status_code == 404
+
+
+def test_comparison_refused_across_shops_and_goal_sets(make_viewer, runs_dir, tmp_path):
+    shutil.copy(runs_dir / "rule.jsonl", tmp_path / "rule.jsonl")
+    write_run(tmp_path, "priced", "rule", extra=["--price-seed", "1"])  # the same catalog, another goal set
+    lines = (runs_dir / "oracle.jsonl").read_text(encoding="utf-8").splitlines()
+    head = json.loads(lines[0])
+    head["fingerprint"] = dict(head["fingerprint"], files={"items_shuffle.json": "0" * 16}, products=999)
+    (tmp_path / "elsewhere.jsonl").write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n", encoding="utf-8")
+    shutil.copy(runs_dir / "oracle.jsonl", tmp_path / "oracle.jsonl")
+    client = make_viewer(tmp_path)
+    for other, what in (("priced", "goal set"), ("elsewhere", "shop")):
+        soup = soup_of(client.get(f"/runs/rule/vs/{other}"))
+        refused = soup.select_one("#refused").text
+        assert f"a different {what}" in refused and soup.select_one("#goals") is None
+        assert "better on" not in soup.select_one("#summary").text
+        assert len(soup.select("#summary tr")) >= 8  # the figures side by side
+        assert client.get(f"/runs/rule/vs/{other}/0").status_code == 409
+    same = soup_of(client.get("/runs/rule/vs/oracle"))
+    assert same.select_one("#refused") is None and len(same.select("#goals tbody tr")) == 24
+
+
+def test_start_page_links_to_runs(make_viewer, runs_dir, default_shop):
+    client = make_viewer(runs_dir)
+    link = soup_of(client.get("/")).select_one("#runs-link a")
+    assert link["href"] == "/runs/"
+    app = create_app({"TESTING": True, "SHOP": default_shop, "SEED": 0, "MAX_SESSIONS": 2})
+    try:
+        assert soup_of(app.test_client().get("/")).select_one("#runs-link") is None
+    finally:
+        app.extensions["webshop_gym"].close()
+
+
+def test_unreachable_goals_are_shown(make_viewer, runs_dir, eval_json):
+    client = make_viewer(runs_dir)
+    soup = soup_of(client.get("/runs/oracle"))
+    assert soup.select_one("#unreachable b").text == str(eval_json["oracle"]["unreachable"])
+    assert soup.select("#unreachable small")[-1].text == f"SR on the others {eval_json['oracle']['sr_reachable']:.1f}%"

@@ -1,0 +1,461 @@
+"""A run file indexed once: where each episode's lines are, and a compact summary of each episode.
+
+The viewer of ``webshop-gym serve --runs`` must stay fast and small whatever the size of a run
+(a 50,000-episode run is a third of a gigabyte).  :class:`RunIndex` reads a run file (any
+trajectory log of :mod:`webshop_gym.runs.log`) once, line by line, checking each line as
+:func:`~webshop_gym.runs.log.read_log` does, and keeps per episode only its byte span in the
+file and a few numbers (goal, reward, steps, invalid actions, purchase, failure cause and tag,
+reward parts, category, instruction); observations and model outputs are never kept.  When the
+file changes, :meth:`RunIndex.refresh` reads only what was appended (a run being written), or
+everything again when the file was replaced or cut.  :meth:`RunIndex.episode` reads one
+episode back from disk; :meth:`RunIndex.table` gives the columns the run page sorts and filters
+(numpy arrays) with the run's figures, computed as ``eval`` computes them.
+
+A last line without its newline is a write in progress (or cut off by a crash): it is read
+once it is complete.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from webshop_gym.runs.diagnosis import SOLVED, TAGS, EpisodeFacts, failure_tag
+from webshop_gym.runs.log import (
+    _EPISODE_FIELDS,
+    _STEP_FIELDS,
+    FORMAT_VERSION,
+    Episode,
+    LogError,
+    _check,
+    _type_name,
+)
+from webshop_gym.runs.run import CAUSES, RunEpisode, _episode, failure_causes
+
+__all__ = ["EXPORT_COLUMNS", "IndexTable", "RunIndex", "export_record"]
+
+#: Seconds between two progress reports of a long indexing.
+PROGRESS_EVERY = 2.0
+NAN = float("nan")
+
+
+class _Columns:
+    """Per-episode lists filled while reading (one entry per episode, in file order)."""
+
+    def __init__(self):
+        self.ids: dict[str, int] = {}
+        self.start: list[int] = []
+        self.end: list[int] = []
+        self.line: list[int] = []
+        self.goal: list[int] = []
+        self.instruction: list[str] = []
+        self.category: list[str] = []
+        self.target: list[str] = []
+        self.steps: list[int] = []
+        self.invalid: list[int] = []
+        self.last: list[tuple] = []  # (reward, terminated, truncated)
+        self.info: list[dict | None] = []  # the last step's reward parts (compact) if it has any
+        self.bought: list[str] = []
+        self.searched: list[bool] = []
+        self.seen: list[int | None] = []
+        self.opened: list[bool] = []
+        self.errored: list[bool] = []
+        self.reachable: list[bool | None] = []
+        self.record_extra: list[dict | None] = []  # reachable / reason / errored for exports
+
+
+_INFO_KEYS = ("r_type", "r_att", "r_option", "r_price")
+
+
+@dataclass
+class IndexTable:
+    """A run's episodes as columns (position ``i`` = the ``i``-th episode of the file).
+
+    Attributes:
+        goal, reward, steps, invalid: numpy arrays.
+        success, purchased, truncated: boolean arrays.
+        tag: index into :data:`~webshop_gym.runs.diagnosis.TAGS` (-1: solved).
+        cause: index of the main failure cause in :data:`~webshop_gym.runs.run.CAUSES` (-1: none).
+        causes: bit ``c`` set when cause ``c`` applies.
+        category: index into ``categories``.
+        instructions, instructions_lower: lists of str.
+        figures: :func:`~webshop_gym.runs.evaluation.summarize` of the episodes.
+    """
+
+    goal: np.ndarray
+    reward: np.ndarray
+    steps: np.ndarray
+    invalid: np.ndarray
+    success: np.ndarray
+    purchased: np.ndarray
+    truncated: np.ndarray
+    tag: np.ndarray
+    cause: np.ndarray
+    causes: np.ndarray
+    category: np.ndarray
+    categories: list[str]
+    instructions: list[str]
+    instructions_lower: list[str]
+    figures: dict
+
+    def __len__(self) -> int:
+        return len(self.goal)
+
+    def tag_name(self, i: int) -> str:
+        """Episode ``i``'s failure tag (``"solved"`` for a success)."""
+        t = int(self.tag[i])
+        return SOLVED if t < 0 else TAGS[t]
+
+    def cause_names(self, i: int) -> list[str]:
+        """Episode ``i``'s failure causes (main first)."""
+        mask = int(self.causes[i])
+        main = int(self.cause[i])
+        names = [CAUSES[main]] if main >= 0 else []
+        return names + [c for j, c in enumerate(CAUSES) if mask >> j & 1 and j != main]
+
+    def by_goal(self) -> dict[int, int]:
+        """Position by goal index (the last one when a goal repeats)."""
+        return {int(g): i for i, g in enumerate(self.goal.tolist())}
+
+    def nbytes(self) -> int:
+        """Bytes held, roughly (arrays plus the instruction strings)."""
+        arrays = sum(a.nbytes for a in (self.goal, self.reward, self.steps, self.invalid, self.success, self.purchased,
+                                         self.truncated, self.tag, self.cause, self.causes, self.category))
+        return arrays + sum(2 * (len(s) + 50) for s in self.instructions)
+
+
+class RunIndex:
+    """The index of one run file (see the module docstring).
+
+    Args:
+        path: the run file.
+
+    Attributes:
+        header: the ``run`` line (``{}`` without one); ``summary``: the ``summary`` line or ``None``.
+        size, mtime_ns: the file's size and modification time when last read.
+        seconds: time the last refresh took.
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        self._reset()
+
+    def _reset(self) -> None:
+        self.header: dict = {}
+        self.summary: dict | None = None
+        self.first_shop: dict | None = None  # the first episode's shop record
+        self.size = -1
+        self.mtime_ns = -1
+        self.consumed = 0  # bytes of complete lines read
+        self.lines = 0
+        self._head = b""  # the first bytes, to notice a replaced file
+        self._cols = _Columns()
+        self._table: IndexTable | None = None
+        self.seconds = 0.0
+
+    # -- reading ------------------------------------------------------------------------------------
+
+    def stale(self) -> bool:
+        """Whether the file changed since it was read (size or modification time)."""
+        stat = self.path.stat()
+        return (stat.st_size, stat.st_mtime_ns) != (self.size, self.mtime_ns)
+
+    def refresh(self, progress: Callable[[int, int, int], None] | None = None) -> bool:
+        """Read what changed since the last call; return whether anything did.
+
+        Args:
+            progress: called now and then with (bytes read, file size, episodes so far).
+
+        Raises:
+            LogError: a line is malformed (the message names the file and the line).
+            OSError: the file cannot be read.
+        """
+        stat = self.path.stat()
+        if (stat.st_size, stat.st_mtime_ns) == (self.size, self.mtime_ns):
+            return False
+        started = time.perf_counter()
+        with open(self.path, "rb") as handle:
+            head = handle.read(4096)
+            grown = self.size >= 0 and stat.st_size >= self.consumed and head[: len(self._head)] == self._head
+            if not grown:
+                self._reset()
+            self._head = head if len(head) >= len(self._head) else self._head
+            handle.seek(self.consumed)
+            try:
+                self._read(handle, stat.st_size, progress)
+            except BaseException:
+                self._reset()  # a half-read index is never used
+                raise
+        self.size, self.mtime_ns = stat.st_size, stat.st_mtime_ns
+        self._table = None
+        self.seconds = time.perf_counter() - started
+        return True
+
+    def _read(self, handle, total: int, progress) -> None:
+        cols = self._cols
+        path = self.path
+        offset = self.consumed
+        number = self.lines
+        last_report = time.perf_counter()
+        for raw in handle:
+            if not raw.endswith(b"\n"):
+                break  # a write in progress: read once complete
+            number += 1
+            start = offset
+            offset += len(raw)
+            if progress is not None and not number % 2048 and time.perf_counter() - last_report >= PROGRESS_EVERY:
+                last_report = time.perf_counter()
+                progress(offset, total, len(cols.start))
+            text = raw.strip()
+            if not text:
+                self.consumed, self.lines = offset, number
+                continue
+            try:
+                record = json.loads(text)
+            except UnicodeDecodeError as exc:
+                raise LogError(path, number, f"not UTF-8 text (byte {exc.start + 1} of the line)") from None
+            except json.JSONDecodeError as exc:
+                raise LogError(path, number, f"not JSON ({exc.msg} at column {exc.colno})") from None
+            except RecursionError:
+                raise LogError(path, number, "JSON nested too deeply") from None
+            if not isinstance(record, dict):
+                raise LogError(path, number, f"expected a JSON object, got {_type_name(record)}")
+            kind = record.get("type")
+            if kind is None:
+                raise LogError(path, number, "record has no 'type'")
+            if kind == "step":
+                self._step(record, number, start, offset)
+            elif kind == "episode":
+                self._episode(record, number, start, offset)
+            elif kind == "run":
+                if self.header or cols.start:
+                    raise LogError(path, number, "a run record must be the first line")
+                version = record.get("format")
+                if not isinstance(version, int) or isinstance(version, bool):
+                    raise LogError(path, number, f"run record: 'format' must be an integer, got {_type_name(version)}")
+                if version > FORMAT_VERSION:
+                    raise LogError(path, number, f"written in log format {version}; this webshop-gym reads up to "
+                                                 f"{FORMAT_VERSION} (upgrade webshop-gym)")
+                _check(path, number, record, {"shop": (dict,)})
+                self.header = record
+            elif kind == "summary":
+                self.summary = record
+            self.consumed, self.lines = offset, number
+        if progress is not None:
+            progress(self.consumed, total, len(cols.start))
+
+    def _episode(self, record: dict, number: int, start: int, end: int) -> None:
+        path, cols = self.path, self._cols
+        _check(path, number, record, _EPISODE_FIELDS)
+        if record["goal_index"] < 0:
+            raise LogError(path, number, f"goal_index must be >= 0, got {record['goal_index']}")
+        shop = record.get("shop", self.header.get("shop") if self.header else None)
+        if not isinstance(shop, dict):
+            raise LogError(path, number, "episode record has no 'shop' (and no run record gives one)")
+        if self.first_shop is None:
+            self.first_shop = shop
+        eid = record["episode"]
+        if eid in cols.ids:
+            raise LogError(path, number, f"episode {eid!r} starts twice")
+        cols.ids[eid] = len(cols.start)
+        target = record.get("target") if isinstance(record.get("target"), dict) else {}
+        cols.start.append(start)
+        cols.end.append(end)
+        cols.line.append(number)
+        cols.goal.append(int(record["goal_index"]))
+        cols.instruction.append(str(record.get("instruction", "")))
+        cols.category.append(str(record.get("category") or "unknown"))
+        cols.target.append(str(target.get("asin") or ""))
+        cols.steps.append(0)
+        cols.invalid.append(0)
+        cols.last.append((0.0, False, False))
+        cols.info.append(None)
+        cols.bought.append("")
+        cols.searched.append(False)
+        cols.seen.append(None)
+        cols.opened.append(False)
+        cols.errored.append(bool(record.get("errored")))
+        cols.reachable.append(bool(record["reachable"]) if "reachable" in record else None)
+        extra = {k: record[k] for k in ("reachable", "reason", "errored") if k in record}
+        cols.record_extra.append(extra or None)
+
+    def _step(self, record: dict, number: int, start: int, end: int) -> None:
+        path, cols = self.path, self._cols
+        _check(path, number, record, _STEP_FIELDS)
+        i = cols.ids.get(record["episode"])
+        if i is None:
+            raise LogError(path, number, f"step of an episode that has not started: {record['episode']!r}")
+        if record["step"] != cols.steps[i] + 1:
+            raise LogError(path, number, f"step {record['step']} of episode {record['episode']!r}; "
+                                         f"expected step {cols.steps[i] + 1}")
+        cols.steps[i] += 1
+        cols.end[i] = end
+        invalid = bool(record["invalid_action"])
+        cols.invalid[i] += invalid
+        terminated = bool(record["terminated"])
+        cols.last[i] = (float(record["reward"]), terminated, bool(record["truncated"]))
+        info = record.get("reward_info")
+        cols.info[i] = {k: info[k] for k in _INFO_KEYS if k in info} if info else None
+        cols.bought[i] = str(record.get("purchased_asin") or "") if terminated else ""
+        if record.get("errored"):
+            cols.errored[i] = True
+        action = record.get("action")
+        if not invalid and isinstance(action, str):
+            if action.startswith("search[") and action.endswith("]"):
+                cols.searched[i] = True
+            target = cols.target[i]
+            if target and action.startswith("click[") and action[6:-1].strip().lower() == target.lower():
+                cols.opened[i] = True
+        if record.get("page") == "results":
+            obs = record.get("observation")
+            target = cols.target[i]
+            if isinstance(obs, str) and target:
+                if cols.seen[i] is None:
+                    cols.seen[i] = 0
+                if not cols.seen[i] and (target.upper() in obs or target.lower() in obs):
+                    cols.seen[i] = int(record["step"])
+
+    # -- what the pages read --------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._cols.start)
+
+    @property
+    def episodes(self) -> int:
+        """Episodes indexed."""
+        return len(self._cols.start)
+
+    def table(self) -> IndexTable:
+        """The episodes as columns, with the figures (computed once per change of the file)."""
+        if self._table is None:
+            self._table = self._build_table()
+        return self._table
+
+    def _build_table(self) -> IndexTable:
+        from webshop_gym.runs.evaluation import summarize
+
+        cols = self._cols
+        n = len(cols.start)
+        reward = np.zeros(n)
+        success = np.zeros(n, bool)
+        purchased = np.zeros(n, bool)
+        truncated = np.zeros(n, bool)
+        tag = np.full(n, -1, np.int16)
+        cause = np.full(n, -1, np.int8)
+        causes = np.zeros(n, np.int16)
+        tag_ids = {t: j for j, t in enumerate(TAGS)}
+        cause_ids = {c: j for j, c in enumerate(CAUSES)}
+        category_ids: dict[str, int] = {}
+        category = np.zeros(n, np.int32)
+        records = []
+        for i in range(n):
+            r, term, trunc = cols.last[i]
+            steps, invalid = cols.steps[i], cols.invalid[i]
+            got = r if term else 0.0
+            reward[i] = got
+            purchased[i] = term
+            truncated[i] = trunc
+            success[i] = term and got == 1.0
+            info = cols.info[i] if term else None
+            found = failure_causes(term, trunc, steps, invalid, info, got)
+            if found:
+                cause[i] = cause_ids[found[0]]
+                for c in found:
+                    causes[i] |= 1 << cause_ids[c]
+            name = failure_tag(EpisodeFacts(term, trunc, steps, invalid, got, cols.searched[i], cols.target[i],
+                                            cols.bought[i], cols.seen[i], cols.opened[i], info or {},
+                                            cols.errored[i]))
+            tag[i] = -1 if name == SOLVED else tag_ids[name]
+            category[i] = category_ids.setdefault(cols.category[i], len(category_ids))
+            rec = {"reward": got, "steps": steps, "invalid_actions": invalid, "purchased": term, "truncated": trunc}
+            if term and info:
+                rec["reward_info"] = {k: v for k, v in info.items() if not (isinstance(v, float) and math.isnan(v))}
+            if cols.reachable[i] is not None:
+                rec["reachable"] = cols.reachable[i]
+            records.append(rec)
+        figures = summarize(records)
+        del records
+        return IndexTable(
+            goal=np.asarray(cols.goal, np.int64), reward=reward, steps=np.asarray(cols.steps, np.int64),
+            invalid=np.asarray(cols.invalid, np.int64), success=success, purchased=purchased, truncated=truncated,
+            tag=tag, cause=cause, causes=causes, category=category, categories=list(category_ids),
+            instructions=list(cols.instruction), instructions_lower=[s.lower() for s in cols.instruction],
+            figures=figures)
+
+    def tag_counts(self) -> Counter:
+        """Episodes per failure tag (``solved`` included)."""
+        t = self.table()
+        return Counter(t.tag_name(i) for i in range(len(t)))
+
+    def span(self, position: int) -> tuple[int, int]:
+        """Byte span [start, end) of an episode's lines (other episodes' lines may interleave)."""
+        return self._cols.start[position], self._cols.end[position]
+
+    def episode(self, position: int) -> RunEpisode:
+        """Read episode ``position`` (0-based, file order) from disk.
+
+        Raises:
+            IndexError: there is no such episode.
+            LogError: the file changed under the index (refresh and try again).
+        """
+        cols = self._cols
+        if not 0 <= position < len(cols.start):
+            raise IndexError(position)
+        start, end = cols.start[position], cols.end[position]
+        with open(self.path, "rb") as handle:
+            handle.seek(start)
+            data = handle.read(end - start)
+        lines = data.split(b"\n")
+        head = json.loads(lines[0])
+        eid = head.get("episode")
+        if head.get("type") != "episode" or cols.ids.get(eid) != position:
+            raise LogError(self.path, cols.line[position], "the file changed since it was indexed")
+        shop = head.get("shop", self.header.get("shop") if self.header else None)
+        ep = Episode(eid, int(head["goal_index"]), shop, head.get("instruction", ""), record=head,
+                     line=cols.line[position])
+        number = cols.line[position]
+        for raw in lines[1:]:
+            number += 1
+            if not raw.strip() or b'"step"' not in raw:
+                continue
+            record = json.loads(raw)
+            if record.get("type") != "step" or record.get("episode") != eid:
+                continue
+            ep.actions.append(record.get("action"))
+            ep.steps.append(record)
+            ep.step_lines.append(number)
+        return _episode(position, ep)
+
+    def export_record(self, position: int, episode: RunEpisode | None = None) -> dict:
+        """Episode ``position`` as ``eval --json --episodes`` reports it, plus the viewer's columns."""
+        return export_record(episode or self.episode(position), self.table())
+
+    def iter_export(self) -> Iterator[dict]:
+        """Every episode's :meth:`export_record`, reading the file once, in order (memory: one episode)."""
+        for i in range(len(self._cols.start)):
+            yield self.export_record(i)
+
+
+#: Columns of the per-episode export beyond ``eval --json --episodes``'s records.
+EXPORT_COLUMNS = ("position", "instruction", "category", "tag", "causes")
+
+
+def export_record(episode: RunEpisode, table: IndexTable | None = None) -> dict:
+    """An episode as ``eval --json --episodes`` reports it, then the viewer's columns (:data:`EXPORT_COLUMNS`)."""
+    out = episode.record()
+    if "errored" in episode.log.record:
+        out["errored"] = episode.log.record["errored"]
+    out["position"] = episode.position
+    out["instruction"] = episode.instruction
+    out["category"] = episode.category
+    out["tag"] = table.tag_name(episode.position) if table is not None else ""
+    out["causes"] = list(episode.causes)
+    return out
