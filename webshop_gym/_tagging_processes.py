@@ -192,7 +192,9 @@ class BackgroundTagger:
         if progress:
             from tqdm import tqdm
 
-            bar = tqdm(total=total, desc="tagging title nouns", unit="title", leave=False, dynamic_ncols=True)
+            from webshop_gym import _progress
+
+            bar = tqdm(disable=_progress.disable(), total=total, desc="tagging title nouns", unit="title", leave=False, dynamic_ncols=True)
         try:
             shown = 0
             with self._done:

@@ -3,7 +3,7 @@
 Subcommands::
 
     webshop-gym demo                      play one scripted episode on the default shop
-    webshop-gym data synth|info|compile|index|goals ...
+    webshop-gym data synth|info|compile|index|verify|goals ...
     webshop-gym serve --shop DIR          play the shop in a browser (needs webshop-gym[server])
     webshop-gym replay LOG                replay a trajectory log and check its rewards
     webshop-gym eval --policy rule ...    Score and SR of a policy over a split
@@ -99,12 +99,49 @@ def _data_synth(args) -> int:
 
 
 def _data_compile(args) -> int:
-    from webshop_gym.catalog import load_catalog
+    from webshop_gym.shop import load_shop
 
-    catalog = load_catalog(args.dir or _default_dir(), num_products=args.num_products)
-    catalog.ensure_nouns(progress=True, complete=True)  # every title, so no process ever waits for spaCy
-    print(f"compiled {len(catalog)} products into {catalog.folder}")
+    path = args.dir or _default_dir()
+    sets = [dict(human_goals=human, seed=seed) for human in ([False, True] if args.human_goals else [False])
+            for seed in (args.price_seed or [0])]
+    sets += [dict(goals=goals) for goals in args.goals or []]
+    shop = None
+    for kwargs in sets:  # goals, prices, reward tables and the fingerprint's digest of each goal set
+        shop = load_shop(path, num_products=args.num_products, progress=True, **kwargs)
+        shop.goals.digest()
+    shop.catalog.ensure_nouns(progress=True, complete=True)  # every title, so no process ever waits for spaCy
+    if not args.no_index:
+        shop.engine.prepare(build=True)  # the Lucene index and its exported postings
+    names = ", ".join(f"{'human' if k.get('human_goals') else 'synthetic'} goals (price seed {k['seed']})"
+                      if "seed" in k else f"goals of {k['goals']}" for k in sets)
+    print(f"compiled {len(shop.catalog)} products into {shop.catalog.folder}: catalog, title nouns, {names}"
+          + ("" if args.no_index else ", search index and postings"))
     return 0
+
+
+def _data_verify(args) -> int:
+    from webshop_gym._integrity import verify_tree
+    from webshop_gym._paths import cache_dir
+
+    if args.all:
+        root = cache_dir(create=False) / "catalogs"
+    else:
+        from webshop_gym.catalog import catalog_key, check_num_products, find_shop_files
+
+        files = find_shop_files(args.dir or _default_dir())
+        root = cache_dir(create=False) / "catalogs" / catalog_key(files, check_num_products(args.num_products))
+    results = verify_tree(root)
+    if args.all:
+        results += verify_tree(cache_dir(create=False) / "external-postings")
+    if not results:
+        raise FileNotFoundError(f"nothing compiled in {root}: run `webshop-gym data compile` first")
+    for folder, problem in results:
+        print(f"ok       {folder}" if problem is None else f"DAMAGED  {folder}: {problem}")
+    damaged = [folder for folder, problem in results if problem is not None]
+    print(f"{len(results)} folders checked, {len(damaged)} damaged"
+          + (" (delete them, or load the shop where the cache is writable: damaged folders are rebuilt)"
+             if damaged else ""))
+    return 1 if damaged else 0
 
 
 def _data_index(args) -> int:
@@ -210,15 +247,28 @@ def build_parser() -> argparse.ArgumentParser:
     synth.set_defaults(func=_data_synth)
     for name, func, text in (
         ("info", _data_info, "print a summary: products, categories, option names, goals per split, fingerprint"),
-        ("compile", _data_compile, "compile (and cache) the catalog and the nouns of every title"),
+        ("compile", _data_compile, "compile (and cache) everything a run needs: catalog, title nouns, goals, "
+                                   "prices, reward tables, search index and postings (then the cache works read-only)"),
         ("index", _data_index, "build (and cache) the Lucene search index and export its postings"),
+        ("verify", _data_verify, "check the checksums of every compiled cache folder of a shop (exit status 1 "
+                                 "when one is damaged)"),
     ):
         cmd = data_sub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
         cmd.add_argument("dir", nargs="?", metavar="DIR", type=types.existing_dir,
                          help="shop directory (default: the embedded shop)")
         if name != "info":
-            cmd.add_argument("--num-products", type=types.positive_int, help="keep only the first N product records")
-        else:
+            cmd.add_argument("--num-products", type=types.positive_int, metavar="N",
+                             help="keep only the first N product records")
+        if name == "compile":
+            cmd.add_argument("--human-goals", action="store_true", help="also the human goal set")
+            cmd.add_argument("--price-seed", type=types.seed, action="append", metavar="SEED",
+                             help="prices and caps of this seed (repeat for several; default 0)")
+            cmd.add_argument("--goals", metavar="FILE", type=types.existing_file, action="append",
+                             help="also a frozen goal set (repeatable)")
+            cmd.add_argument("--no-index", action="store_true", help="skip the search index and its postings")
+        if name == "verify":
+            cmd.add_argument("--all", action="store_true", help="every compiled folder in the cache, of every shop")
+        if name == "info":
             cmd.add_argument("--goals", metavar="FILE", type=types.existing_file, help="frozen goal set to fingerprint")
             cmd.add_argument("--human-goals", action="store_true", help="fingerprint the human goal set")
             cmd.add_argument("--price-seed", type=types.seed, default=0, help="seed of prices and caps (default 0)")

@@ -170,9 +170,11 @@ def rollout(
         return _rollout(env, policy, seed, num_goals, record, on_episode, stats)
     from tqdm import tqdm
 
+    from webshop_gym import _progress
+
     goals = len(env.engine.goal_range)
     total = goals if num_goals is None else min(int(num_goals), goals)
-    with tqdm(total=total, desc=progress, unit="goal", file=sys.stderr, dynamic_ncols=True) as bar:
+    with tqdm(disable=_progress.disable(), total=total, desc=progress, unit="goal", file=sys.stderr, dynamic_ncols=True) as bar:
 
         def tick(episode: dict) -> None:
             bar.update(1)

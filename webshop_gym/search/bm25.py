@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from webshop_gym._paths import build_atomically, cache_dir
+from webshop_gym._paths import build_atomically, cache_dir, is_built
 from webshop_gym.catalog import Catalog
 from webshop_gym.error import SearchEngineError
 from webshop_gym.search import scoring
@@ -120,7 +120,7 @@ class BM25Search(CachedSearch):
 
     def _load(self) -> Postings:
         folder = self.postings_path
-        if not (folder / "meta.json").exists():
+        if not is_built(folder):
             if self._index_arg is None:
                 build_index(self.catalog, self.index_path, progress=self.progress)
                 build_postings(self.catalog, self.index_path, folder, progress=self.progress)
@@ -141,7 +141,7 @@ class BM25Search(CachedSearch):
             build: also build the index and export its postings when they are missing (which
                 needs the JVM); with ``False`` a missing export waits for the first search.
         """
-        if build or self._postings is not None or (self.postings_path / "meta.json").exists():
+        if build or self._postings is not None or is_built(self.postings_path):
             self.postings()
             self.search_batch(["warm up the kernel"], k=1, cache=False)
 

@@ -32,7 +32,7 @@ from typing import Protocol
 import numpy as np
 
 from webshop_gym import _java
-from webshop_gym._paths import build_atomically
+from webshop_gym._paths import build_atomically, is_built
 from webshop_gym.catalog import Catalog
 from webshop_gym.error import SearchEngineError
 from webshop_gym.search.cache import DEFAULT_CACHE_BYTES, QueryCache
@@ -164,7 +164,9 @@ def build_index(catalog: Catalog, folder: str | os.PathLike, progress: bool = Tr
         if progress:
             from tqdm import tqdm
 
-            bar = tqdm(total=len(catalog), desc="indexing products", unit="doc")
+            from webshop_gym import _progress
+
+            bar = tqdm(disable=_progress.disable(), total=len(catalog), desc="indexing products", unit="doc")
         try:
             for start in range(0, len(catalog), batch):
                 docs = [
@@ -182,7 +184,7 @@ def build_index(catalog: Catalog, folder: str | os.PathLike, progress: bool = Tr
             json.dumps({"documents": len(catalog), "seconds": round(time.perf_counter() - started, 3)})
         )
 
-    if not (final / "meta.json").exists():
+    if not is_built(final):
         build_atomically(final, build)
     return final
 
