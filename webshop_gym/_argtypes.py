@@ -160,31 +160,48 @@ def existing_dir(text: str) -> str:
     return str(path)
 
 
+def _make_parent(folder: Path) -> None:
+    """The one rule of every output flag: missing folders are created, below the working directory only.
+
+    A relative path (or any path inside the working directory) gets its missing folders, as
+    ``mkdir -p`` would; elsewhere the folder must exist, so a mistyped absolute path never leaves
+    folders behind in odd places.
+    """
+    if folder.is_dir():
+        return
+    cwd = Path.cwd().resolve()
+    if not folder.resolve().is_relative_to(cwd):
+        raise argparse.ArgumentTypeError(
+            f"folder {str(folder)!r} does not exist (missing folders are created only below the working directory)")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"cannot create folder {str(folder)!r} ({exc.strerror or exc})") from None
+
+
 def output_file(text: str) -> str:
-    """A file to write: not a directory, in a folder that exists (no folders are created)."""
+    """A file to write: not a directory; its missing folders are created below the working directory."""
     if text == "":
         raise argparse.ArgumentTypeError("must be a file path, got ''")
     path = Path(text).expanduser()
     if path.is_dir():
         raise argparse.ArgumentTypeError(f"{text!r} is a directory, expected a file to write")
     parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise argparse.ArgumentTypeError(f"folder {str(parent)!r} does not exist (create it first)")
+    _make_parent(parent)
     if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
         raise argparse.ArgumentTypeError(f"{text!r} is not writable")
     return str(path)
 
 
 def output_dir(text: str) -> str:
-    """A directory to write into: an existing directory, or a new one in a folder that exists."""
+    """A directory to write into: existing, or created (with missing parents) below the working directory."""
     if text == "":
         raise argparse.ArgumentTypeError("must be a directory path, got ''")
     path = Path(text).expanduser()
     if path.exists() and not path.is_dir():
         raise argparse.ArgumentTypeError(f"{text!r} is a file, expected a directory")
     parent = path if path.is_dir() else path.parent
-    if not parent.is_dir():
-        raise argparse.ArgumentTypeError(f"folder {str(parent)!r} does not exist (create it first)")
+    _make_parent(parent)
     if not os.access(parent, os.W_OK):
         raise argparse.ArgumentTypeError(f"{text!r} is not writable")
     return str(path)

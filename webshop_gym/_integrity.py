@@ -12,7 +12,8 @@ place: the size and CRC-32 of every file the build wrote.  Loading checks it:
   4 MiB blocks (costs in ``docs/data.md``).  Overwritten bytes and files swapped with one
   another fail here.  Processes started by a process that already checked a folder (the vector
   env's workers, any subprocess) inherit the result through :data:`VERIFIED_ENV` and check
-  sizes only.
+  sizes only.  ``WEBSHOP_GYM_VERIFY=sizes`` skips the content check at load altogether (a huge
+  shop on a cache you trust; ``data verify`` still checks everything).
 
 A damaged folder is removed and built again, with one warning line naming it; where it cannot
 be removed (a read-only cache), loading stops with :class:`~webshop_gym.error.CacheDamaged`,
@@ -34,7 +35,7 @@ from pathlib import Path
 
 from webshop_gym.error import CacheDamaged
 
-__all__ = ["MANIFEST", "VERIFIED_ENV", "damage", "ensure_intact", "verify_tree", "write_manifest"]
+__all__ = ["MANIFEST", "VERIFIED_ENV", "VERIFY_ENV", "damage", "ensure_intact", "verify_tree", "write_manifest"]
 
 log = logging.getLogger("webshop_gym")
 
@@ -42,6 +43,8 @@ MANIFEST = "checksums.json"
 """The manifest's file name inside each built folder."""
 VERIFIED_ENV = "WEBSHOP_GYM_VERIFIED"
 """Folders whose contents this process (or its parent) checked: ``;``-separated tokens."""
+VERIFY_ENV = "WEBSHOP_GYM_VERIFY"
+"""``sizes``: loads check sizes only (contents only with ``webshop-gym data verify``)."""
 _BLOCK = 4 << 20
 _FORMAT = "webshop-gym/checksums-v1"
 
@@ -121,7 +124,8 @@ def damage(folder: str | os.PathLike, contents: bool | None = None) -> str | Non
             return f"{name} has {got:,} bytes instead of {size:,}"
     token = _token(folder)
     if contents is None:
-        contents = token not in _checked and token not in _inherited()
+        contents = (token not in _checked and token not in _inherited()
+                    and os.environ.get(VERIFY_ENV, "").strip().lower() != "sizes")
     if contents:
         buffer = bytearray(_BLOCK)
         for name, (_, crc) in files.items():

@@ -277,7 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
                                          "checked first)")
     synth.add_argument("--seed", type=types.seed, default=0, metavar="SEED", help="generator seed (default 0)")
     synth.add_argument("--out", required=True, metavar="DIR", type=types.output_dir,
-                       help="output directory (created if missing; its parent folder must exist)")
+                       help="output directory (missing folders are created below the working directory)")
     synth.add_argument("--quiet", action="store_true", help="no progress bar")
     synth.set_defaults(func=_data_synth)
     for name, func, text in (
@@ -314,7 +314,7 @@ def build_parser() -> argparse.ArgumentParser:
     goals.add_argument("dir", nargs="?", metavar="DIR", type=types.existing_dir,
                        help="shop directory (default: the embedded shop)")
     goals.add_argument("--out", required=True, metavar="FILE", type=types.output_file,
-                       help="output JSON file (its folder must exist)")
+                       help="output JSON file (missing folders are created below the working directory)")
     goals.add_argument("--human-goals", action="store_true", help="human instructions instead of synthetic goals")
     goals.add_argument("--price-seed", type=types.seed, default=0, metavar="SEED",
                        help="seed of prices and caps (default 0)")

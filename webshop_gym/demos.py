@@ -359,7 +359,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", default="think-answer", choices=["think-answer", "react", "verl-agent"],
                         help="transcript format (default think-answer)")
     parser.add_argument("--out", required=True, metavar="FILE", type=types.output_file,
-                        help="output JSONL file (its folder must exist)")
+                        help="output JSONL file (missing folders are created below the working directory)")
     add_shop_arguments(parser)
     parser.add_argument("--split", default="train", choices=["train", "eval", "test", "all"], help="goals to demonstrate (default train)")
     parser.add_argument("--eval-fraction", type=types.fraction, default=0.1, metavar="F",

@@ -99,7 +99,7 @@ REASONS = {
     "truncated postings": r"docs\.npy has [\d,]+ bytes instead of [\d,]+",
     "4 bytes of asin data": r"asin\.data\.npy does not match its checksum",
     "swapped offset files": r"description\.offsets\.npy does not match its checksum",
-    "no checksums (older cache)": r"it has no checksums\.json",
+    "no checksums (older cache)": r"it has no checksums\.json \(compiled by an older webshop-gym, or damaged\)",
 }
 
 
