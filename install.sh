@@ -63,3 +63,6 @@ fi
 
 echo "==> playing one episode on the embedded default shop"
 .venv/bin/webshop-gym demo
+
+echo "==> done; to use the webshop-gym command in this shell, activate the environment:"
+echo "source .venv/bin/activate"

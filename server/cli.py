@@ -24,28 +24,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from webshop_gym.cli.main import add_shop_arguments
 
     add_shop_arguments(parser)
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    parser.add_argument("--host", default="127.0.0.1", type=types.host, metavar="ADDRESS",
+                        help="address to bind: an IP address or a host name that resolves "
+                             "(default 127.0.0.1: this machine only)")
     parser.add_argument("--port", type=types.port, default=3000,
                         help="port (default 3000, the reference site's; 0: any free port, printed at start)")
-    parser.add_argument("--max-steps", type=types.non_negative_int, default=15,
-                        help="play UI: actions per episode before it ends with reward 0 (default 15; 0: no cap)")
-    parser.add_argument("--session-ttl", type=types.non_negative_float, default=3600, metavar="SECONDS",
-                        help="play UI: idle seconds after which a session expires (default 3600; 0: never)")
-    parser.add_argument("--max-sessions", type=types.positive_int, default=1000, metavar="N",
-                        help="play UI: sessions alive at once; the least recently used is evicted beyond (default 1000)")
+    parser.add_argument("--max-steps", type=types.at_most(types.non_negative_int, types.MAX_STEPS), default=15,
+                        metavar="N", help="play UI: actions per episode before it ends with reward 0 "
+                                          f"(default 15; 0: no cap; at most {types.MAX_STEPS:,})")
+    parser.add_argument("--session-ttl", type=types.seconds, default=3600, metavar="SECONDS",
+                        help="play UI: idle seconds after which a session expires (default 3600; 0: never; "
+                             f"at most {types.MAX_SECONDS:,})")
+    parser.add_argument("--max-sessions", type=types.at_most(types.positive_int, types.MAX_SESSIONS), default=1000,
+                        metavar="N", help="play UI: sessions alive at once; the least recently used is evicted "
+                                          f"beyond (default 1000; at most {types.MAX_SESSIONS:,})")
     parser.add_argument("--log-dir", metavar="DIR", type=types.output_dir,
                         help="play UI: one JSONL trajectory log per session in DIR (replay with `webshop-gym replay`)")
     parser.add_argument("--log-fsync", action="store_true", help="fsync every log line (survives a machine crash)")
     parser.add_argument("--images", action="store_true", help="show product images (loaded from their remote URLs)")
     parser.add_argument("--show-attrs", action="store_true", help="show the Attributes tab on item pages")
     parser.add_argument("--seed", type=types.seed, help="seed of random goals (default: fresh entropy)")
-    parser.add_argument("--agentgym-max-envs", type=types.positive_int, default=1024, metavar="N",
-                        help="AgentGym API (/agentgym): environments alive at once (default 1024)")
-    parser.add_argument("--agentgym-env-ttl", type=types.non_negative_float, default=3600, metavar="SECONDS",
+    parser.add_argument("--agentgym-max-envs", type=types.at_most(types.positive_int, types.MAX_SESSIONS),
+                        default=1024, metavar="N", help="AgentGym API (/agentgym): environments alive at once "
+                                                        f"(default 1024; at most {types.MAX_SESSIONS:,})")
+    parser.add_argument("--agentgym-env-ttl", type=types.seconds, default=3600, metavar="SECONDS",
                         help="AgentGym API: idle seconds after which an environment may be evicted to make room "
-                             "(default 3600; 0: never)")
-    parser.add_argument("--threads", type=types.positive_int, default=8,
-                        help="request threads of the WSGI server (default 8; the simulator itself runs on one thread)")
+                             f"(default 3600; 0: never; at most {types.MAX_SECONDS:,})")
+    parser.add_argument("--threads", type=types.at_most(types.positive_int, types.MAX_THREADS), default=8, metavar="N",
+                        help="request threads of the WSGI server (default 8; at most "
+                             f"{types.MAX_THREADS}; the simulator itself runs on one thread)")
     parser.add_argument("--dev", action="store_true",
                         help="serve with Werkzeug's development server instead of waitress")
     parser.add_argument("--runs", metavar="DIR", type=types.existing_dir,
@@ -120,8 +127,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         try:  # bind first: a port in use fails before the warm-up
             listener = _Listener(app, args.host, args.port, args.threads, args.dev)
-        except OSError as exc:
-            raise _BindError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from exc
+        except (OSError, ValueError) as exc:  # waitress: ValueError for an address it cannot use
+            reason = getattr(exc, "strerror", None) or str(exc)
+            raise _BindError(f"cannot listen on {args.host}:{args.port}: {reason}") from exc
         store.warm_up()
         goals = store.shop.goals
         host = f"[{args.host}]" if ":" in args.host else args.host

@@ -33,6 +33,10 @@ class CacheNotWritable(Error, PermissionError):
     """Something must be compiled into the cache folder, but the folder cannot be written."""
 
 
+class CacheDamaged(Error, OSError):
+    """A compiled cache folder is damaged and cannot be rebuilt where it is (a read-only cache)."""
+
+
 class InvalidArgument(Error, TypeError, ValueError):
     """An argument has the wrong type or value; the message names it, what was expected and what was given.
 

@@ -149,7 +149,7 @@ def test_every_baseline_through_the_cli(policy, tmp_path, capsys):
 
 @pytest.mark.slow
 def test_ctrl_c_during_a_multi_process_eval_exits_130_quietly(tmp_path):
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "WEBSHOP_GYM_PROGRESS": "1"}  # its bar shows it runs
     proc = subprocess.Popen(
         [sys.executable, "-m", "webshop_gym.cli", "eval", "--policy", "random", "--num-envs", "2", "--num-workers", "2",
          "--split", "train"],

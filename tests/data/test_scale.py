@@ -141,6 +141,7 @@ def test_progress_false_silences_every_bar(tmp_path, monkeypatch, capfd):
 
     generate_shop(tmp_path / "shop", 400, seed=2, progress=False)
     monkeypatch.setattr(catalog_module, "TAG_ALL_UP_TO", 100)  # the large-shop paths
+    monkeypatch.setenv("WEBSHOP_GYM_PROGRESS", "1")  # bars although stderr is not a terminal here
     capfd.readouterr()
     for progress, cache in ((False, "quiet"), (True, "loud")):
         # quietly: with tagging in worker processes while reading, as on a large shop

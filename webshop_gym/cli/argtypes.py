@@ -14,7 +14,10 @@ import os
 from pathlib import Path
 
 __all__ = [
+    "at_most",
     "existing_dir",
+    "host",
+    "model_dir",
     "existing_file",
     "fraction",
     "non_negative_float",
@@ -25,10 +28,31 @@ __all__ = [
     "positive_float",
     "positive_int",
     "probability",
+    "seconds",
     "seed",
 ]
 
 MAX_SEED = 2**63 - 1
+
+# Upper bounds of the numeric flags (each flag's --help names its bound; docs/cli.md lists them).
+MAX_COUNT = 2**31 - 1
+"""Counts that only select (``--num-goals``, ``--num-products``, ``--goal``): rows are int32."""
+MAX_ENVS = 65_536
+"""Parallel slots of ``eval`` and ``demos`` (each slot holds an episode's state and pages)."""
+MAX_WORKERS = 256
+"""Worker processes of ``eval``."""
+MAX_STEPS = 1_000
+"""Steps per episode (the reference plays 15)."""
+MAX_PRODUCTS = 10_000_000
+"""Products of ``data synth`` (about 2.2 kB of JSON each: 22 GB; the disk is checked too)."""
+MAX_SESSIONS = 100_000
+"""``serve``: play sessions and AgentGym envs alive at once (engine slots made at start, ~1.2 kB each)."""
+MAX_THREADS = 256
+"""``serve``: request threads."""
+MAX_SECONDS = 31_536_000
+"""Time-outs in seconds (one year)."""
+MAX_TOKENS = 1_048_576
+"""Token counts of ``hf:`` policies."""
 
 
 def _int(text: str, what: str, low: int | None = None, high: int | None = None) -> int:
@@ -58,6 +82,22 @@ def positive_int(text: str) -> int:
     return _int(text, "a positive integer", low=1)
 
 
+def at_most(parse, high: int):
+    """``parse`` (an integer type of this module) with an upper bound ``high``.
+
+    The lower bound's message stays ``parse``'s; above ``high`` it is ``must be at most HIGH``.
+    """
+
+    def bounded(text: str) -> int:
+        value = parse(text)
+        if value > high:
+            raise argparse.ArgumentTypeError(f"must be at most {high:,}, got {text!r}")
+        return value
+
+    bounded.__name__ = f"{parse.__name__}_at_most_{high}"
+    return bounded
+
+
 def non_negative_int(text: str) -> int:
     """An integer >= 0 (0 usually means "none" or "off", as each flag's help says)."""
     return _int(text, "an integer >= 0", low=0)
@@ -76,6 +116,11 @@ def port(text: str) -> int:
 def non_negative_float(text: str) -> float:
     """A finite number >= 0."""
     return _float(text, "a finite number >= 0", lambda x: x >= 0)
+
+
+def seconds(text: str) -> float:
+    """A duration in seconds: a finite number in [0, one year]."""
+    return _float(text, f"a finite number >= 0 (seconds, at most {MAX_SECONDS:,})", lambda x: 0 <= x <= MAX_SECONDS)
 
 
 def positive_float(text: str) -> float:
@@ -115,31 +160,96 @@ def existing_dir(text: str) -> str:
     return str(path)
 
 
+def _make_parent(folder: Path) -> None:
+    """The one rule of every output flag: missing folders are created, below the working directory only.
+
+    A relative path (or any path inside the working directory) gets its missing folders, as
+    ``mkdir -p`` would; elsewhere the folder must exist, so a mistyped absolute path never leaves
+    folders behind in odd places.
+    """
+    if folder.is_dir():
+        return
+    cwd = Path.cwd().resolve()
+    if not folder.resolve().is_relative_to(cwd):
+        raise argparse.ArgumentTypeError(
+            f"folder {str(folder)!r} does not exist (missing folders are created only below the working directory)")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"cannot create folder {str(folder)!r} ({exc.strerror or exc})") from None
+
+
 def output_file(text: str) -> str:
-    """A file to write: not a directory, in a folder that exists (no folders are created)."""
+    """A file to write: not a directory; its missing folders are created below the working directory."""
     if text == "":
         raise argparse.ArgumentTypeError("must be a file path, got ''")
     path = Path(text).expanduser()
     if path.is_dir():
         raise argparse.ArgumentTypeError(f"{text!r} is a directory, expected a file to write")
     parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise argparse.ArgumentTypeError(f"folder {str(parent)!r} does not exist (create it first)")
+    _make_parent(parent)
     if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
         raise argparse.ArgumentTypeError(f"{text!r} is not writable")
     return str(path)
 
 
 def output_dir(text: str) -> str:
-    """A directory to write into: an existing directory, or a new one in a folder that exists."""
+    """A directory to write into: existing, or created (with missing parents) below the working directory."""
     if text == "":
         raise argparse.ArgumentTypeError("must be a directory path, got ''")
     path = Path(text).expanduser()
     if path.exists() and not path.is_dir():
         raise argparse.ArgumentTypeError(f"{text!r} is a file, expected a directory")
     parent = path if path.is_dir() else path.parent
-    if not parent.is_dir():
-        raise argparse.ArgumentTypeError(f"folder {str(parent)!r} does not exist (create it first)")
+    _make_parent(parent)
     if not os.access(parent, os.W_OK):
         raise argparse.ArgumentTypeError(f"{text!r} is not writable")
+    return str(path)
+
+
+def host(text: str) -> str:
+    """An address to bind: an IPv4/IPv6 literal or a host name that resolves (checked now, offline too)."""
+    import ipaddress
+    import socket
+
+    name = text[1:-1] if text.startswith("[") and text.endswith("]") else text
+    try:
+        ipaddress.ip_address(name)
+        return name
+    except ValueError:
+        pass
+    labels = name.rstrip(".").split(".")
+    if not name or len(name) > 253 or not all(
+        0 < len(label) <= 63 and label.replace("-", "").isalnum() and label.isascii() and not label.startswith("-")
+        for label in labels
+    ) or labels[-1].isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is neither an IP address nor a host name")
+    try:
+        socket.getaddrinfo(name, None, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as exc:
+        raise argparse.ArgumentTypeError(f"cannot resolve host {text!r} ({getattr(exc, 'strerror', None) or exc})") from None
+    return name
+
+
+MODEL_WEIGHTS = ("*.safetensors", "pytorch_model*.bin", "*.safetensors.index.json", "pytorch_model.bin.index.json")
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json", "vocab.txt")
+
+
+def model_dir(text: str) -> str:
+    """A local Hugging Face model folder: ``config.json``, a tokenizer and weights (nothing is downloaded)."""
+    path = Path(text).expanduser()
+    if not text or not path.is_dir():
+        raise argparse.ArgumentTypeError(
+            f"hf:PATH needs a local model folder (nothing is downloaded); {text!r} is not a directory")
+    missing = []
+    if not (path / "config.json").is_file():
+        missing.append("config.json")
+    if not any((path / name).is_file() for name in TOKENIZER_FILES):
+        missing.append("a tokenizer (tokenizer.json or tokenizer_config.json)")
+    if not any(any(path.glob(pattern)) for pattern in MODEL_WEIGHTS):
+        missing.append("weights (*.safetensors or pytorch_model*.bin)")
+    if missing:
+        raise argparse.ArgumentTypeError(
+            f"model folder {text!r} lacks " + ", ".join(missing)
+            + ": write one with model.save_pretrained(PATH) and tokenizer.save_pretrained(PATH)")
     return str(path)

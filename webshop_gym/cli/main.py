@@ -3,11 +3,11 @@
 Subcommands::
 
     webshop-gym demo                      play one scripted episode on the default shop
-    webshop-gym data synth|info|compile|index|goals ...
+    webshop-gym data synth|info|compile|index|verify|goals ...
     webshop-gym serve --shop DIR          play the shop in a browser (needs webshop-gym[server])
     webshop-gym replay LOG                replay a trajectory log and check its rewards
     webshop-gym eval --policy rule ...    Score and SR of a policy over a split
-    webshop-gym demos --policy oracle ... SFT-ready demonstrations
+    webshop-gym sft-data --policy oracle ... SFT-ready demonstrations (old name: demos)
 
 Every subcommand has ``--help``.  Feature modules contribute their subcommands through
 ``add_arguments(parser)`` / ``run(args)`` pairs and import heavy dependencies only when run.
@@ -19,20 +19,24 @@ import argparse
 import importlib
 import json
 import os
+import signal
 import sys
 import textwrap
+import threading
 
 from webshop_gym.cli import argtypes as types
 
-__all__ = ["DEBUG_ENV", "add_shop_arguments", "error_message", "main"]
+__all__ = ["DEBUG_ENV", "Terminated", "add_shop_arguments", "error_message", "main"]
 
 DEBUG_ENV = "WEBSHOP_GYM_DEBUG"
+SYNTH_BYTES_PER_PRODUCT = 2_200
+"""JSON bytes ``data synth`` writes per product (2,120 measured at 100,000 products), for the disk check."""
 
 _FEATURES = {
     # name: (module, help)
     "serve": ("webshop_gym.server.cli", "play the shop in a browser (Flask; pip install 'webshop-gym[server]')"),
     "eval": ("webshop_gym.runs.evaluation", "evaluate a policy over a split: Score, SR, steps, breakdown"),
-    "demos": ("webshop_gym.runs.demos", "write SFT-ready demonstration transcripts"),
+    "sft-data": ("webshop_gym.runs.demos", "write SFT-ready demonstration transcripts"),
     "report": ("webshop_gym.runs.report", "evaluation report of runs (eval --out): Score and SR with CIs, paired comparison, plots"),
 }
 
@@ -44,7 +48,7 @@ def add_shop_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--goals", metavar="FILE", type=types.existing_file,
                         help="frozen goal set (ours, or a reference goals.json with prices.json beside it)")
     parser.add_argument("--human-goals", action="store_true", help="human instructions instead of synthetic goals")
-    parser.add_argument("--price-seed", type=types.seed, default=0,
+    parser.add_argument("--price-seed", type=types.seed, default=0, metavar="SEED",
                         help="seed of product prices and price caps (default 0 = the reference's seed-0 run)")
 
 
@@ -91,20 +95,66 @@ def _demo(args) -> int:
 
 
 def _data_synth(args) -> int:
+    import shutil
+    from pathlib import Path
+
     from webshop_gym.data.synth import generate_shop
 
+    need = args.products * SYNTH_BYTES_PER_PRODUCT
+    where = Path(args.out) if Path(args.out).is_dir() else Path(args.out).parent
+    free = shutil.disk_usage(where).free
+    if need > free:
+        raise OSError(f"--products {args.products:,} needs about {need / 1e9:,.1f} GB in {where}, "
+                      f"but only {free / 1e9:,.1f} GB are free")
     summary = generate_shop(args.out, args.products, seed=args.seed, progress=not args.quiet)
     print(json.dumps(summary, indent=1))
     return 0
 
 
 def _data_compile(args) -> int:
-    from webshop_gym.data.catalog import load_catalog
+    from webshop_gym.shop import load_shop
 
-    catalog = load_catalog(args.dir or _default_dir(), num_products=args.num_products)
-    catalog.ensure_nouns(progress=True, complete=True)  # every title, so no process ever waits for spaCy
-    print(f"compiled {len(catalog)} products into {catalog.folder}")
+    path = args.dir or _default_dir()
+    sets = [dict(human_goals=human, seed=seed) for human in ([False, True] if args.human_goals else [False])
+            for seed in (args.price_seed or [0])]
+    sets += [dict(goals=goals) for goals in args.goals or []]
+    shop = None
+    for kwargs in sets:  # goals, prices, reward tables and the fingerprint's digest of each goal set
+        shop = load_shop(path, num_products=args.num_products, progress=True, **kwargs)
+        shop.goals.digest()
+    shop.catalog.ensure_nouns(progress=True, complete=True)  # every title, so no process ever waits for spaCy
+    if not args.no_index:
+        shop.engine.prepare(build=True)  # the Lucene index and its exported postings
+    names = ", ".join(f"{'human' if k.get('human_goals') else 'synthetic'} goals (price seed {k['seed']})"
+                      if "seed" in k else f"goals of {k['goals']}" for k in sets)
+    print(f"compiled {len(shop.catalog)} products into {shop.catalog.folder}: catalog, title nouns, {names}"
+          + ("" if args.no_index else ", search index and postings"))
     return 0
+
+
+def _data_verify(args) -> int:
+    from webshop_gym.utils.integrity import verify_tree
+    from webshop_gym.utils.paths import cache_dir
+
+    if args.all:
+        root = cache_dir(create=False) / "catalogs"
+    else:
+        from webshop_gym.data.catalog import catalog_key, check_num_products, find_shop_files
+
+        files = find_shop_files(args.dir or _default_dir())
+        root = cache_dir(create=False) / "catalogs" / catalog_key(files, check_num_products(args.num_products))
+    results = verify_tree(root)
+    if args.all:
+        results += verify_tree(cache_dir(create=False) / "external-postings")
+    if not results:
+        raise FileNotFoundError(f"nothing compiled in {root}: run `webshop-gym data compile` first")
+    for folder, problem in results:
+        print(f"ok       {folder}" if problem is None else f"DAMAGED  {folder}: {problem}")
+    damaged = [folder for folder, problem in results if problem is not None]
+    print(f"{len(results)} folders checked, {len(damaged)} damaged"
+          + (" (delete them, or load the shop where the cache is writable: damaged folders are rebuilt)"
+             if damaged else ""))
+    return 1 if damaged else 0
 
 
 def _data_index(args) -> int:
@@ -176,23 +226,42 @@ def _replay(args) -> int:
 # -- parser ------------------------------------------------------------------------------------
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (``webshop-gym CMD: error: ...``), without the usage block."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("webshop-gym")
+    except PackageNotFoundError:  # pragma: no cover - a source tree without an install
+        return "unknown"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser of ``webshop-gym``."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="webshop-gym",
         description="The WebShop benchmark as a Gymnasium environment: play, evaluate, serve, prepare data.",
         epilog="Errors are reported in one line (exit status 2 for bad input); --debug shows the traceback.",
     )
     parser.add_argument("--debug", action="store_true",
                         help=f"show the full traceback of an error (also: ${DEBUG_ENV}=1)")
+    parser.add_argument("--version", action="version", version=f"webshop-gym {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     demo = sub.add_parser("demo", help="play one scripted episode on the default shop and print it",
                           description="Play one episode with the rule policy and print the instruction, every action, observation and the reward.")
     add_shop_arguments(demo)
-    demo.add_argument("--goal", type=types.non_negative_int, help="goal index (default: one drawn with --seed)")
-    demo.add_argument("--seed", type=types.seed, default=0, help="episode seed (default 0)")
-    demo.add_argument("--max-steps", type=types.positive_int, default=15, help="step cap (default 15)")
+    demo.add_argument("--goal", type=types.at_most(types.non_negative_int, types.MAX_COUNT), metavar="INDEX",
+                      help="goal index (default: one drawn with --seed)")
+    demo.add_argument("--seed", type=types.seed, default=0, metavar="SEED", help="episode seed (default 0)")
+    demo.add_argument("--max-steps", type=types.at_most(types.positive_int, types.MAX_STEPS), default=15, metavar="N",
+                      help=f"step cap (default 15; at most {types.MAX_STEPS:,})")
     demo.add_argument("--observation-mode", default="text", choices=["text", "text_rich", "html", "url"])
     demo.set_defaults(func=_demo)
 
@@ -202,35 +271,53 @@ def build_parser() -> argparse.ArgumentParser:
     synth = data_sub.add_parser("synth", help="generate a synthetic shop",
                                 description="Write items_shuffle.json, items_ins_v2.json and items_human_ins.json. "
                                             "The embedded default shop is `--products 1000 --seed 0 --out data`.")
-    synth.add_argument("--products", type=types.positive_int, required=True, help="number of products")
-    synth.add_argument("--seed", type=types.seed, default=0, help="generator seed (default 0)")
+    synth.add_argument("--products", type=types.at_most(types.positive_int, types.MAX_PRODUCTS), required=True,
+                       metavar="N", help=f"number of products (at most {types.MAX_PRODUCTS:,}, about "
+                                         f"{SYNTH_BYTES_PER_PRODUCT:,} bytes of JSON each; the free disk space is "
+                                         "checked first)")
+    synth.add_argument("--seed", type=types.seed, default=0, metavar="SEED", help="generator seed (default 0)")
     synth.add_argument("--out", required=True, metavar="DIR", type=types.output_dir,
-                       help="output directory (created if missing; its parent folder must exist)")
+                       help="output directory (missing folders are created below the working directory)")
     synth.add_argument("--quiet", action="store_true", help="no progress bar")
     synth.set_defaults(func=_data_synth)
     for name, func, text in (
         ("info", _data_info, "print a summary: products, categories, option names, goals per split, fingerprint"),
-        ("compile", _data_compile, "compile (and cache) the catalog and the nouns of every title"),
+        ("compile", _data_compile, "compile (and cache) everything a run needs: catalog, title nouns, goals, "
+                                   "prices, reward tables, search index and postings (then the cache works read-only)"),
         ("index", _data_index, "build (and cache) the Lucene search index and export its postings"),
+        ("verify", _data_verify, "check the checksums of every compiled cache folder of a shop (exit status 1 "
+                                 "when one is damaged)"),
     ):
         cmd = data_sub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
         cmd.add_argument("dir", nargs="?", metavar="DIR", type=types.existing_dir,
                          help="shop directory (default: the embedded shop)")
         if name != "info":
-            cmd.add_argument("--num-products", type=types.positive_int, help="keep only the first N product records")
-        else:
+            cmd.add_argument("--num-products", type=types.at_most(types.positive_int, types.MAX_COUNT), metavar="N",
+                             help="keep only the first N product records")
+        if name == "compile":
+            cmd.add_argument("--human-goals", action="store_true", help="also the human goal set")
+            cmd.add_argument("--price-seed", type=types.seed, action="append", metavar="SEED",
+                             help="prices and caps of this seed (repeat for several; default 0)")
+            cmd.add_argument("--goals", metavar="FILE", type=types.existing_file, action="append",
+                             help="also a frozen goal set (repeatable)")
+            cmd.add_argument("--no-index", action="store_true", help="skip the search index and its postings")
+        if name == "verify":
+            cmd.add_argument("--all", action="store_true", help="every compiled folder in the cache, of every shop")
+        if name == "info":
             cmd.add_argument("--goals", metavar="FILE", type=types.existing_file, help="frozen goal set to fingerprint")
             cmd.add_argument("--human-goals", action="store_true", help="fingerprint the human goal set")
-            cmd.add_argument("--price-seed", type=types.seed, default=0, help="seed of prices and caps (default 0)")
+            cmd.add_argument("--price-seed", type=types.seed, default=0, metavar="SEED",
+                             help="seed of prices and caps (default 0)")
         cmd.set_defaults(func=func)
     goals = data_sub.add_parser("goals", help="export a frozen goal set (goals, texts, caps and prices) to JSON",
                                 description="Freeze a shop's goal set so that every run uses the same goals and prices.")
     goals.add_argument("dir", nargs="?", metavar="DIR", type=types.existing_dir,
                        help="shop directory (default: the embedded shop)")
     goals.add_argument("--out", required=True, metavar="FILE", type=types.output_file,
-                       help="output JSON file (its folder must exist)")
+                       help="output JSON file (missing folders are created below the working directory)")
     goals.add_argument("--human-goals", action="store_true", help="human instructions instead of synthetic goals")
-    goals.add_argument("--price-seed", type=types.seed, default=0, help="seed of prices and caps (default 0)")
+    goals.add_argument("--price-seed", type=types.seed, default=0, metavar="SEED",
+                       help="seed of prices and caps (default 0)")
     goals.set_defaults(func=_data_goals)
 
     replay = sub.add_parser("replay", help="replay a trajectory log in WebShopEnv and check its rewards",
@@ -243,7 +330,8 @@ def build_parser() -> argparse.ArgumentParser:
     replay.set_defaults(func=_replay)
 
     for name, (module, text) in _FEATURES.items():
-        cmd = sub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
+        cmd = sub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".",
+                             aliases=_ALIASES.get(name, []))
         try:
             feature = importlib.import_module(module)
         except ImportError as exc:
@@ -252,6 +340,10 @@ def build_parser() -> argparse.ArgumentParser:
         feature.add_arguments(cmd)
         cmd.set_defaults(func=feature.run)
     return parser
+
+
+_ALIASES = {"sft-data": ["demos"]}
+"""Old command names that keep working (scripts use them)."""
 
 
 def _missing(name: str, exc: Exception) -> int:
@@ -284,19 +376,22 @@ def main(argv: list[str] | None = None) -> int:
 
     Bad arguments are rejected by the parser (one line, exit status 2).  While a command runs,
     the package's errors and file-system errors become one line ``webshop-gym CMD: error: ...``
-    with exit status 2, Ctrl-C exits with 130, and only ``--debug`` shows a traceback.
+    with exit status 2, Ctrl-C exits with 130, SIGTERM with 143 (both after the command cleaned up
+    its partial output), and only ``--debug`` shows a traceback.
     """
     parser = build_parser()
     args = parser.parse_args(argv)
     debug = args.debug or os.environ.get(DEBUG_ENV, "") not in ("", "0")
     name = " ".join(x for x in (args.command, getattr(args, "data_command", None)) if x)
+    previous = _catch_sigterm()
     try:
         return int(args.func(args) or 0)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         if debug:
             raise
-        print(f"webshop-gym {name}: interrupted", file=sys.stderr)
-        return 130
+        terminated = isinstance(exc, Terminated)
+        print(f"webshop-gym {name}: {'terminated' if terminated else 'interrupted'}", file=sys.stderr)
+        return 143 if terminated else 130
     except BrokenPipeError:  # `webshop-gym ... | head`: the reader left; not an error
         try:
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps Python's exit flush quiet
@@ -309,6 +404,27 @@ def main(argv: list[str] | None = None) -> int:
         status, message = error_message(exc)
         print(f"webshop-gym {name}: error: {message}", file=sys.stderr)
         return status
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM arrived: raised like Ctrl-C, so every command cleans up on the way out."""
+
+
+def _on_sigterm(signum, frame):
+    raise Terminated()
+
+
+def _catch_sigterm():
+    """Turn SIGTERM into :class:`Terminated` while a command runs; return the handler to restore."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    try:
+        return signal.signal(signal.SIGTERM, _on_sigterm)
+    except (ValueError, OSError):  # pragma: no cover - no signals here
+        return None
 
 
 if __name__ == "__main__":  # pragma: no cover

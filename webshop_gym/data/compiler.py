@@ -78,7 +78,9 @@ class _Bar:
         if progress:
             from tqdm import tqdm
 
-            self.bar = tqdm(total=path.stat().st_size, desc=desc, unit="B", unit_scale=True, unit_divisor=1024,
+            from webshop_gym.utils import progress as _progress
+
+            self.bar = tqdm(disable=_progress.disable(), total=path.stat().st_size, desc=desc, unit="B", unit_scale=True, unit_divisor=1024,
                             leave=False, dynamic_ncols=True)
         self.done = 0
 

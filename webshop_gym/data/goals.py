@@ -464,7 +464,9 @@ def _bar(total: int, desc: str, progress: bool):
         return None
     from tqdm import tqdm
 
-    return tqdm(total=total, desc=desc, unit="target", leave=False, dynamic_ncols=True)
+    from webshop_gym.utils import progress as _progress
+
+    return tqdm(disable=_progress.disable(), total=total, desc=desc, unit="target", leave=False, dynamic_ncols=True)
 
 
 def _check_seed(seed) -> int:

@@ -192,7 +192,9 @@ class BackgroundTagger:
         if progress:
             from tqdm import tqdm
 
-            bar = tqdm(total=total, desc="tagging title nouns", unit="title", leave=False, dynamic_ncols=True)
+            from webshop_gym.utils import progress as _progress
+
+            bar = tqdm(disable=_progress.disable(), total=total, desc="tagging title nouns", unit="title", leave=False, dynamic_ncols=True)
         try:
             shown = 0
             with self._done:
@@ -254,7 +256,9 @@ def tag_nouns(
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(unique), desc=desc, unit="title", leave=False, dynamic_ncols=True)
+        from webshop_gym.utils import progress as _progress
+
+        bar = tqdm(disable=_progress.disable(), total=len(unique), desc=desc, unit="title", leave=False, dynamic_ncols=True)
     try:
         chunk = max(BATCH_TITLES, min(20 * BATCH_TITLES, len(unique) // (8 * max(processes, 1)) + 1))
         chunks = [unique[i : i + chunk] for i in range(0, len(unique), chunk)]

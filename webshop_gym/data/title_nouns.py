@@ -295,4 +295,6 @@ def _iter_titles(titles: StringColumn, progress: bool, desc: str) -> Iterator[st
         return
     from tqdm import tqdm
 
-    yield from tqdm(titles, total=len(titles), desc=desc, unit="title", leave=False, dynamic_ncols=True)
+    from webshop_gym.utils import progress as _progress
+
+    yield from tqdm(titles, disable=_progress.disable(), total=len(titles), desc=desc, unit="title", leave=False, dynamic_ncols=True)

@@ -33,7 +33,6 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -170,9 +169,11 @@ def rollout(
         return _rollout(env, policy, seed, num_goals, record, on_episode, stats)
     from tqdm import tqdm
 
+    from webshop_gym.utils import progress as _progress
+
     goals = len(env.engine.goal_range)
     total = goals if num_goals is None else min(int(num_goals), goals)
-    with tqdm(total=total, desc=progress, unit="goal", file=sys.stderr, dynamic_ncols=True) as bar:
+    with tqdm(disable=_progress.disable(), total=total, desc=progress, unit="goal", file=sys.stderr, dynamic_ncols=True) as bar:
 
         def tick(episode: dict) -> None:
             bar.update(1)
@@ -521,34 +522,44 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "API) (default rule)")
     add_shop_arguments(parser)
     parser.add_argument("--split", default="test", choices=["test", "eval", "train", "all"], help="goal split (default test)")
-    parser.add_argument("--num-envs", type=types.positive_int, default=16, help="parallel slots of the vector env (default 16)")
-    parser.add_argument("--num-goals", type=types.positive_int, metavar="N", help="only the first N goals of the split")
-    parser.add_argument("--seed", type=types.seed, default=0, help="run seed (default 0)")
-    parser.add_argument("--max-steps", type=types.positive_int, default=15, help="step cap per episode (default 15)")
-    parser.add_argument("--num-workers", type=types.non_negative_int, default=0,
-                        help="processes stepping the vector env: W >= 2 steps one shard here and the others in "
-                             "W - 1 spawned workers (default 0: all in this process)")
+    parser.add_argument("--num-envs", type=types.at_most(types.positive_int, types.MAX_ENVS), default=16, metavar="N",
+                        help=f"parallel slots of the vector env (default 16; at most {types.MAX_ENVS:,})")
+    parser.add_argument("-n", "--num-goals", type=types.at_most(types.positive_int, types.MAX_COUNT), metavar="N",
+                        help="only the first N goals of the split")
+    parser.add_argument("--seed", type=types.seed, default=0, metavar="SEED", help="run seed (default 0)")
+    parser.add_argument("--max-steps", type=types.at_most(types.positive_int, types.MAX_STEPS), default=15, metavar="N",
+                        help=f"step cap per episode (default 15; at most {types.MAX_STEPS:,})")
+    parser.add_argument("--num-workers", type=types.at_most(types.non_negative_int, types.MAX_WORKERS), default=0,
+                        metavar="N", help="processes stepping the vector env: W >= 2 steps one shard here and the "
+                                          "others in W - 1 spawned workers (default 0: all in this process; at most "
+                                          f"{types.MAX_WORKERS})")
     parser.add_argument("--json", metavar="FILE", type=_json_target,
                         help="write the result as JSON ('-': to stdout, the table goes to stderr)")
     parser.add_argument("--episodes", action="store_true", help="include per-goal records in the JSON")
-    parser.add_argument("--out", metavar="RUN.jsonl", type=types.output_file,
+    parser.add_argument("--out", metavar="FILE", type=types.output_file,
                         help="write the run to this file: settings, shop fingerprint, every episode and step "
                              "(observations, model outputs, rewards); view with `serve --runs`, check with "
                              "`replay`, summarise with `report`")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     hf = parser.add_argument_group("hf:PATH and openai:MODEL policies")
     hf.add_argument("--prompt", default="think-answer", choices=["think-answer", "verl-agent", "react"], help="prompt format (default think-answer)")
-    hf.add_argument("--max-new-tokens", type=types.positive_int, default=128, help="tokens per answer (default 128)")
+    hf.add_argument("--max-new-tokens", type=types.at_most(types.positive_int, types.MAX_TOKENS), default=128, metavar="N",
+                    help=f"tokens per answer (default 128; at most {types.MAX_TOKENS:,})")
     hf.add_argument("--sample", action="store_true", help="sample instead of greedy decoding")
-    hf.add_argument("--temperature", type=types.positive_float, default=1.0, help="sampling temperature > 0 (default 1.0)")
-    hf.add_argument("--top-p", type=types.probability, default=1.0, help="nucleus sampling mass in [0, 1] (default 1.0)")
-    hf.add_argument("--top-k", type=types.non_negative_int, default=0, help="sample among the k likeliest tokens (default 0: all)")
+    hf.add_argument("--temperature", type=types.positive_float, default=1.0, metavar="T",
+                    help="sampling temperature > 0 (default 1.0)")
+    hf.add_argument("--top-p", type=types.probability, default=1.0, metavar="P",
+                    help="nucleus sampling mass in [0, 1] (default 1.0)")
+    hf.add_argument("--top-k", type=types.at_most(types.non_negative_int, types.MAX_TOKENS), default=0, metavar="K",
+                    help=f"sample among the k likeliest tokens (default 0: all; at most {types.MAX_TOKENS:,})")
     hf.add_argument("--closest", action="store_true", help="map inadmissible answers to the closest admissible action")
-    hf.add_argument("--device", help="cuda, cpu, ... (default: cuda when available)")
+    hf.add_argument("--device", metavar="DEVICE", help="cuda, cpu, ... (default: cuda when available)")
     hf.add_argument("--dtype", default="auto", choices=["auto", "bfloat16", "float16", "float32", "none"],
                     help="weights' dtype (default auto)")
-    hf.add_argument("--max-prompt-tokens", type=types.positive_int, help="left-truncate prompts to N tokens")
-    hf.add_argument("--batch-size", type=types.positive_int, help="prompts per forward batch (default: all slots)")
+    hf.add_argument("--max-prompt-tokens", type=types.at_most(types.positive_int, types.MAX_TOKENS), metavar="N",
+                    help=f"left-truncate prompts to N tokens (at most {types.MAX_TOKENS:,})")
+    hf.add_argument("--batch-size", type=types.at_most(types.positive_int, types.MAX_ENVS), metavar="N",
+                    help=f"prompts per forward batch (default: all slots; at most {types.MAX_ENVS:,})")
     from webshop_gym.runs.served import add_arguments as add_served_arguments
 
     add_served_arguments(parser)
@@ -564,10 +575,9 @@ def policy_spec(text: str) -> str:
             raise argparse.ArgumentTypeError("openai:MODEL needs the served model's name, e.g. openai:Qwen/Qwen2.5-7B-Instruct")
         return text
     if text.startswith("hf:"):
-        path = Path(text[3:]).expanduser()
-        if not text[3:] or not path.is_dir():
-            raise argparse.ArgumentTypeError(
-                f"hf:PATH needs a local model folder (nothing is downloaded); {text[3:]!r} is not a directory")
+        from webshop_gym.cli import argtypes as types
+
+        types.model_dir(text[3:])  # says what the folder lacks
         return text
     if text not in BASELINES:
         hint = close_match(text, BASELINES)

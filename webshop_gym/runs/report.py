@@ -284,13 +284,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("runs", nargs="+", metavar="RUN", type=types.existing_file,
                         help="run files written by `webshop-gym eval --out` (the first is the baseline of comparisons)")
     parser.add_argument("--out", metavar="FILE", type=types.output_file,
-                        help="write the report here (default: stdout); Markdown plots go to FILE's stem + '_files/'")
+                        help="write the report here (default: Markdown tables on stdout, no plots); Markdown "
+                             "plots go to FILE's stem + '_files/'")
     parser.add_argument("--format", choices=["html", "md"],
-                        help="html (self-contained) or md (default: from --out's suffix, .md -> md, else html)")
+                        help="html (self-contained) or md (default: from --out's suffix, .md -> md, else html; "
+                             "without --out md; html without --out only into a redirected stdout)")
     parser.add_argument("--bootstrap", type=_resamples, default=RESAMPLES, metavar="N",
                         help=f"bootstrap resamples of each interval (default {RESAMPLES:,})")
-    parser.add_argument("--seed", type=types.seed, default=0, help="seed of the bootstrap (default 0)")
-    parser.add_argument("--title", default=None, help="the report's title")
+    parser.add_argument("--seed", type=types.seed, default=0, metavar="SEED", help="seed of the bootstrap (default 0)")
+    parser.add_argument("--title", default=None, metavar="TEXT", help="the report's title")
     parser.add_argument("--no-plots", action="store_true", help="tables only (no matplotlib needed)")
     parser.add_argument("--price-input", metavar="USD", type=types.non_negative_float,
                         help="price per million prompt tokens: served models' runs show their cost")
@@ -309,7 +311,16 @@ def _resamples(text: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``webshop-gym report``."""
-    fmt = args.format or ("md" if args.out and Path(args.out).suffix.lower() in (".md", ".markdown") else "html")
+    if args.format is not None:
+        fmt = args.format
+    elif args.out:
+        fmt = "md" if Path(args.out).suffix.lower() in (".md", ".markdown") else "html"
+    else:  # the terminal gets readable tables, never a page of HTML with images inlined
+        fmt = "md"
+    if fmt == "html" and not args.out and sys.stdout.isatty():
+        from webshop_gym.error import Error
+
+        raise Error("an HTML report goes to a file: pass --out FILE.html (or redirect stdout)")
     report = build_report(args.runs, resamples=args.bootstrap, seed=args.seed, title=args.title,
                           price_input=args.price_input, price_output=args.price_output)
     plots: dict[str, bytes] | None = None

@@ -39,7 +39,7 @@ from webshop_gym.search.postings import (
     postings_from_lucene,
     save_postings,
 )
-from webshop_gym.utils.paths import build_atomically, cache_dir
+from webshop_gym.utils.paths import build_atomically, cache_dir, is_built
 
 __all__ = ["BM25Search"]
 
@@ -120,7 +120,7 @@ class BM25Search(CachedSearch):
 
     def _load(self) -> Postings:
         folder = self.postings_path
-        if not (folder / "meta.json").exists():
+        if not is_built(folder):
             if self._index_arg is None:
                 build_index(self.catalog, self.index_path, progress=self.progress)
                 build_postings(self.catalog, self.index_path, folder, progress=self.progress)
@@ -141,7 +141,7 @@ class BM25Search(CachedSearch):
             build: also build the index and export its postings when they are missing (which
                 needs the JVM); with ``False`` a missing export waits for the first search.
         """
-        if build or self._postings is not None or (self.postings_path / "meta.json").exists():
+        if build or self._postings is not None or is_built(self.postings_path):
             self.postings()
             self.search_batch(["warm up the kernel"], k=1, cache=False)
 

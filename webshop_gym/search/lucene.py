@@ -35,7 +35,7 @@ from webshop_gym.data.catalog import Catalog
 from webshop_gym.error import SearchEngineError
 from webshop_gym.search import java as _java
 from webshop_gym.search.cache import DEFAULT_CACHE_BYTES, QueryCache
-from webshop_gym.utils.paths import build_atomically
+from webshop_gym.utils.paths import build_atomically, is_built
 
 __all__ = ["LuceneSearch", "SearchBackend", "document_text", "build_index", "normalize_query", "SEARCH_RETURN_N",
            "INDEX_VERSION"]
@@ -164,7 +164,9 @@ def build_index(catalog: Catalog, folder: str | os.PathLike, progress: bool = Tr
         if progress:
             from tqdm import tqdm
 
-            bar = tqdm(total=len(catalog), desc="indexing products", unit="doc")
+            from webshop_gym.utils import progress as _progress
+
+            bar = tqdm(disable=_progress.disable(), total=len(catalog), desc="indexing products", unit="doc")
         try:
             for start in range(0, len(catalog), batch):
                 docs = [
@@ -182,7 +184,7 @@ def build_index(catalog: Catalog, folder: str | os.PathLike, progress: bool = Tr
             json.dumps({"documents": len(catalog), "seconds": round(time.perf_counter() - started, 3)})
         )
 
-    if not (final / "meta.json").exists():
+    if not is_built(final):
         build_atomically(final, build)
     return final
 

@@ -37,7 +37,7 @@ import numpy as np
 
 from webshop_gym.error import SearchEngineError
 from webshop_gym.search import scoring
-from webshop_gym.utils.paths import build_atomically
+from webshop_gym.utils.paths import build_atomically, is_built
 
 __all__ = ["Postings", "build_postings", "load_postings", "save_postings", "postings_from_lucene",
            "lucene_statistics", "check_against_lucene", "POSTINGS_VERSION"]
@@ -237,7 +237,9 @@ def build_postings(catalog, index_folder: Path, folder: str | os.PathLike, progr
         if progress:
             from tqdm import tqdm
 
-            bar = tqdm(total=len(order), desc="exporting postings", unit="doc")
+            from webshop_gym.utils import progress as _progress
+
+            bar = tqdm(disable=_progress.disable(), total=len(order), desc="exporting postings", unit="doc")
         done = [0]
 
         def doc_terms(start: int, stop: int) -> list[list[str]]:
@@ -259,7 +261,7 @@ def build_postings(catalog, index_folder: Path, folder: str | os.PathLike, progr
                              verified=checked, source="analysis")
         save_postings(tmp, postings)
 
-    if not (final / "meta.json").exists():
+    if not is_built(final):
         _java.start()
         build_atomically(final, build)
     return final

@@ -62,8 +62,18 @@ def umask() -> int:
 
 
 def is_built(folder: Path, marker: str = "meta.json") -> bool:
-    """Whether a folder made by :func:`build_atomically` is complete."""
-    return (Path(folder) / marker).exists()
+    """Whether a folder made by :func:`build_atomically` is complete and intact.
+
+    Its checksums are verified (:mod:`webshop_gym.utils.integrity`: sizes always, contents on the
+    first check in a process): a damaged folder is reported in one warning line and counts as
+    not built, so :func:`build_atomically` builds it again.
+
+    Raises:
+        CacheDamaged: the folder is damaged and the cache is read-only.
+    """
+    from webshop_gym.utils.integrity import ensure_intact
+
+    return (Path(folder) / marker).exists() and ensure_intact(folder)
 
 
 def default_shop_dir() -> Path:
@@ -87,7 +97,8 @@ def build_atomically(final: Path, build: Callable[[Path], None], marker: str = "
                      what: str | None = None) -> None:
     """Create the folder ``final`` by running ``build`` on a temporary sibling, then renaming it.
 
-    ``build`` must write ``marker`` last.  A file lock (``final + ".lock"``) makes concurrent
+    ``build`` must write ``marker`` last; the checksums of every file it wrote are recorded
+    next (:func:`webshop_gym.utils.integrity.write_manifest`).  A file lock (``final + ".lock"``) makes concurrent
     processes build once; an interrupted build leaves only a temporary folder behind, and a
     ``final`` folder without its marker (damaged by hand, say) is removed and built again.  A
     complete folder is never locked or written, so a finished cache works read-only.
@@ -96,6 +107,8 @@ def build_atomically(final: Path, build: Callable[[Path], None], marker: str = "
         CacheNotWritable: the folder must be built but its parent cannot be written.
     """
     from filelock import FileLock
+
+    from webshop_gym.utils.integrity import write_manifest
 
     final = Path(final)
     if is_built(final, marker):
@@ -118,6 +131,7 @@ def build_atomically(final: Path, build: Callable[[Path], None], marker: str = "
             raise not_writable(final.parent, what, exc) from None
         try:
             build(tmp)
+            write_manifest(tmp)  # checksums of everything the build wrote: checked at every load
             os.chmod(tmp, 0o777 & ~umask())  # mkdtemp made it private; a cache is shared like any folder
             os.replace(tmp, final)
         except BaseException:

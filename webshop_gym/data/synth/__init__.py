@@ -5,7 +5,7 @@ Example:
     >>> summary = generate_shop("/tmp/shop", 1000, seed=0, progress=False)  # doctest: +SKIP
 
 The package needs only numpy (and tqdm for the progress bar of large shops); it imports no other
-webshop_gym module.
+webshop_gym module but ``webshop_gym.utils.progress`` (when bars are drawn).
 """
 
 from __future__ import annotations

@@ -884,7 +884,9 @@ def generate_shop(
     if progress and n_products >= 20_000:
         from tqdm import tqdm
 
-        bar = tqdm(total=n_products, unit="product", desc="generating shop")
+        from webshop_gym.utils import progress as _progress
+
+        bar = tqdm(disable=_progress.disable(), total=n_products, unit="product", desc="generating shop")
     try:
         for block, first in enumerate(range(0, n_products, BLOCK_SIZE)):
             n = min(BLOCK_SIZE, n_products - first)

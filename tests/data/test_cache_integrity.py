@@ -1,0 +1,165 @@
+"""Damaged cache folders are found at load and rebuilt (one warning line), or named when read-only.
+
+Issue 20, G3: truncated or missing ``.npy`` files, garbage ``meta.json`` and a truncated postings
+file used to end in raw numpy/JSON errors; 4 overwritten bytes of ``asin.data.npy`` or two
+swapped offset files loaded silently and showed scrambled titles.  Each damage is made to a
+complete cache and the user's command (``webshop-gym demo``, which searches and buys) is run in
+a fresh process: it must print exactly what an undamaged cache prints.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.data.test_cache import _as_reader, _small_shop
+from webshop_gym.utils.integrity import MANIFEST, VERIFIED_ENV, damage, verify_tree
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = ["demo", "--goal", "0"]
+
+
+def _env(cache: Path) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != VERIFIED_ENV}
+    return {**env, "WEBSHOP_GYM_CACHE": str(cache), "PYTHONPATH": str(ROOT)}
+
+
+def _cli(args: list[str], cache: Path, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "webshop_gym.cli", *args], env=_env(cache), cwd=cwd,
+                          capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory):
+    """A small shop, its complete cache (catalog, nouns, goals, index, postings) and the demo's output."""
+    base = tmp_path_factory.mktemp("integrity")
+    base.chmod(0o755)
+    shop = _small_shop(base / "shop")
+    cache = base / "cache"
+    done = _cli([*DEMO, "--shop", str(shop)], cache, base)
+    assert done.returncode == 0, done.stderr
+    catalogs = list((cache / "catalogs").iterdir())
+    folder = next(p for p in catalogs if p.is_dir())
+    assert (folder / MANIFEST).is_file() and (folder / "postings-v2-index-v1" / MANIFEST).is_file()
+    return base, shop, cache, folder.name, done.stdout
+
+
+def _copy(pristine, tmp_path: Path) -> tuple[Path, Path]:
+    base, shop, cache, key, _ = pristine
+    target = tmp_path / "cache"
+    shutil.copytree(cache, target)
+    tmp_path.chmod(0o755)
+    return target, target / "catalogs" / key
+
+
+def _truncate(path: Path) -> None:
+    with open(path, "r+b") as handle:
+        handle.truncate(path.stat().st_size // 2)
+
+
+def _overwrite4(path: Path) -> None:
+    raw = bytearray(path.read_bytes())
+    at = 128 + 3  # past the .npy header: four bytes of the first asins
+    raw[at : at + 4] = bytes(b ^ 0x5A for b in raw[at : at + 4])
+    path.write_bytes(bytes(raw))
+
+
+def _garbage(path: Path) -> None:
+    path.write_bytes(bytes((i * 37 + 11) % 256 for i in range(path.stat().st_size)))  # same size, not JSON
+
+
+def _swap(a: Path, b: Path) -> None:
+    tmp = a.with_name("swap.tmp")
+    a.rename(tmp)
+    b.rename(a)
+    tmp.rename(b)
+
+
+DAMAGES = {
+    "truncated .npy": ("", lambda f: _truncate(f / "title.data.npy")),
+    "missing .npy": ("", lambda f: (f / "pricing.npy").unlink()),
+    "garbage meta.json": ("", lambda f: _garbage(f / "meta.json")),
+    "truncated postings": ("postings-v2-index-v1", lambda f: _truncate(f / "postings-v2-index-v1" / "docs.npy")),
+    "4 bytes of asin data": ("", lambda f: _overwrite4(f / "asin.data.npy")),
+    "swapped offset files": ("", lambda f: _swap(f / "title.offsets.npy", f / "description.offsets.npy")),
+    "no checksums (older cache)": ("goals-synthetic-v1", lambda f: (f / "goals-synthetic-v1" / MANIFEST).unlink()),
+}
+
+
+REASONS = {
+    "truncated .npy": r"title\.data\.npy has [\d,]+ bytes instead of [\d,]+",
+    "missing .npy": r"pricing\.npy is missing",
+    "garbage meta.json": r"meta\.json does not match its checksum",
+    "truncated postings": r"docs\.npy has [\d,]+ bytes instead of [\d,]+",
+    "4 bytes of asin data": r"asin\.data\.npy does not match its checksum",
+    "swapped offset files": r"description\.offsets\.npy does not match its checksum",
+    "no checksums (older cache)": r"it has no checksums\.json \(compiled by an older webshop-gym, or damaged\)",
+}
+
+
+@pytest.mark.parametrize("name", list(DAMAGES))
+def test_every_damage_is_found(pristine, tmp_path, name):
+    _, folder = _copy(pristine, tmp_path)
+    where, damage_it = DAMAGES[name]
+    damaged = folder / where if where else folder
+    assert damage(damaged, contents=True) is None
+    damage_it(folder)
+    assert re.fullmatch(REASONS[name], damage(damaged, contents=True))
+    if "checksum" not in REASONS[name]:  # found without reading the files: on every load
+        assert re.fullmatch(REASONS[name], damage(damaged, contents=False))
+
+
+@pytest.mark.parametrize("name", ["4 bytes of asin data", "truncated postings", "no checksums (older cache)"])
+def test_damaged_folder_is_rebuilt_with_one_warning(pristine, tmp_path, name):
+    base, shop, _, _, expected = pristine
+    cache, folder = _copy(pristine, tmp_path)
+    where, damage_it = DAMAGES[name]
+    damage_it(folder)
+    damaged = folder / where if where else folder
+
+    done = _cli([*DEMO, "--shop", str(shop)], cache, base)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == expected  # the same titles, prices and reward as before the damage
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith(f"webshop-gym: warning: rebuilding the damaged cache folder {damaged} (")
+    assert [problem for _, problem in verify_tree(cache / "catalogs")] == [None] * 7
+
+
+@pytest.mark.parametrize("name", ["4 bytes of asin data", "truncated postings"])
+def test_damaged_read_only_cache_names_the_folder_to_delete(pristine, tmp_path, name):
+    base, shop, _, _, _ = pristine
+    cache, folder = _copy(pristine, tmp_path)
+    where, damage_it = DAMAGES[name]
+    damage_it(folder)
+    damaged = folder / where if where else folder
+
+    code = f"import sys; from webshop_gym.cli import main; sys.exit(main({[*DEMO, '--shop', str(shop)]!r}))"
+    done = _as_reader(code, cache, base)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith(f"webshop-gym demo: error: the cache folder {damaged} is damaged (")
+    assert f"delete {damaged} where the cache is writable" in lines[0]
+
+
+def test_data_verify_reports_damage(pristine, tmp_path):
+    base, shop, _, _, _ = pristine
+    cache, folder = _copy(pristine, tmp_path)
+    _swap(folder / "title.offsets.npy", folder / "description.offsets.npy")
+    done = _cli(["data", "verify", str(shop)], cache, base)
+    assert done.returncode == 1
+    assert f"DAMAGED  {folder}: description.offsets.npy does not match its checksum" in done.stdout
+    assert done.stdout.strip().splitlines()[-1].startswith("7 folders checked, 1 damaged")
+    everything = _cli(["data", "verify", "--all"], cache, base)
+    assert everything.returncode == 1 and "1 damaged" in everything.stdout
+
+    empty = _cli(["data", "verify", str(shop)], tmp_path / "empty-cache", base)
+    assert empty.returncode == 2 and empty.stderr.startswith("webshop-gym data verify: error: nothing compiled in ")

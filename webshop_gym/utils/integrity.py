@@ -1,0 +1,196 @@
+"""Checksums of compiled cache folders: damage is found at load, and repaired or reported.
+
+Every folder that :func:`webshop_gym.utils.paths.build_atomically` builds (a compiled catalog, its
+title nouns, goal sets, prices, reward tables, the Lucene index, the exported postings) gets a
+manifest, ``checksums.json``, written after its contents and before the folder is renamed into
+place: the size and CRC-32 of every file the build wrote.  Loading checks it:
+
+* **sizes, on every load**: every listed file exists with its recorded size (a ``stat`` per
+  file: microseconds).  Truncated, extended and missing files fail here, and so does a ``.npy``
+  file whose shape no longer matches its bytes (the header is part of the file).
+* **contents, on the first load of a folder in a process**: the CRC-32 of every file, read in
+  4 MiB blocks (costs in ``docs/data.md``).  Overwritten bytes and files swapped with one
+  another fail here.  Processes started by a process that already checked a folder (the vector
+  env's workers, any subprocess) inherit the result through :data:`VERIFIED_ENV` and check
+  sizes only.  ``WEBSHOP_GYM_VERIFY=sizes`` skips the content check at load altogether (a huge
+  shop on a cache you trust; ``data verify`` still checks everything).
+
+A damaged folder is removed and built again, with one warning line naming it; where it cannot
+be removed (a read-only cache), loading stops with :class:`~webshop_gym.error.CacheDamaged`,
+one line that names the folder to delete.  A folder without a manifest (compiled by a version
+before checksums) counts as damaged: it cannot be checked.  ``webshop-gym data verify`` checks
+every folder's contents on demand.
+
+Files added to a folder after it was built (nested stages, memo files) are not listed and not
+checked; nested stages have their own manifest.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import zlib
+from pathlib import Path
+
+from webshop_gym.error import CacheDamaged
+
+__all__ = ["MANIFEST", "VERIFIED_ENV", "VERIFY_ENV", "damage", "ensure_intact", "verify_tree", "write_manifest"]
+
+log = logging.getLogger("webshop_gym")
+
+MANIFEST = "checksums.json"
+"""The manifest's file name inside each built folder."""
+VERIFIED_ENV = "WEBSHOP_GYM_VERIFIED"
+"""Folders whose contents this process (or its parent) checked: ``;``-separated tokens."""
+VERIFY_ENV = "WEBSHOP_GYM_VERIFY"
+"""``sizes``: loads check sizes only (contents only with ``webshop-gym data verify``)."""
+_BLOCK = 4 << 20
+_FORMAT = "webshop-gym/checksums-v1"
+
+_checked: set[str] = set()  # tokens of folders whose contents were checked in this process
+_warned: set[str] = set()  # folders reported damaged in this process
+
+
+def _crc(path: Path, buffer: bytearray) -> int:
+    crc = 0
+    view = memoryview(buffer)
+    with open(path, "rb", buffering=0) as handle:
+        while True:
+            n = handle.readinto(buffer)
+            if not n:
+                return crc
+            crc = zlib.crc32(view[:n], crc)
+
+
+def write_manifest(folder: str | os.PathLike) -> dict:
+    """Record the size and CRC-32 of every file under ``folder`` in its manifest.
+
+    Returns:
+        The manifest written (``{"format": ..., "files": {relative path: [size, crc32]}}``).
+    """
+    folder = Path(folder)
+    buffer = bytearray(_BLOCK)
+    files = {}
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST):
+        files[path.relative_to(folder).as_posix()] = [path.stat().st_size, _crc(path, buffer)]
+    manifest = {"format": _FORMAT, "files": files}
+    (folder / MANIFEST).write_text(json.dumps(manifest, indent=0, sort_keys=True))
+    return manifest
+
+
+def _read_manifest(folder: Path) -> tuple[dict | None, str | None]:
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text())
+    except FileNotFoundError:
+        return None, f"it has no {MANIFEST} (compiled by an older webshop-gym, or damaged)"
+    except (OSError, ValueError) as exc:
+        return None, f"its {MANIFEST} is unreadable ({type(exc).__name__})"
+    files = manifest.get("files") if isinstance(manifest, dict) else None
+    if not isinstance(files, dict) or manifest.get("format") != _FORMAT or not all(
+        isinstance(v, list) and len(v) == 2 and all(isinstance(x, int) for x in v) for v in files.values()
+    ):
+        return None, f"its {MANIFEST} is malformed"
+    return files, None
+
+
+def _token(folder: Path) -> str:
+    stat = (folder / MANIFEST).stat()
+    return f"{folder}@{stat.st_ino}.{stat.st_mtime_ns}"
+
+
+def _inherited() -> set[str]:
+    return set(filter(None, os.environ.get(VERIFIED_ENV, "").split(";")))
+
+
+def damage(folder: str | os.PathLike, contents: bool | None = None) -> str | None:
+    """What is wrong with a built folder, or ``None`` when it is intact.
+
+    Args:
+        folder: a folder written by :func:`~webshop_gym.utils.paths.build_atomically`.
+        contents: check every file's CRC-32 (``None``: only when neither this process nor its
+            parent has checked this folder yet; ``True``: always; ``False``: sizes only).
+    """
+    folder = Path(folder)
+    files, problem = _read_manifest(folder)
+    if problem is not None:
+        return problem
+    for name, (size, _) in files.items():
+        try:
+            got = (folder / name).stat().st_size
+        except OSError:
+            return f"{name} is missing"
+        if got != size:
+            return f"{name} has {got:,} bytes instead of {size:,}"
+    token = _token(folder)
+    if contents is None:
+        contents = (token not in _checked and token not in _inherited()
+                    and os.environ.get(VERIFY_ENV, "").strip().lower() != "sizes")
+    if contents:
+        buffer = bytearray(_BLOCK)
+        for name, (_, crc) in files.items():
+            try:
+                got = _crc(folder / name, buffer)
+            except OSError as exc:
+                return f"{name} cannot be read ({exc.strerror or type(exc).__name__})"
+            if got != crc:
+                return f"{name} does not match its checksum"
+        _checked.add(token)
+        inherited = _inherited()
+        if token not in inherited:  # child processes (workers) need not read it all again
+            os.environ[VERIFIED_ENV] = ";".join(sorted(inherited | {token}))
+    return None
+
+
+def _removable(folder: Path) -> bool:
+    return os.access(folder.parent, os.W_OK | os.X_OK) and os.access(folder, os.W_OK | os.X_OK)
+
+
+def ensure_intact(folder: str | os.PathLike) -> bool:
+    """Whether a built folder is intact; a damaged one is reported once (to be rebuilt).
+
+    Returns:
+        ``True`` when intact; ``False`` when damaged and removable (one warning line is logged
+        the first time: the caller builds it again).
+
+    Raises:
+        CacheDamaged: the folder is damaged and cannot be removed (a read-only cache).
+    """
+    folder = Path(folder)
+    problem = damage(folder)
+    if problem is None:
+        return True
+    if not _removable(folder):
+        raise CacheDamaged(
+            f"the cache folder {folder} is damaged ({problem}) and cannot be rebuilt because the cache is "
+            f"read-only: delete {folder} where the cache is writable and run `webshop-gym data compile` there"
+        )
+    if str(folder) not in _warned:
+        _warned.add(str(folder))
+        log.warning("webshop-gym: warning: rebuilding the damaged cache folder %s (%s)", folder, problem)
+    return False
+
+
+def verify_tree(root: str | os.PathLike) -> list[tuple[Path, str | None]]:
+    """Check the contents of every built folder under ``root`` (``root`` included).
+
+    Returns:
+        ``(folder, problem or None)`` per folder that has a manifest or a ``meta.json`` marker,
+        in path order (interrupted builds, ``*.tmp-*``, are left out: the next build removes them).
+    """
+    root = Path(root)
+    found: list[tuple[Path, str | None]] = []
+    if not root.is_dir():
+        return found
+    manifests = {p.parent: _read_manifest(p.parent)[0] or {} for p in root.rglob(MANIFEST)}
+    folders = set(manifests) | {p.parent for p in root.rglob("meta.json")}
+    for folder in sorted(folders):
+        if any(".tmp-" in part for part in folder.relative_to(root.parent).parts):
+            continue
+        if folder not in manifests and any(
+            folder.is_relative_to(m) and (folder / "meta.json").relative_to(m).as_posix() in listed
+            for m, listed in manifests.items()
+        ):
+            continue  # a file of a checked folder that happens to be called meta.json
+        found.append((folder, damage(folder, contents=True)))
+    return found
