@@ -147,11 +147,14 @@ def _versions() -> dict:
     from importlib import metadata
 
     out = {"python": sys.version.split()[0]}
-    for name in ("pyserini", "spacy", "flask", "werkzeug", "gym", "beautifulsoup4", "thefuzz", "numpy", "torch"):
+    for name in ("pyserini", "spacy", "flask", "werkzeug", "gym", "beautifulsoup4", "thefuzz", "python-Levenshtein",
+                 "numpy", "torch"):
         try:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             pass
+    # thefuzz 0.19 (the reference's pin) uses difflib's SequenceMatcher unless python-Levenshtein is installed
+    out["thefuzz_matcher"] = "python-Levenshtein" if "python-Levenshtein" in out else "difflib (pure Python)"
     return out
 
 
