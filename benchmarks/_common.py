@@ -51,9 +51,10 @@ def table(rows: list[dict], columns: list[str]) -> str:
     return "\n".join(lines)
 
 
-def save(name: str, payload: dict) -> Path:
-    """Write ``benchmarks/results/<name>.json``."""
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / f"{name}.json"
+def save(name: str, payload: dict, path: Path | None = None) -> Path:
+    """Write ``benchmarks/results/<name>.json`` (or ``path``)."""
+    if path is None:
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        path = RESULTS / f"{name}.json"
     path.write_text(json.dumps({"machine": machine(), **payload}, indent=1))
     return path

@@ -22,11 +22,21 @@ Modes: ``single`` (``WebShopEnv``), ``vector`` (``WebShopVectorEnv``, 256 slots,
 plays one trajectory after another, slots without one left play an invalid no-op that is not
 counted), ``workers`` (the same with ``num_workers=2``), each with ``-pyserini`` for the JVM path,
 and ``vector-html``/``workers-html`` with ``observation_mode="html"`` (rewards checked; the golden
-pages are text, so pages are not).  The reference implementation's text env replays these trajectories at 39-47
-steps/s on this machine (issue 15's measurement, with its JVM already started).
+pages are text, so pages are not).
+
+``--reference DIR`` (a checkout of princeton-nlp/WebShop, set up as docs/benchmarks.md says)
+first replays the same trajectories in the reference's own ``WebAgentTextEnv``, in a fresh process
+(``--reference-python``: the interpreter with the reference's requirements) right before ours,
+under the same conditions: cold caches, its JVM started and its index opened outside the timing,
+every observation and reward checked against the golden ones.  The JSON then holds its figure
+(``reference``) and, for every mode, ``x_reference``: our steps/s divided by the reference's.
+Without ``--reference`` there is no ratio: a ratio to a figure from another run is not one a
+user can reproduce.  The reference's code is never part of this repository; it is imported
+from DIR (benchmarks/_reference.py).
 
     python benchmarks/replay.py                   # every mode, 3 fresh processes each
     python benchmarks/replay.py --modes single vector --repeat 5
+    python benchmarks/replay.py --reference ~/WebShop --reference-python ~/WebShop/.venv/bin/python
 """
 
 from __future__ import annotations
@@ -43,6 +53,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import rss_mb, save, table  # noqa: E402
+from _reference import ReferenceSetupError, locate  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL = ROOT.parent / "shared" / "webshop-small"
@@ -223,12 +234,51 @@ def _children_with_jvm() -> int:
     return count
 
 
+def fail(message: str) -> None:
+    """A bad argument or setup: one line on stderr, exit status 2."""
+    print(f"replay.py: error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def reference_replay(ref: str, python: str, real: Path, repeat: int) -> dict:
+    """The reference's text env on the golden trajectories, ``repeat`` fresh processes (median)."""
+    script = Path(__file__).resolve().parent / "_reference.py"
+    runs = []
+    for _ in range(repeat):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "result.json"
+            cmd = [python, str(script), "replay", "--reference", ref, "--shop", str(real), "--out", str(out)]
+            proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp)
+            result = json.loads(out.read_text()) if out.is_file() else {}
+            if "error" in result:
+                fail(result["error"])
+            if proc.returncode != 0:
+                sys.exit(f"the reference's replay failed:\n{proc.stderr[-3000:]}")
+            runs.append(result)
+    row = dict(runs[len(runs) // 2])
+    for key in ("import_s", "load_s", "replay_s", "rss_mb"):
+        row[key] = round(statistics.median(r[key] for r in runs), 3)
+    row["steps_per_s"] = round(row["steps"] / row["replay_s"], 1)
+    row["steps_per_s_runs"] = [r["steps_per_s"] for r in runs]
+    row["mismatches"] = max(r["mismatches"] for r in runs)
+    row["load_average_1min_runs"] = [r["load_average_1min"] for r in runs]
+    row["python"] = python
+    return row
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES), help="what to measure")
     parser.add_argument("--repeat", type=int, default=3, help="fresh processes per mode (median reported)")
     parser.add_argument("--num-envs", type=int, default=256, help="vector env slots (default 256)")
     parser.add_argument("--shop", default=str(REAL), help="the real shop with its golden/ folder")
+    parser.add_argument("--reference", metavar="DIR",
+                        help="a checkout of princeton-nlp/WebShop: replay in its text env first and report the ratio")
+    parser.add_argument("--reference-python", metavar="PYTHON", default=sys.executable,
+                        help="the interpreter with the reference's requirements (default: this one)")
+    parser.add_argument("--reference-repeat", type=int, default=1,
+                        help="fresh processes for the reference (median; default 1: one replay takes minutes)")
+    parser.add_argument("--json", metavar="FILE", help="write the JSON here (default benchmarks/results/replay.json)")
     parser.add_argument("--child", choices=MODES, help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -237,8 +287,23 @@ def main() -> None:
         result = child(args.child, real, args.num_envs)
         Path(args.out).write_text(json.dumps(result))
         return
+    if args.repeat < 1 or args.reference_repeat < 1:
+        fail("--repeat and --reference-repeat must be at least 1")
     if not (real / "golden" / "trajectories.jsonl").is_file():
         sys.exit(f"no golden trajectories under {real}")
+    reference = None
+    if args.reference is not None:
+        try:
+            reference_files = locate(args.reference, real)
+        except ReferenceSetupError as exc:
+            fail(str(exc))
+        if not (os.path.isfile(args.reference_python) and os.access(args.reference_python, os.X_OK)):
+            fail(f"--reference-python {args.reference_python}: not an executable file")
+        print(f"the reference ({args.reference}, index {reference_files['index']}): replaying the golden trajectories "
+              f"in its WebAgentTextEnv ({args.reference_repeat} fresh process(es); minutes)...", flush=True)
+        reference = reference_replay(args.reference, args.reference_python, real, args.reference_repeat)
+        print({k: reference[k] for k in ("mode", "steps_per_s", "mismatches", "import_s", "load_s", "replay_s",
+                                         "load_average_1min")}, flush=True)
     rows = []
     firsts: list[dict] = []
     for mode in args.modes:
@@ -268,24 +333,38 @@ def main() -> None:
         row["steps_per_s"] = round(row["steps"] / row["replay_s"])
         row["steps_per_s_runs"] = [r["steps_per_s"] for r in runs]
         row["mismatches"] = max(r["mismatches"] for r in runs)
+        if reference is not None:
+            row["x_reference"] = round(row["steps_per_s"] / reference["steps_per_s"])
         rows.append(row)
         print({k: row[k] for k in ("mode", "steps_per_s", "steps_per_s_runs", "mismatches", "load_s", "prepare_s",
                                     "start_s", "jvm_started")}, flush=True)
     columns = ["mode", "steps", "searches", "unique_searches", "mismatches", "import_s", "load_s", "reward_kernel_s",
                "prepare_s", "start_s", "replay_s", "steps_per_s", "jvm_started", "rss_mb"]
-    if rows:
-        print(table(rows, columns))
-    print("wrote", save("replay", {
+    if reference is not None:
+        columns.append("x_reference")
+    shown = ([reference] if reference is not None else []) + rows
+    if shown:
+        print(table(shown, columns))
+    payload = {
         "rows": rows,
         "first_observation": firsts,
         "conditions": f"fresh process per run ({args.repeat} runs, medians), cold query and page caches, warm OS file "
                       f"cache, shop compiled and index/postings exported beforehand; vector env {args.num_envs} slots; "
                       f"load_average_1min: the machine's load when a run ended (2 cores shared)",
-        "reference_text_env_steps_per_s": "39-47 (issue 15, measured on this machine with its JVM started)",
-    }))
+    }
+    if reference is not None:
+        payload["reference"] = reference
+        payload["reference_conditions"] = (
+            f"the reference's WebAgentTextEnv (princeton-nlp/WebShop from {args.reference}) replayed the same "
+            f"trajectories in a fresh process ({args.reference_repeat} run(s), median) right before ours: its JVM "
+            f"started, spaCy model, products, goals and Lucene index loaded outside the timing (import_s, load_s), "
+            f"random seeded 0 as for the golden outputs; x_reference = our steps/s / the reference's steps/s, "
+            f"both from this run")
+    path = save("replay", payload, Path(args.json) if args.json else None)
+    print("wrote", path)
     if any(not r["results_page"] for r in firsts):
         sys.exit("the first search did not show a results page")
-    if any(r["mismatches"] for r in rows):
+    if any(r["mismatches"] for r in rows) or (reference is not None and reference["mismatches"]):
         sys.exit("MISMATCHES against the golden trajectories")
 
 

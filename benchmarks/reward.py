@@ -1,15 +1,21 @@
 """Reward benchmark: the reference scorer vs the Numba kernel, and the kernel's JIT time.
 
-Three scorers on the same random purchases (goal, product, selected options, price):
+Scorers on the same random purchases (goal, product, selected options, price):
 
-* ``reference-impl``: the reference implementation's way: our pure-Python scorer, but re-tagging
-  both titles with spaCy's full English pipeline on every call, as the reference does;
+* ``python, spaCy per call``: the reference implementation's way: our pure-Python scorer, but
+  re-tagging both titles with spaCy's full English pipeline on every call, as the reference does;
 * ``python``: our pure-Python reference scorer with title nouns tagged once at compile time;
-* ``kernel``: the Numba batch kernel (``shop.rewards.score``).
+* ``kernel``: the Numba batch kernel (``shop.rewards.score``);
+* with ``--reference DIR`` (a checkout of princeton-nlp/WebShop, docs/benchmarks.md): the
+  reference implementation itself, ``web_agent_site.engine.goal.get_reward`` imported from DIR,
+  in a fresh process (``--reference-python``) right before ours, on the same purchases (its
+  rewards checked against the kernel's).  Only then does the JSON hold ``x_reference_impl``: a
+  ratio to a figure from another run is not one a user can reproduce.
 
 Target: the kernel at batch 10,000 >= 100x the reference scorer.
 
     python benchmarks/reward.py --shop real --batches 1 100 10000 1000000
+    python benchmarks/reward.py --reference ~/WebShop --reference-python ~/WebShop/.venv/bin/python
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import save, table  # noqa: E402
+from _reference import ReferenceSetupError, locate  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL = ROOT.parent / "shared" / "webshop-small"
@@ -114,31 +121,99 @@ def jit_seconds(shop_path) -> dict:
     return {"jit_cold_s": round(cold, 2), "jit_cached_s": round(warm, 2)}
 
 
+def fail(message: str) -> None:
+    """A bad argument or setup: one line on stderr, exit status 2."""
+    print(f"reward.py: error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def reference_rewards(shop, args, goals_path: str) -> dict:
+    """The reference's ``get_reward`` on ``args.reference_n`` purchases, in a fresh process."""
+    g, rows, selected, prices = purchases(shop, args.reference_n, seed=7)
+    catalog = shop.catalog
+    items = [{"goal": int(g[i]), "asin": catalog.asin[int(rows[i])],
+              "options": {f"o{k}": catalog.value_text[v] for k, v in enumerate(selected[i])},
+              "price": float(prices[i])} for i in range(len(rows))]
+    with tempfile.TemporaryDirectory() as tmp:
+        bought, out = Path(tmp) / "purchases.json", Path(tmp) / "result.json"
+        bought.write_text(json.dumps(items))
+        cmd = [args.reference_python, str(Path(__file__).resolve().parent / "_reference.py"), "reward",
+               "--reference", args.reference, "--shop", str(REAL), "--goals", goals_path, "--purchases", str(bought),
+               "--out", str(out)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp)
+        result = json.loads(out.read_text()) if out.is_file() else {}
+    if "error" in result:
+        fail(result["error"])
+    if proc.returncode != 0:
+        sys.exit(f"the reference's scorer failed:\n{proc.stderr[-3000:]}")
+    ours = shop.rewards.score(g, rows, [[int(x) for x in shop.rewards.value_ids(s)] for s in selected], prices).total
+    theirs = np.asarray(result.pop("rewards"))
+    result["mismatches"] = int(np.sum(np.abs(np.asarray(ours, dtype=float) - theirs) > 1e-9))
+    result["python"] = args.reference_python
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shop", default="real", help="'real' (../shared/webshop-small) or 'default'")
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 100, 10000, 1000000])
     parser.add_argument("--python-n", type=int, default=3000, help="purchases scored by the pure-Python scorer")
     parser.add_argument("--spacy-n", type=int, default=300, help="purchases scored the reference's way (spaCy per call)")
+    parser.add_argument("--reference", metavar="DIR",
+                        help="a checkout of princeton-nlp/WebShop: time its get_reward first and report the ratio")
+    parser.add_argument("--reference-python", metavar="PYTHON", default=sys.executable,
+                        help="the interpreter with the reference's requirements (default: this one)")
+    parser.add_argument("--reference-n", type=int, default=300, help="purchases scored by the reference")
+    parser.add_argument("--json", metavar="FILE", help="write the JSON here (default benchmarks/results/reward.json)")
     args = parser.parse_args()
+    if args.reference is not None:
+        if args.shop != "real" or not (REAL / "golden" / "goals.json").is_file():
+            fail(f"--reference needs the real shop with its golden goals ({REAL})")
+        try:
+            locate(args.reference, REAL)
+        except ReferenceSetupError as exc:
+            fail(str(exc))
+        if not (os.path.isfile(args.reference_python) and os.access(args.reference_python, os.X_OK)):
+            fail(f"--reference-python {args.reference_python}: not an executable file")
+        if args.reference_n < 1:
+            fail("--reference-n must be at least 1")
     import webshop_gym
 
     shop_path = str(REAL) if args.shop == "real" and REAL.is_dir() else None
     goals = str(REAL / "golden" / "goals.json") if shop_path else None
     shop = webshop_gym.load_shop(shop_path, goals=goals, progress=False)
     shop.rewards.warmup()
-    ref_impl = time_python(shop, args.spacy_n, spacy_each_call=True)
+    ref = reference_rewards(shop, args, goals) if args.reference is not None else None
+    spacy_each = time_python(shop, args.spacy_n, spacy_each_call=True)
     python = time_python(shop, args.python_n, spacy_each_call=False)
-    rows = [{"scorer": "reference-impl (spaCy per call)", "batch": 1, "tuples_per_s": round(ref_impl, 1)},
-            {"scorer": "python (nouns cached)", "batch": 1, "tuples_per_s": round(python, 1)}]
+    rows = [{"scorer": "python, spaCy per call (the reference's way)", "batch": 1, "tuples_per_s": round(spacy_each, 1),
+             "x_spacy_per_call": 1.0},
+            {"scorer": "python (nouns cached)", "batch": 1, "tuples_per_s": round(python, 1),
+             "x_spacy_per_call": round(python / spacy_each, 1)}]
     for batch in args.batches:
         rate = time_kernel(shop, batch)
         rows.append({"scorer": "kernel", "batch": batch, "tuples_per_s": round(rate, 1),
-                     "x_reference_impl": round(rate / ref_impl, 1), "x_python": round(rate / python, 1)})
+                     "x_spacy_per_call": round(rate / spacy_each, 1), "x_python": round(rate / python, 1)})
+    columns = ["scorer", "batch", "tuples_per_s", "x_spacy_per_call", "x_python"]
+    if ref is not None:
+        rows.insert(0, {"scorer": "reference implementation (web_agent_site.engine.goal.get_reward)", "batch": 1,
+                        "tuples_per_s": ref["tuples_per_s"]})
+        for row in rows:
+            row["x_reference_impl"] = round(row["tuples_per_s"] / ref["tuples_per_s"], 1)
+        columns.insert(3, "x_reference_impl")
     jit = jit_seconds(shop_path)
-    print(table(rows, ["scorer", "batch", "tuples_per_s", "x_reference_impl", "x_python"]))
+    print(table(rows, columns))
     print(json.dumps(jit))
-    print("wrote", save("reward", {"shop": args.shop, "rows": rows, **jit}))
+    payload = {"shop": args.shop, "rows": rows, **jit}
+    if ref is not None:
+        payload["reference"] = ref
+        payload["reference_conditions"] = (
+            f"the reference's get_reward (princeton-nlp/WebShop from {args.reference}) scored {args.reference_n} of "
+            f"the same random purchases in a fresh process right before ours (spaCy model and products loaded "
+            f"outside the timing); x_reference_impl = our purchases/s / the reference's, both from this run")
+    print("wrote", save("reward", payload, Path(args.json) if args.json else None))
+    if ref is not None and ref["mismatches"]:
+        sys.exit(f"the reference's rewards differ from ours on {ref['mismatches']} purchases")
 
 
 if __name__ == "__main__":
