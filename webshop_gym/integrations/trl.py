@@ -101,7 +101,9 @@ def shared_shop(
     with _SHOP_LOCK:
         loaded = _SHOPS.get(key)
         if loaded is None:
-            loaded = load_shop(shop, goals=goals, human_goals=human_goals, seed=price_seed, search_backend=search_backend)
+            # progress=False as WebShopEnv loads it: the same load_shop cache entry, so the same Shop object
+            loaded = load_shop(shop, goals=goals, human_goals=human_goals, seed=price_seed, progress=False,
+                               search_backend=search_backend)
             _SHOPS[key] = loaded
     return loaded
 
@@ -222,8 +224,6 @@ class WebShopToolEnv:
 
     def search(self, query: str) -> str:
         """Search the shop for products matching some keywords.
-
-        Only possible on a page with a search bar: the start page, or after clicking "back to search".
 
         Args:
             query: the keywords to search for, e.g. "gluten free smoked bacon 4 ounce".
