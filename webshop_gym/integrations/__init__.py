@@ -1,0 +1,1 @@
+"""Integrations with outside training stacks (each an optional extra, imported lazily)."""
