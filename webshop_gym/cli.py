@@ -34,6 +34,7 @@ _FEATURES = {
     "eval": ("webshop_gym.evaluation", "evaluate a policy over a split: Score, SR, steps, breakdown"),
     "demos": ("webshop_gym.demos", "write SFT-ready demonstration transcripts"),
     "report": ("webshop_gym.report", "evaluation report of runs (eval --out): Score and SR with CIs, paired comparison, plots"),
+    "openenv": ("webshop_gym.integrations.openenv.cli", "serve WebShop as an OpenEnv environment (pip install 'webshop-gym[openenv]')"),
 }
 
 

@@ -13,10 +13,12 @@ from __future__ import annotations
 import functools
 import os
 import socket
+from typing import TYPE_CHECKING
 
-from webshop_gym.shop import Shop, load_shop
+if TYPE_CHECKING:
+    from webshop_gym.shop import Shop
 
-__all__ = ["DEFAULT_IDLE_TIMEOUT", "DEFAULT_MAX_ENVS", "MAX_ENVS", "create_app", "serve"]
+__all__ = ["DEFAULT_IDLE_TIMEOUT", "DEFAULT_MAX_ENVS", "MAX_ENVS", "Listener", "create_app", "serve"]
 
 DEFAULT_MAX_ENVS = 256
 MAX_ENVS = 8192
@@ -59,6 +61,7 @@ def create_app(shop: Shop | str | os.PathLike | None = None, *, goals: str | os.
     from fastapi.responses import JSONResponse
 
     from webshop_gym.error import Error, InvalidArgument
+    from webshop_gym.shop import Shop, load_shop
 
     from .environment import NoFreeSlot, SlotPool, WebShopEnvironment
     from .models import WebShopAction, WebShopObservation, WebShopState
@@ -89,31 +92,51 @@ def create_app(shop: Shop | str | os.PathLike | None = None, *, goals: str | os.
     return app
 
 
-def serve(app, host: str = "127.0.0.1", port: int = 8000, ready=None) -> None:
-    """Serve ``app`` with uvicorn until interrupted.
+class Listener:
+    """A uvicorn server bound to a port (``port=0``: a free one, then :attr:`port` tells which).
 
-    Binds first (``port=0`` picks a free port) and then calls ``ready(port)``.  WebSocket
-    compression is off: observations are a few kB and deflating them costs more CPU than the
-    bytes it saves on a local link.
+    WebSocket compression is off: observations are a few kB and deflating them costs more CPU
+    than the bytes it saves.
+
+    Args:
+        app: the app of :func:`create_app`.
+        host: address to bind.
+        port: port to bind (0: any free port).
     """
-    import uvicorn
 
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        sock.listen(2048)
-    except OSError:
-        sock.close()
-        raise
-    config = uvicorn.Config(app, log_level="warning", access_log=False, ws="websockets-sansio",
-                            ws_per_message_deflate=False, backlog=2048, timeout_graceful_shutdown=5,
-                            lifespan="on")
-    server = uvicorn.Server(config)
+    def __init__(self, app, host: str = "127.0.0.1", port: int = 8000):
+        import uvicorn
+
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self.socket = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            self.socket.bind((host, port))
+            self.socket.listen(2048)
+        except OSError:
+            self.socket.close()
+            raise
+        self.port = int(self.socket.getsockname()[1])
+        config = uvicorn.Config(app, log_level="warning", access_log=False, ws="websockets-sansio",
+                                ws_per_message_deflate=False, backlog=2048, timeout_graceful_shutdown=5,
+                                lifespan="on")
+        self.server = uvicorn.Server(config)
+
+    def run(self) -> None:
+        """Serve until :meth:`stop` (or Ctrl+C when run on the main thread)."""
+        try:
+            self.server.run(sockets=[self.socket])
+        finally:
+            self.socket.close()
+
+    def stop(self) -> None:
+        """Ask the server to finish (from another thread)."""
+        self.server.should_exit = True
+
+
+def serve(app, host: str = "127.0.0.1", port: int = 8000, ready=None) -> None:
+    """Serve ``app`` with uvicorn until interrupted; binds first, then calls ``ready(port)``."""
+    listener = Listener(app, host, port)
     if ready is not None:
-        ready(sock.getsockname()[1])
-    try:
-        server.run(sockets=[sock])
-    finally:
-        sock.close()
+        ready(listener.port)
+    listener.run()
