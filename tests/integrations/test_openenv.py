@@ -234,6 +234,7 @@ def test_64_concurrent_sessions_are_isolated(serve, default_shop):
         assert seen == walks[i][1], f"session {i} diverged"
     assert _wait(lambda: pool.in_use == 0), "closed sessions must give their slots back"
     assert pool.stats["steps"] >= 64 * 12
+    assert pool.stats["batches"] < pool.stats["steps"], "concurrent steps share batched engine calls"
 
 
 async def _raw(url: str):

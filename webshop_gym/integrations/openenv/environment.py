@@ -8,13 +8,17 @@ it back at ``close()`` (the end of the session, or OpenEnv's idle-session reaper
 session plays the same simulator as :class:`~webshop_gym.env.WebShopEnv`, memory does not
 grow with the number of sessions ever opened, and no shop is loaded per session.
 
-``reset_async`` and ``step_async`` run the engine inline on the server's event loop (a step
-is tens of microseconds), which spares OpenEnv's per-session thread hop; the engine is
-guarded by one lock for the few calls OpenEnv makes from its executor threads (``close``).
+``reset_async`` and ``step_async`` run on the server's event loop, which spares OpenEnv's
+per-session thread hop.  Steps are batched: every session whose step frame arrives in the same
+turn of the event loop is advanced by one call of the batched engine (as the vector env does),
+then each gets its own observation; a session's results do not depend on who shares its batch.
+The engine is guarded by one lock for the few calls OpenEnv makes from its executor threads
+(``close``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import uuid
 from typing import Any
@@ -65,7 +69,9 @@ class SlotPool:
         self.idle_timeout = idle_timeout
         self.lock = threading.Lock()
         self._free = list(range(num_slots - 1, -1, -1))  # pop() hands out slot 0 first
-        self.stats = {"sessions": 0, "episodes": 0, "steps": 0}
+        self._pending: list[tuple[WebShopEnvironment, str, asyncio.Future]] = []
+        self._flush_scheduled = False
+        self.stats = {"sessions": 0, "episodes": 0, "steps": 0, "batches": 0}
 
     @property
     def num_slots(self) -> int:
@@ -92,6 +98,44 @@ class SlotPool:
     def release(self, slot: int) -> None:
         """Take a slot back (the caller holds :attr:`lock`)."""
         self._free.append(slot)
+
+    def submit(self, env: WebShopEnvironment, action: str) -> asyncio.Future:
+        """Queue a step of ``env`` for the next batch (on the running event loop); returns its future."""
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        self._pending.append((env, action, future))
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            loop.call_soon(self._flush)
+        return future
+
+    def _flush(self) -> None:
+        """Advance every queued session by one batched engine step and resolve their futures."""
+        batch, self._pending = self._pending, []
+        self._flush_scheduled = False
+        ready = []
+        with self.lock:
+            for env, action, future in batch:
+                if future.done():
+                    continue
+                try:
+                    ready.append((env, env._check_step(), action, future))
+                except Exception as exc:
+                    future.set_exception(exc)
+            if not ready:
+                return
+            try:
+                rewards, terminated, truncated = self.engine.step([r[1] for r in ready], [r[2] for r in ready])
+                self.stats["steps"] += len(ready)
+                self.stats["batches"] += 1
+                for k, (env, slot, _, future) in enumerate(ready):
+                    reward = float(rewards[k])
+                    env._reward += reward
+                    future.set_result(env._observe(slot, reward, bool(terminated[k] or truncated[k])))
+            except Exception as exc:  # a bug of ours: every waiting session gets the error frame
+                for _, _, _, future in ready:
+                    if not future.done():
+                        future.set_exception(exc)
 
     def warm_up(self) -> None:
         """Play a few actions in a spare slot, so the first session does not wait for compilation."""
@@ -200,36 +244,29 @@ class WebShopEnvironment(Environment[WebShopAction, WebShopObservation, WebShopS
     # -- step ------------------------------------------------------------------------------------
 
     def step(self, action: WebShopAction, timeout_s: float | None = None, **kwargs: Any) -> WebShopObservation:
-        """Take one action.
+        """Take one action (alone; the server batches concurrent sessions through :meth:`step_async`).
 
         Raises:
             NoEpisode: no reset yet in this session.
             EpisodeFinished: the episode ended (purchase or step cap); reset to play on.
             SessionClosed: the session was closed.
         """
-        self._check_open()
-        text = action.action if isinstance(action, WebShopAction) else action
-        if not isinstance(text, str):
-            raise InvalidArgument(f"action must be a string, got {type(text).__name__}")
+        text = self._action_text(action)
         pool = self.pool
         with pool.lock:
-            self._check_open()
-            slot = self._slot
-            if slot is None:
-                raise NoEpisode("no episode in this session: send a reset first"
-                                " (HTTP POST /step is stateless; play episodes over the WebSocket at /ws)")
-            engine = pool.engine
-            if engine.finished(slot):
-                raise EpisodeFinished("the episode has finished (bought or truncated); send a reset to start a new one")
-            rewards, terminated, truncated = engine.step([slot], [text])
+            slot = self._check_step()
+            rewards, terminated, truncated = pool.engine.step([slot], [text])
             pool.stats["steps"] += 1
             reward = float(rewards[0])
             self._reward += reward
             return self._observe(slot, reward, bool(terminated[0] or truncated[0]))
 
     async def step_async(self, action: WebShopAction, timeout_s: float | None = None, **kwargs: Any) -> WebShopObservation:
-        """:meth:`step`, run inline on the server's event loop."""
-        return self.step(action)
+        """:meth:`step`, batched with the other sessions stepping in the same turn of the event loop."""
+        text = self._action_text(action)
+        with self.pool.lock:
+            self._check_step()  # fail fast, without waiting for the batch
+        return await self.pool.submit(self, text)
 
     # -- state, metadata, close ------------------------------------------------------------------
 
@@ -275,12 +312,32 @@ class WebShopEnvironment(Environment[WebShopAction, WebShopObservation, WebShopS
             raise SessionClosed("this session was closed" + (f" (idle for more than {idle:g} s)" if idle else "")
                                 + "; open a new session")
 
+    def _check_step(self) -> int:
+        """The slot to step (the caller holds the pool's lock); raises when there is no episode to step."""
+        self._check_open()
+        slot = self._slot
+        if slot is None:
+            raise NoEpisode("no episode in this session: send a reset first"
+                            " (HTTP POST /step is stateless; play episodes over the WebSocket at /ws)")
+        if self.pool.engine.finished(slot):
+            raise EpisodeFinished("the episode has finished (bought or truncated); send a reset to start a new one")
+        return slot
+
+    @staticmethod
+    def _action_text(action: WebShopAction | str) -> str:
+        text = action.action if isinstance(action, WebShopAction) else action
+        if not isinstance(text, str):
+            raise InvalidArgument(f"action must be a string, got {type(text).__name__}")
+        return text
+
     def _observe(self, slot: int, reward: float, done: bool) -> WebShopObservation:
         engine = self.pool.engine
         info = engine.info(slot)
         available = info["available_actions"]
         reward_info = info.get("reward_info")
-        return WebShopObservation(
+        # Built without re-validation: every value below already has its declared type (the
+        # clients validate what they receive).
+        return WebShopObservation.model_construct(
             text=engine.observe(slot),
             instruction=info["instruction"],
             goal_index=info["goal_index"],
@@ -289,12 +346,13 @@ class WebShopEnvironment(Environment[WebShopAction, WebShopObservation, WebShopS
             admissible_actions=list(info["valid_actions"]),
             has_search_bar=bool(available["has_search_bar"]),
             clickables=list(available["clickables"]),
-            invalid_action=info["invalid_action"],
+            invalid_action=bool(info["invalid_action"]),
             truncated=bool(engine.truncated[slot]),
             success=info.get("success"),
             reward_breakdown=None if reward_info is None else {k: _plain(v) for k, v in reward_info.items()},
             purchased_asin=info.get("purchased_asin"),
-            purchased_options=info.get("purchased_options"),
+            purchased_options=None if info.get("purchased_options") is None else {
+                str(k): str(v) for k, v in info["purchased_options"].items()},
             purchased_price=None if info.get("purchased_price") is None else float(info["purchased_price"]),
             reward=reward,
             done=done,
