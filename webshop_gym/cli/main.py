@@ -38,6 +38,7 @@ _FEATURES = {
     "eval": ("webshop_gym.runs.evaluation", "evaluate a policy over a split: Score, SR, steps, breakdown"),
     "sft-data": ("webshop_gym.runs.demos", "write SFT-ready demonstration transcripts"),
     "report": ("webshop_gym.runs.report", "evaluation report of runs (eval --out): Score and SR with CIs, paired comparison, plots"),
+    "openenv": ("webshop_gym.integrations.openenv.cli", "serve WebShop as an OpenEnv environment (pip install 'webshop-gym[openenv]')"),
 }
 
 

@@ -1,0 +1,431 @@
+"""WebShop over OpenEnv, driven by OpenEnv's own clients against a real server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("openenv", reason="OpenEnv is not installed: pip install 'webshop-gym[openenv]'")
+
+import requests  # noqa: E402
+import websockets  # noqa: E402
+from openenv.core.generic_client import GenericEnvClient  # noqa: E402
+
+from webshop_gym import WebShopEnv  # noqa: E402
+from webshop_gym.cli import main  # noqa: E402
+from webshop_gym.integrations.openenv import WebShopAction, WebShopEnvClient, WebShopObservation  # noqa: E402
+from webshop_gym.integrations.openenv.app import Listener, create_app  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+SPACE = ROOT / "webshop_gym" / "integrations" / "openenv" / "space"
+
+
+@pytest.fixture(scope="module")
+def serve():
+    """Start ``create_app(**kwargs)`` on a free port in a thread; returns (app, base URL)."""
+    listeners = []
+
+    def start(**kwargs):
+        app = create_app(**kwargs)
+        listener = Listener(app, "127.0.0.1", 0)
+        thread = threading.Thread(target=listener.run, daemon=True)
+        thread.start()
+        url = f"http://127.0.0.1:{listener.port}"
+        for _ in range(200):
+            if listener.server.started:
+                break
+            time.sleep(0.05)
+        listeners.append((listener, thread))
+        return app, url
+
+    yield start
+    for listener, thread in listeners:
+        listener.stop()
+        thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def default_server(serve, default_shop):
+    return serve(shop=default_shop, max_envs=80, idle_timeout=None)
+
+
+def _wait(predicate, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
+
+
+# -- routes and OpenEnv's own validator ----------------------------------------------------------
+
+
+def test_health_schema_and_openenv_runtime_validation(default_server):
+    from openenv.cli._validation import validate_running_environment
+
+    _, url = default_server
+    assert requests.get(f"{url}/health", timeout=10).json() == {"status": "healthy"}
+    schema = requests.get(f"{url}/schema", timeout=10).json()
+    assert schema["action"]["required"] == ["action"]
+    assert set(schema["action"]["properties"]) == {"action", "metadata"}
+    declared = set(schema["observation"]["properties"])
+    assert {"text", "instruction", "admissible_actions", "reward", "done", "reward_breakdown"} <= declared
+    assert {"episode_id", "step_count", "goal_index"} <= set(schema["state"]["properties"])
+    report = validate_running_environment(url, timeout_s=10)
+    assert report["passed"], [c for c in report["criteria"] if not c["passed"]]
+    assert report["mode"] == "simulation"
+
+
+def test_stateless_http_routes_answer_json_errors(default_server):
+    _, url = default_server
+    out = requests.post(f"{url}/reset", json={"goal_index": 2}, timeout=10).json()
+    assert out["observation"]["goal_index"] == 2 and out["done"] is False
+    step = requests.post(f"{url}/step", json={"action": {"action": "search[x]"}}, timeout=10)
+    assert step.status_code == 409 and "send a reset first" in step.json()["detail"]
+    bad = requests.post(f"{url}/reset", json={"goal_index": 10**9}, timeout=10)
+    assert bad.status_code == 422 and "goal_index" in bad.json()["detail"]
+    assert requests.post(f"{url}/step", json={"action": {"act": "x"}}, timeout=10).status_code == 422
+    assert requests.get(f"{url}/state", timeout=10).json()["episode_id"] is None
+    assert requests.get(f"{url}/metadata", timeout=10).json()["name"] == "webshop"
+
+
+# -- golden trajectories over the WebSocket ------------------------------------------------------
+
+
+async def _play_golden(url: str, trajectories: list[dict], sessions: int) -> list[tuple]:
+    rows: list[tuple] = []
+    queue = list(trajectories)
+
+    async def worker():
+        async with GenericEnvClient(base_url=url) as env:
+            while queue:
+                t = queue.pop()
+                result = await env.reset(goal_index=t["goal_index"])
+                for k, step in enumerate(t["steps"]):
+                    if k:
+                        result = await env.step({"action": step["action"]})
+                    obs = result.observation
+                    shown = {"has_search_bar": obs["has_search_bar"], "clickables": obs["clickables"]}
+                    rows.append((t["goal_index"], k, obs["text"] == step["obs_text"],
+                                 shown == step["available_actions"],
+                                 (result.reward or 0.0) == step["reward"], result.done == step["done"],
+                                 step["reward_info"] is None or obs["reward_breakdown"] == step["reward_info"]))
+
+    await asyncio.gather(*(worker() for _ in range(sessions)))
+    return rows
+
+
+@pytest.mark.slow
+@pytest.mark.shared
+@pytest.mark.parametrize("human", [False, True])
+def test_golden_trajectories_over_the_websocket(serve, golden_dir, real_shop, real_human_shop, human):
+    folder = golden_dir / "human" if human else golden_dir
+    shop = real_human_shop if human else real_shop
+    app, url = serve(shop=shop, max_envs=8, idle_timeout=None)
+    with open(folder / "trajectories.jsonl", encoding="utf-8") as handle:
+        trajectories = [json.loads(line) for line in handle]
+    rows = asyncio.run(_play_golden(url, trajectories, sessions=8))
+    assert len(rows) == sum(len(t["steps"]) for t in trajectories) > (100 if human else 3000)
+    assert [r for r in rows if not all(r[2:])] == []
+    assert _wait(lambda: app.state.webshop_pool.in_use == 0)
+
+
+# -- the typed client against WebShopEnv ---------------------------------------------------------
+
+
+def test_typed_client_plays_what_webshopenv_plays(default_server, default_shop):
+    _, url = default_server
+    env = WebShopEnv(shop=default_shop)
+    obs, info = env.reset(seed=7)
+    with WebShopEnvClient(base_url=url).sync() as client:
+        result = client.reset(seed=7, episode_id="ep-7")
+        assert isinstance(result.observation, WebShopObservation)
+        assert (result.observation.text, result.observation.goal_index) == (obs, info["goal_index"])
+        rng = random.Random(7)
+        actions = ["search[" + " ".join(info["instruction"].split()[:5]) + "]"]
+        done, steps = False, 0
+        while not done:
+            action = actions.pop() if actions else rng.choice(info["valid_actions"])
+            obs, reward, terminated, truncated, info = env.step(action)
+            result = client.step(WebShopAction(action=action) if steps % 2 else action)
+            o = result.observation
+            assert (o.text, o.page, o.steps, o.admissible_actions, o.invalid_action) == (
+                obs, info["page"], info["steps"], info["valid_actions"], info["invalid_action"])
+            assert (result.reward, result.done, o.truncated) == (reward, terminated or truncated, truncated)
+            assert o.reward_breakdown == info.get("reward_info")
+            done, steps = terminated or truncated, steps + 1
+        state = client.state()
+        assert (state.episode_id, state.step_count, state.goal_index, state.done) == ("ep-7", steps, info["goal_index"], True)
+        with pytest.raises(RuntimeError, match="episode has finished"):
+            client.step("click[back to search]")
+        again = client.reset(split="test", index=3)
+        assert again.observation.goal_index == 3 and client.state().split == "test"
+
+
+def test_seeded_resets_draw_the_goals_webshopenv_draws(default_server, default_shop):
+    _, url = default_server
+    env = WebShopEnv(shop=default_shop)
+    with GenericEnvClient(base_url=url).sync() as client:
+        for seed in (0, 1, 12345):
+            assert client.reset(seed=seed).observation["goal_index"] == env.reset(seed=seed)[1]["goal_index"]
+        split = client.reset(seed=5, split="eval").observation["goal_index"]
+        assert 500 <= split < 1500
+
+
+# -- concurrency, capacity, eviction -------------------------------------------------------------
+
+
+def _walk(shop, goal: int, seed: int, steps: int) -> tuple[list[str], list[tuple]]:
+    """Actions of a seeded random walk in WebShopEnv and what it saw."""
+    env = WebShopEnv(shop=shop, max_steps=None)
+    rng = random.Random(seed)
+    obs, info = env.reset(options={"goal_index": goal})
+    actions, seen = [], []
+    for k in range(steps):
+        if k == 0 or rng.random() < 0.1:
+            action = "search[" + " ".join(info["instruction"].split()[: rng.randint(2, 7)]) + "]"
+        elif rng.random() < 0.05:
+            action = "click[no such button]"
+        else:
+            action = rng.choice([a for a in info["valid_actions"] if a not in ("click[buy now]", "search[<query>]")]
+                                or ["click[back to search]"])
+        obs, reward, terminated, _, info = env.step(action)
+        actions.append(action)
+        seen.append((obs, reward, info["invalid_action"]))
+    return actions, seen
+
+
+def test_64_concurrent_sessions_are_isolated(serve, default_shop):
+    app, url = serve(shop=default_shop, max_envs=64, idle_timeout=None, max_steps=None)
+    pool = app.state.webshop_pool
+    walks = {i: _walk(default_shop, goal=17 * i, seed=i, steps=12) for i in range(64)}
+    peak = []
+
+    async def session(i: int, started: asyncio.Barrier):
+        actions, _ = walks[i]
+        seen = []
+        async with GenericEnvClient(base_url=url) as env:
+            await env.reset(goal_index=17 * i)
+            await started.wait()
+            peak.append(pool.in_use)
+            for action in actions:
+                result = await env.step({"action": action})
+                seen.append((result.observation["text"], result.reward, result.observation["invalid_action"]))
+        return i, seen
+
+    async def run_all():
+        started = asyncio.Barrier(64)
+        return await asyncio.gather(*(session(i, started) for i in range(64)))
+
+    results = asyncio.run(run_all())
+    assert max(peak) == 64
+    for i, seen in results:
+        assert seen == walks[i][1], f"session {i} diverged"
+    assert _wait(lambda: pool.in_use == 0), "closed sessions must give their slots back"
+    assert pool.stats["steps"] >= 64 * 12
+    assert pool.stats["batches"] < pool.stats["steps"], "concurrent steps share batched engine calls"
+
+
+async def _raw(url: str):
+    return await websockets.connect(url.replace("http", "ws") + "/ws", compression=None)
+
+
+def test_max_envs_limit_answers_with_an_error_frame(serve, default_shop):
+    app, url = serve(shop=default_shop, max_envs=2, idle_timeout=None)
+
+    async def scenario():
+        a, b = await _raw(url), await _raw(url)
+        for ws in (a, b):
+            await ws.send(json.dumps({"type": "reset", "data": {"goal_index": 1}}))
+            assert json.loads(await ws.recv())["type"] == "observation"
+        c = await _raw(url)
+        frame = json.loads(await c.recv())
+        assert frame["type"] == "error" and frame["data"]["code"] == "CAPACITY_REACHED"
+        assert "2/2 sessions" in frame["data"]["message"]
+        await c.close()
+        with pytest.raises(RuntimeError, match="CAPACITY_REACHED"):
+            async with GenericEnvClient(base_url=url) as env:
+                await env.reset()
+        await a.close()
+        await asyncio.sleep(0.2)
+        async with GenericEnvClient(base_url=url) as env:  # room again
+            assert (await env.reset(goal_index=4)).observation["goal_index"] == 4
+        await b.close()
+
+    asyncio.run(scenario())
+    assert _wait(lambda: app.state.webshop_pool.in_use == 0)
+
+
+def test_malformed_messages_get_error_frames_and_the_session_lives_on(default_server):
+    app, url = default_server
+
+    async def scenario():
+        ws = await _raw(url)
+
+        async def ask(message):
+            await ws.send(message if isinstance(message, str) else json.dumps(message))
+            return json.loads(await ws.recv())
+
+        cases = [
+            ("not json{", "INVALID_JSON"),
+            ({"type": "dance"}, "UNKNOWN_TYPE"),
+            ({"type": "step", "data": {"action": 5}}, "VALIDATION_ERROR"),
+            ({"type": "step", "data": {"act": "search[x]"}}, "VALIDATION_ERROR"),
+            ({"type": "step"}, "VALIDATION_ERROR"),
+            ({"type": "step", "data": {"action": "search[x]"}}, "EXECUTION_ERROR"),  # before any reset
+            ({"type": "reset", "data": {"goal_index": 10**9}}, "EXECUTION_ERROR"),
+            ({"type": "reset", "data": {"goal_index": "three"}}, "EXECUTION_ERROR"),
+            ({"type": "reset", "data": {"seed": -1}}, "EXECUTION_ERROR"),
+            ({"type": "reset", "data": {"split": "tset"}}, "EXECUTION_ERROR"),
+            ({"type": "reset", "data": {"split": "test", "index": 500}}, "EXECUTION_ERROR"),
+            ({"type": "reset", "data": {"goal_index": 1, "split": "test"}}, "EXECUTION_ERROR"),
+        ]
+        for message, code in cases:
+            frame = await ask(message)
+            assert frame["type"] == "error", message
+            assert frame["data"]["code"] == code, (message, frame)
+            assert frame["data"]["message"] and "Traceback" not in frame["data"]["message"]
+        frame = await ask({"type": "reset", "data": {"goal_index": 10**9}})
+        assert "goal_index must be" in frame["data"]["message"]
+        frame = await ask({"type": "reset", "data": {"goal_index": 5}})
+        assert frame["type"] == "observation" and frame["data"]["observation"]["goal_index"] == 5
+        frame = await ask({"type": "step", "data": {"action": "x" * 200_000}})  # an invalid action: a no-op
+        assert frame["type"] == "observation" and frame["data"]["observation"]["invalid_action"] is True
+        frame = await ask({"type": "step", "data": {"action": "search[red shoes]"}})
+        assert frame["data"]["observation"]["page"] == "results"
+        await ws.close()
+        # JSON that is not an object, or a binary frame: OpenEnv answers with an error frame and
+        # ends that session (its design); the server carries on
+        for message in ("[1, 2]", "3", b"\x00\x01"):
+            other = await _raw(url)
+            await other.send(message)
+            frame = json.loads(await other.recv())
+            assert frame["type"] == "error" and frame["data"]["code"] == "SESSION_ERROR", frame
+            with pytest.raises(websockets.ConnectionClosed):
+                await other.recv()
+
+    asyncio.run(scenario())
+    assert requests.get(f"{url}/health", timeout=10).json() == {"status": "healthy"}
+    assert _wait(lambda: app.state.webshop_pool.in_use == 0)
+
+
+@pytest.mark.slow
+def test_idle_sessions_are_evicted_and_their_slots_reused(serve, default_shop):
+    app, url = serve(shop=default_shop, max_envs=1, idle_timeout=1.0)
+    pool = app.state.webshop_pool
+
+    async def scenario():
+        idle = await _raw(url)
+        await idle.send(json.dumps({"type": "reset", "data": {"goal_index": 1}}))
+        assert json.loads(await idle.recv())["type"] == "observation"
+        assert pool.in_use == 1
+        for _ in range(200):  # OpenEnv's reaper looks every max(timeout / 4, 5) s
+            if pool.in_use == 0:
+                break
+            await asyncio.sleep(0.1)
+        assert pool.in_use == 0
+        async with GenericEnvClient(base_url=url) as env:  # the one allowed session is free again
+            assert (await env.reset(goal_index=2)).observation["goal_index"] == 2
+        await idle.send(json.dumps({"type": "step", "data": {"action": "search[x]"}}))
+        frame = json.loads(await idle.recv())
+        assert frame["type"] == "error" and "idle for more than 1 s" in frame["data"]["message"]
+        await idle.close()
+
+    asyncio.run(scenario())
+
+
+# -- the command line ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("flags, expected", [
+    (["--max-envs", "0"], "argument --max-envs: must be a positive integer, got '0'"),
+    (["--max-envs", "100000"], "argument --max-envs: must be at most 8,192, got '100000'"),
+    (["--max-envs", "many"], "argument --max-envs: must be a positive integer, got 'many'"),
+    (["--port", "65536"], "argument --port: must be a port number in 0-65535"),
+    (["--idle-timeout", "-3"], "argument --idle-timeout: must be a finite number >= 0, got '-3'"),
+    (["--shop", "/no/such/dir"], "argument --shop: directory '/no/such/dir' does not exist"),
+    (["--observation-mode", "pdf"], "argument --observation-mode: invalid choice: 'pdf'"),
+    (["--bogus"], "unrecognized arguments: --bogus"),
+])
+def test_cli_rejects_bad_flags_in_one_line(capsys, flags, expected):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["openenv", *flags])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert expected in err[-1] and err[-1].startswith(("webshop-gym openenv: error:", "webshop-gym: error:"))
+    assert "Traceback" not in "\n".join(err)
+
+
+def test_cli_help_and_add_parser():
+    import argparse
+
+    from webshop_gym.integrations.openenv import cli
+
+    parser = argparse.ArgumentParser(prog="x")
+    cli.add_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["openenv", "--max-envs", "3", "--human-goals", "--port", "0"])
+    assert (args.max_envs, args.human_goals, args.port, args.host, args.func) == (3, True, 0, "127.0.0.1", cli.run)
+
+
+def test_cli_port_in_use_is_one_line(capsys, default_server, default_shop, monkeypatch):
+    _, url = default_server
+    port = url.rsplit(":", 1)[1]
+    from webshop_gym.integrations.openenv import app as app_module
+
+    monkeypatch.setattr(app_module, "create_app", lambda *a, **k: create_app(default_shop, max_envs=1, warm_up=False))
+    assert main(["openenv", "--port", port]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"webshop-gym openenv: error: cannot listen on 127.0.0.1:{port}")
+
+
+@pytest.mark.slow
+def test_cli_serves_until_ctrl_c(tmp_path):
+    from tests.helpers import default_sigint
+
+    env = dict(os.environ)
+    proc = subprocess.Popen([sys.executable, "-m", "webshop_gym.cli", "openenv", "--port", "0", "--max-envs", "2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env,
+                            preexec_fn=default_sigint)
+    try:
+        lines = [proc.stdout.readline(), proc.stdout.readline()]
+        assert "products" in lines[0] and "up to 2 sessions" in lines[0], lines
+        url = lines[1].split("serving at ")[1].split()[0]
+        with GenericEnvClient(base_url=url).sync() as client:
+            assert client.reset(goal_index=0).observation["page"] == "start"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    assert out.strip().endswith("webshop-gym openenv: stopped")
+    assert "Traceback" not in err
+
+
+# -- the Hugging Face Space folder ---------------------------------------------------------------
+
+
+def test_space_folder_passes_openenv_structure_checks():
+    import yaml
+    from openenv.cli._cli_utils import validate_env_structure
+    from openenv.cli._validation import validate_multi_mode_deployment
+
+    validate_env_structure(SPACE)  # raises on a missing required file
+    ok, issues = validate_multi_mode_deployment(SPACE)
+    assert [i for i in issues if "uv.lock" not in i] == []
+    manifest = yaml.safe_load((SPACE / "openenv.yaml").read_text())
+    assert manifest["name"] == "webshop" and manifest["app"] == "server.app:app"
+    readme = (SPACE / "README.md").read_text()
+    assert readme.startswith("---\n") and "sdk: docker" in readme and f"app_port: {manifest['port']}" in readme

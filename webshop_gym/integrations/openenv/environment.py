@@ -1,0 +1,366 @@
+"""WebShop as an OpenEnv ``Environment``: each session a slot of one shared engine.
+
+OpenEnv's server (``HTTPEnvServer``) calls an environment factory once per WebSocket session
+(and once per stateless HTTP request).  Here the factory is cheap: a
+:class:`WebShopEnvironment` is a thin facade that borrows a slot of the one
+:class:`~webshop_gym.engine.Engine` held by a :class:`SlotPool` at its first reset and gives
+it back at ``close()`` (the end of the session, or OpenEnv's idle-session reaper).  So every
+session plays the same simulator as :class:`~webshop_gym.envs.env.WebShopEnv`, memory does not
+grow with the number of sessions ever opened, and no shop is loaded per session.
+
+``reset_async`` and ``step_async`` run on the server's event loop, which spares OpenEnv's
+per-session thread hop.  Steps are batched: every session whose step frame arrives in the same
+turn of the event loop is advanced by one call of the batched engine (as the vector env does),
+then each gets its own observation; a session's results do not depend on who shares its batch.
+The engine is guarded by one lock for the few calls OpenEnv makes from its executor threads
+(``close``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+from typing import Any
+
+from gymnasium.utils import seeding
+from openenv.core.env_server.interfaces import Environment
+from openenv.core.env_server.types import EnvironmentMetadata
+
+from webshop_gym.utils.checks import check_seed
+from webshop_gym.engine import Engine
+from webshop_gym.error import EpisodeFinished, Error, InvalidArgument
+from webshop_gym.shop import Shop
+
+from .models import WebShopAction, WebShopObservation, WebShopState
+
+__all__ = ["NoEpisode", "NoFreeSlot", "SessionClosed", "SlotPool", "WebShopEnvironment"]
+
+
+class SessionClosed(Error, RuntimeError):
+    """The session was closed (idle too long, or the server is stopping); open a new one."""
+
+
+class NoEpisode(Error, RuntimeError):
+    """A step before any reset (also: a stateless HTTP ``/step``, which has no episode)."""
+
+
+class NoFreeSlot(Error, RuntimeError):
+    """Every slot of the engine is in use."""
+
+
+class SlotPool:
+    """One engine over one shop, whose slots are lent to sessions.
+
+    Args:
+        shop: the shop every session plays.
+        num_slots: slots of the engine (the server's ``--max-envs`` plus one for stateless HTTP).
+        max_steps: step cap per episode (``None``: none).
+        observation_mode: ``text`` (default), ``text_rich``, ``html`` or ``url``.
+        show_attrs: show the Attributes tab on item pages.
+        idle_timeout: seconds after which OpenEnv evicts an idle session (for error messages).
+    """
+
+    def __init__(self, shop: Shop, num_slots: int, max_steps: int | None = 15, observation_mode: str = "text",
+                 show_attrs: bool = False, idle_timeout: float | None = None):
+        self.shop = shop
+        self.engine = Engine(shop, num_slots, observation_mode=observation_mode, max_steps=max_steps,
+                             show_attrs=show_attrs)
+        self.idle_timeout = idle_timeout
+        self.lock = threading.Lock()
+        self._free = list(range(num_slots - 1, -1, -1))  # pop() hands out slot 0 first
+        self._pending: list[tuple[WebShopEnvironment, str, asyncio.Future]] = []
+        self._flush_scheduled = False
+        self.stats = {"sessions": 0, "episodes": 0, "steps": 0, "batches": 0}
+
+    @property
+    def num_slots(self) -> int:
+        """Slots of the engine."""
+        return self.engine.num_slots
+
+    @property
+    def in_use(self) -> int:
+        """Slots lent out now."""
+        with self.lock:
+            return self.num_slots - len(self._free)
+
+    def acquire(self) -> int:
+        """Lend a slot (the caller holds :attr:`lock`).
+
+        Raises:
+            NoFreeSlot: every slot is in use.
+        """
+        if not self._free:
+            raise NoFreeSlot(f"all {self.num_slots} episode slots are in use; close a session or try again later")
+        self.stats["sessions"] += 1
+        return self._free.pop()
+
+    def release(self, slot: int) -> None:
+        """Take a slot back (the caller holds :attr:`lock`)."""
+        self._free.append(slot)
+
+    def submit(self, env: WebShopEnvironment, action: str) -> asyncio.Future:
+        """Queue a step of ``env`` for the next batch (on the running event loop); returns its future."""
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        self._pending.append((env, action, future))
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            loop.call_soon(self._flush)
+        return future
+
+    def _flush(self) -> None:
+        """Advance every queued session by one batched engine step and resolve their futures."""
+        batch, self._pending = self._pending, []
+        self._flush_scheduled = False
+        ready = []
+        with self.lock:
+            for env, action, future in batch:
+                if future.done():
+                    continue
+                try:
+                    ready.append((env, env._check_step(), action, future))
+                except Exception as exc:
+                    future.set_exception(exc)
+            if not ready:
+                return
+            try:
+                rewards, terminated, truncated = self.engine.step([r[1] for r in ready], [r[2] for r in ready])
+                self.stats["steps"] += len(ready)
+                self.stats["batches"] += 1
+                for k, (env, slot, _, future) in enumerate(ready):
+                    reward = float(rewards[k])
+                    env._reward += reward
+                    future.set_result(env._observe(slot, reward, bool(terminated[k] or truncated[k])))
+            except Exception as exc:  # a bug of ours: every waiting session gets the error frame
+                for _, _, _, future in ready:
+                    if not future.done():
+                        future.set_exception(exc)
+
+    def warm_up(self) -> None:
+        """Play a few actions in a spare slot, so the first session does not wait for compilation."""
+        with self.lock:
+            slot = self.acquire()
+            self.stats["sessions"] -= 1
+            try:
+                engine = self.engine
+                engine.reset([slot], [0])
+                engine.step([slot], ["search[" + " ".join(engine.instructions[slot].split()[:6]) + "]"])
+                engine.observe(slot)
+                clicks = [a for a in engine.info(slot)["valid_actions"] if a.startswith("click[b")]
+                if clicks:
+                    engine.step([slot], [clicks[0]])
+                    engine.observe(slot)
+                    engine.info(slot)
+            finally:
+                self.release(slot)
+
+
+class WebShopEnvironment(Environment[WebShopAction, WebShopObservation, WebShopState]):
+    """One OpenEnv session of WebShop: a facade over a slot of the shared engine.
+
+    Built by the server's factory (``functools.partial(WebShopEnvironment, pool=pool)``); it
+    takes a slot at the first ``reset`` and gives it back at ``close``.
+
+    Args:
+        pool: the shared :class:`SlotPool`.
+    """
+
+    SUPPORTS_CONCURRENT_SESSIONS = True
+
+    def __init__(self, pool: SlotPool):
+        super().__init__()
+        self.pool = pool
+        self._slot: int | None = None
+        self._closed = False
+        self._rng = None
+        self._episode_id: str | None = None
+        self._split: str | None = None
+        self._reward = 0.0
+
+    # -- reset -----------------------------------------------------------------------------------
+
+    def reset(self, seed: int | None = None, episode_id: str | None = None, goal_index: int | None = None,
+              split: str | None = None, index: int | None = None) -> WebShopObservation:
+        """Start an episode.
+
+        Args:
+            seed: seeds the session's generator (goal draws), as ``WebShopEnv.reset(seed=)``:
+                the same seed draws the same goal.
+            episode_id: a name for the episode (default: a random UUID), echoed in the state.
+            goal_index: the goal to play (an index into the server's goal set).
+            split: draw the goal from ``test`` (the first 500 goals), ``eval`` or ``train``;
+                with ``index``, take the split's ``index``-th goal instead.
+            index: position within ``split`` (OpenEnv's task API: ``reset(split=, index=)``).
+
+        Raises:
+            InvalidArgument: a bad seed, goal, split or index, or ``goal_index`` with ``split``.
+            GoalNotFound: ``goal_index`` or ``index`` outside the goal set or the split.
+            NoFreeSlot: every slot is in use.
+            SessionClosed: the session was closed.
+        """
+        self._check_open()
+        seed = check_seed(seed)
+        if episode_id is not None and not isinstance(episode_id, str):
+            raise InvalidArgument(f"episode_id must be a string, got {type(episode_id).__name__}")
+        pool = self.pool
+        goals = pool.shop.goals
+        if goal_index is not None and (split is not None or index is not None):
+            raise InvalidArgument("give either goal_index, or split (with an optional index), not both")
+        if index is not None and split is None:
+            raise InvalidArgument("index needs a split (test, eval or train): reset(split='test', index=0)")
+        goal_range = goals.split_range(split) if split is not None else None
+        if goal_index is not None:
+            goal = pool.engine.check_goal(goal_index)
+        elif index is not None:
+            from webshop_gym.utils.checks import check_goal_index
+
+            goal = goal_range[check_goal_index(index, len(goal_range), name=f"index within split {split!r}")]
+        else:
+            goal = None
+        if seed is not None or self._rng is None:
+            self._rng, _ = seeding.np_random(seed)
+        with pool.lock:
+            self._check_open()
+            if self._slot is None:
+                self._slot = pool.acquire()
+            slot = self._slot
+            engine = pool.engine
+            engine.set_rng(slot, self._rng)
+            if goal is None:
+                goal = engine.sample_goal_with(self._rng) if goal_range is None else goals.sample(self._rng, goal_range)
+            engine.reset([slot], [goal])
+            pool.stats["episodes"] += 1
+            self._episode_id = episode_id if episode_id is not None else str(uuid.uuid4())
+            self._split = split
+            self._reward = 0.0
+            return self._observe(slot, 0.0, False)
+
+    async def reset_async(self, seed: int | None = None, episode_id: str | None = None, goal_index: int | None = None,
+                          split: str | None = None, index: int | None = None) -> WebShopObservation:
+        """:meth:`reset`, run inline on the server's event loop."""
+        return self.reset(seed=seed, episode_id=episode_id, goal_index=goal_index, split=split, index=index)
+
+    # -- step ------------------------------------------------------------------------------------
+
+    def step(self, action: WebShopAction, timeout_s: float | None = None, **kwargs: Any) -> WebShopObservation:
+        """Take one action (alone; the server batches concurrent sessions through :meth:`step_async`).
+
+        Raises:
+            NoEpisode: no reset yet in this session.
+            EpisodeFinished: the episode ended (purchase or step cap); reset to play on.
+            SessionClosed: the session was closed.
+        """
+        text = self._action_text(action)
+        pool = self.pool
+        with pool.lock:
+            slot = self._check_step()
+            rewards, terminated, truncated = pool.engine.step([slot], [text])
+            pool.stats["steps"] += 1
+            reward = float(rewards[0])
+            self._reward += reward
+            return self._observe(slot, reward, bool(terminated[0] or truncated[0]))
+
+    async def step_async(self, action: WebShopAction, timeout_s: float | None = None, **kwargs: Any) -> WebShopObservation:
+        """:meth:`step`, batched with the other sessions stepping in the same turn of the event loop."""
+        text = self._action_text(action)
+        with self.pool.lock:
+            self._check_step()  # fail fast, without waiting for the batch
+        return await self.pool.submit(self, text)
+
+    # -- state, metadata, close ------------------------------------------------------------------
+
+    @property
+    def state(self) -> WebShopState:
+        """The session's episode: id, steps, goal, instruction, split, done, reward."""
+        with self.pool.lock:
+            slot = self._slot
+            if slot is None or self._closed:
+                return WebShopState(episode_id=self._episode_id)
+            engine = self.pool.engine
+            return WebShopState(episode_id=self._episode_id, step_count=int(engine.state.steps[slot]),
+                                goal_index=int(engine.state.goal[slot]), instruction=engine.instructions[slot],
+                                split=self._split, done=engine.finished(slot), reward=self._reward)
+
+    def get_metadata(self) -> EnvironmentMetadata:
+        """Name, description and version shown by ``/metadata``."""
+        from webshop_gym import __version__
+
+        goals = self.pool.shop.goals
+        return EnvironmentMetadata(
+            name="webshop",
+            description=(f"WebShop (Yao et al., 2022): shop for the product an instruction describes by searching "
+                         f"and clicking; {len(self.pool.shop.catalog)} products, {len(goals)} {goals.kind} goals. "
+                         "Actions: search[<keywords>] or click[<label>]; reward in [0, 1] at purchase."),
+            version=__version__,
+            author="webshop-gym",
+        )
+
+    def close(self) -> None:
+        """Give the slot back; later calls raise :class:`SessionClosed`."""
+        with self.pool.lock:
+            if self._slot is not None:
+                self.pool.release(self._slot)
+                self._slot = None
+            self._closed = True
+
+    # -- helpers ---------------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            idle = self.pool.idle_timeout
+            raise SessionClosed("this session was closed" + (f" (idle for more than {idle:g} s)" if idle else "")
+                                + "; open a new session")
+
+    def _check_step(self) -> int:
+        """The slot to step (the caller holds the pool's lock); raises when there is no episode to step."""
+        self._check_open()
+        slot = self._slot
+        if slot is None:
+            raise NoEpisode("no episode in this session: send a reset first"
+                            " (HTTP POST /step is stateless; play episodes over the WebSocket at /ws)")
+        if self.pool.engine.finished(slot):
+            raise EpisodeFinished("the episode has finished (bought or truncated); send a reset to start a new one")
+        return slot
+
+    @staticmethod
+    def _action_text(action: WebShopAction | str) -> str:
+        text = action.action if isinstance(action, WebShopAction) else action
+        if not isinstance(text, str):
+            raise InvalidArgument(f"action must be a string, got {type(text).__name__}")
+        return text
+
+    def _observe(self, slot: int, reward: float, done: bool) -> WebShopObservation:
+        engine = self.pool.engine
+        info = engine.info(slot)
+        available = info["available_actions"]
+        reward_info = info.get("reward_info")
+        # Built without re-validation: every value below already has its declared type (the
+        # clients validate what they receive).
+        return WebShopObservation.model_construct(
+            text=engine.observe(slot),
+            instruction=info["instruction"],
+            goal_index=info["goal_index"],
+            page=info["page"],
+            steps=info["steps"],
+            admissible_actions=list(info["valid_actions"]),
+            has_search_bar=bool(available["has_search_bar"]),
+            clickables=list(available["clickables"]),
+            invalid_action=bool(info["invalid_action"]),
+            truncated=bool(engine.truncated[slot]),
+            success=info.get("success"),
+            reward_breakdown=None if reward_info is None else {k: _plain(v) for k, v in reward_info.items()},
+            purchased_asin=info.get("purchased_asin"),
+            purchased_options=None if info.get("purchased_options") is None else {
+                str(k): str(v) for k, v in info["purchased_options"].items()},
+            purchased_price=None if info.get("purchased_price") is None else float(info["purchased_price"]),
+            reward=reward,
+            done=done,
+        )
+
+
+def _plain(value: Any) -> float | bool:
+    """A breakdown value as a plain bool or float (numpy scalars are neither to pydantic)."""
+    if isinstance(value, bool) or type(value).__name__ == "bool_":
+        return bool(value)
+    return float(value)

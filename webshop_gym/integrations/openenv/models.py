@@ -1,0 +1,57 @@
+"""The typed OpenEnv models of WebShop: one action string in, a page with its reward out.
+
+OpenEnv serializes only declared fields (undeclared ones and ``metadata`` do not survive every
+client), so everything an agent or a trainer needs is a field here: the page text, the
+instruction, the admissible actions, the reward and its breakdown.
+"""
+
+from __future__ import annotations
+
+from openenv.core.env_server.types import Action, Observation, State
+from pydantic import Field
+
+__all__ = ["WebShopAction", "WebShopObservation", "WebShopState"]
+
+
+class WebShopAction(Action):
+    """One WebShop action: ``search[<keywords>]`` or ``click[<label>]``.
+
+    A single string field, so generic clients (``GenericEnvClient``, verifiers' OpenEnv
+    taskset) can drive the environment with ``{"action": "search[red shoes]"}``.  An action
+    that is not admissible on the current page is a no-op with reward 0 and
+    ``invalid_action=True``, as in :class:`~webshop_gym.envs.env.WebShopEnv`; it never ends a session.
+    """
+
+    action: str = Field(description="search[<keywords>] or click[<label>]; see the observation's admissible_actions")
+
+
+class WebShopObservation(Observation):
+    """The page after a reset or an action, with the reward (``reward``, ``done`` inherited)."""
+
+    text: str = Field(description="the page in the server's observation mode (default: text with ' [SEP] ' between strings)")
+    instruction: str = Field(description="the goal's instruction")
+    goal_index: int = Field(description="index of the goal in the server's goal set")
+    page: str = Field(description="start, results, item, description, features, reviews, attributes or done")
+    steps: int = Field(description="actions taken in this episode (invalid ones count)")
+    admissible_actions: list[str] = Field(
+        description="every complete action valid now; 'search[<query>]' stands for any search")
+    has_search_bar: bool = Field(description="the page has a search bar (the reference's available_actions)")
+    clickables: list[str] = Field(description="labels of the page's buttons and links (the reference's available_actions)")
+    invalid_action: bool = Field(default=False, description="the last action was not admissible (a no-op)")
+    truncated: bool = Field(default=False, description="the episode ended at the step cap without a purchase")
+    success: bool | None = Field(default=None, description="after a purchase: reward == 1.0")
+    reward_breakdown: dict[str, float | bool] | None = Field(
+        default=None, description="after a purchase: the reference's reward_info (r_type, r_att, r_option, r_price, ...)")
+    purchased_asin: str | None = Field(default=None, description="after a purchase: the product bought")
+    purchased_options: dict[str, str] | None = Field(default=None, description="after a purchase: the options chosen")
+    purchased_price: float | None = Field(default=None, description="after a purchase: the price paid")
+
+
+class WebShopState(State):
+    """The session's episode (``episode_id``, ``step_count`` inherited)."""
+
+    goal_index: int | None = Field(default=None, description="the episode's goal (None before the first reset)")
+    instruction: str | None = Field(default=None, description="the goal's instruction")
+    split: str | None = Field(default=None, description="the split the goal was drawn or indexed from (None: all goals)")
+    done: bool = Field(default=False, description="the episode ended (purchase or step cap)")
+    reward: float = Field(default=0.0, description="the episode's reward so far (WebShop pays once, at purchase)")

@@ -1,0 +1,1 @@
+"""Server of the WebShop OpenEnv Space."""
