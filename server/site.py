@@ -156,6 +156,8 @@ def parse_options(text: str) -> dict[str, str]:
 
 def parse_keywords(text: str) -> list[str]:
     """Parse the ``<keywords>`` segment as the reference does: a list repr, or the words as they are."""
+    if len(text) > MAX_SEGMENT:
+        abort(400, f"the keywords segment is longer than {MAX_SEGMENT} characters")
     if not text.startswith("["):
         return [text]
     node = _literal(text, "keywords")

@@ -186,6 +186,11 @@ def test_long_queries_get_a_clear_page_up_to_the_documented_bound(serve):
     soup = BeautifulSoup(response.text, "html.parser")
     assert soup.h1.text == "Bad Request"
     assert soup.p.text == f"The search query has 20,000 characters; this site takes at most {MAX_QUERY:,}."
+    for keywords in ("rug" * 3000, str(["rug"] * 1500)):  # a URL built by hand: plain words or a list
+        response = http.get(f"{base}/search_results/fixed_1/{keywords}/1", timeout=60)
+        assert response.status_code == 400, keywords[:20]
+        assert BeautifulSoup(response.text, "html.parser").p.text == (
+            f"the keywords segment is longer than {MAX_SEGMENT} characters")
     controls = http.post(f"{base}/fixed_1", data={"search_query": "\u2028" * 1500}, timeout=60)  # repr: 6 each
     assert controls.status_code == 400 and f"at most {MAX_SEGMENT:,}" in controls.text
 
