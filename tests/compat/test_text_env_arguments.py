@@ -34,3 +34,14 @@ def test_reset_with_a_bool_session_plays_goal_one_or_zero_as_the_reference(defau
         assert info is None and env.session == str(session)
         assert env.instruction_text == "Instruction: " + default_server.goals[goal]["instruction_text"]
         assert env.state["url"] == f"http://127.0.0.1:3000/{session}"
+
+
+def test_gym_make_reports_limit_goals_and_plays_goal_one_for_true(default_shop):
+    gym = pytest.importorskip("gym", reason="the old gym package is not installed (it is not a dependency)")
+    import webshop_gym.compat  # noqa: F401  (registers on import)
+
+    with pytest.raises(GoalNotFound, match="limit_goals=0 keeps none"):
+        gym.make("WebAgentTextEnv-v0", observation_mode="text", shop=default_shop, limit_goals=0)
+    env = gym.make("WebAgentTextEnv-v0", observation_mode="text", shop=default_shop)
+    obs, info = env.reset(session=True)
+    assert info is None and default_shop.goals.instruction[1] in obs
