@@ -22,7 +22,9 @@ route                  body / query                                   answer
 Each env is a :class:`~webshop_gym.compat.WebAgentTextEnv` (text observations) on a slot of one
 shared engine, so answers are the reference text env's.  Bad bodies get FastAPI's 422 answer
 (``{"detail": [{"loc", "msg", "type"}]}``); an unknown env id 404; a full server 503 with
-``Retry-After`` (AgentGym's client retries a 503); every error is JSON, never a traceback.  The
+``Retry-After`` (AgentGym's client retries a 503); every error is JSON, never a traceback.  Every
+body is strict JSON: a NaN or infinite number echoed from a request (``NaN``, ``1e400``) is sent
+as the string ``"NaN"``, ``"Infinity"`` or ``"-Infinity"``.  The
 number of live envs is bounded (``AGENTGYM_MAX_ENVS``); envs idle longer than
 ``AGENTGYM_ENV_TTL`` seconds are evicted when room is needed.
 """
@@ -30,6 +32,7 @@ number of live envs is bounded (``AGENTGYM_MAX_ENVS``); envs idle longer than
 from __future__ import annotations
 
 import json
+import math
 import secrets
 import threading
 import time
@@ -195,12 +198,28 @@ def _envs() -> AgentGymEnvs:
 # -- JSON in and out, FastAPI style -----------------------------------------------------------------
 
 
+def _finite(value: Any) -> Any:
+    """``value`` with every NaN or infinite float written as a string (``"NaN"``, ``"Infinity"``, ...)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return json.dumps(value)  # the token Python's json reads and writes, as a string
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
 def _json(value: Any, status: int = 200, headers: dict | None = None) -> Response:
-    text = json.dumps(value, ensure_ascii=False)
+    """A JSON response; strict JSON always (a NaN or infinity echoed from a request becomes a string)."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        value = _finite(value)
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
     try:
         body = text.encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate (sent escaped by a client): keep it escaped
-        body = json.dumps(value, ensure_ascii=True).encode("ascii")
+        body = json.dumps(value, ensure_ascii=True, allow_nan=False).encode("ascii")
     response = Response(body, status=status, mimetype="application/json")
     for key, val in (headers or {}).items():
         response.headers[key] = val
@@ -215,6 +234,9 @@ def _as_int(value: Any, loc: list) -> int:
     """Validate an int as pydantic's lax mode does (ints, bools, whole floats, digit strings)."""
     if isinstance(value, bool | int):
         return int(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise Unprocessable([{"type": "finite_number", "loc": loc, "msg": "Input should be a finite number",
+                              "input": value}])
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, str) and len(value) <= 64:

@@ -1,4 +1,11 @@
-"""Error pages: every HTTP error (404, 400, 405, 413, ...) and any crash render a page, never a traceback."""
+"""Error pages: every HTTP error (404, 400, 405, 413, ...) and any crash render a page, never a traceback.
+
+Three kinds: JSON under ``/agentgym``; on the reference site's URLs (every path that is not one
+of the server's own, see :func:`on_reference_site`) a page with the visible text structure of
+the reference's own error pages (Werkzeug's defaults: a title, one ``<h1>``, one ``<p>``), so
+that scrapers such as ReAct's read them as they read the reference's; the play UI's styled page
+elsewhere.
+"""
 
 from __future__ import annotations
 
@@ -23,11 +30,28 @@ def render_error(error: HTTPException):
         if error.code == 405 and getattr(error, "valid_methods", None):
             response.headers["Allow"] = ", ".join(error.valid_methods)
         return response
+    if on_reference_site(request.path):
+        return render_template("site/error.html", code=error.code, name=error.name,
+                               description=error.description), error.code
     body = render_template(
         "error.html", css=stylesheet(), page="error", human=True, nav=Nav(menu=url_for("menu.index")),
         code=error.code, name=error.name, description=error.description,
     )
     return body, error.code
+
+
+def on_reference_site(path: str) -> bool:
+    """Whether ``path`` is one of the reference site's URLs (anything but the server's own pages).
+
+    The server's own pages are ``/`` and the paths whose first segment is one of
+    :data:`~webshop_gym.server.site.RESERVED` (the play UI, the AgentGym API, the run viewer).
+    Every other path is the reference site's: it served nothing else, so a path no route
+    matches (a ReAct URL cut at ``?``, say) is answered as the reference would answer it.
+    """
+    from webshop_gym.server.site import RESERVED
+
+    first = path.lstrip("/").split("/", 1)[0]
+    return bool(first) and first not in RESERVED
 
 
 def init_app(app) -> None:

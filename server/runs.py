@@ -152,7 +152,8 @@ class RunLibrary:
         found = {}
         for path in sorted(self.folder.iterdir()):
             if path.name.endswith(SUFFIX) and len(path.name) > len(SUFFIX) and path.is_file():
-                found[path.name[: -len(SUFFIX)]] = path
+                name = path.name[: -len(SUFFIX)]
+                found[path.name if name.strip(".") == "" else name] = path  # clients resolve /runs/.. to /
         return found
 
     def _entry(self, path: Path) -> Entry:

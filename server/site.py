@@ -1,4 +1,4 @@
-"""The reference site's URLs (``web_agent_site/app.py``), for agents that scrape its HTML.
+r"""The reference site's URLs (``web_agent_site/app.py``), for agents that scrape its HTML.
 
 ReAct's WebShop client (and LATS/Reflexion, which reuse it) build these URLs themselves and read
 the returned pages by their visible text nodes and the tags around them.  The pages here are our
@@ -20,6 +20,13 @@ The pages hold no episode state: everything is in the URL, as in the reference. 
 (a list repr, or plain words) and ``<options>`` (a dict repr) are parsed by a small parser that
 accepts only string literals, never evaluated; malformed input gets 400, an unknown session,
 product or page 404, never a traceback.  Pages link to nothing outside the server.
+
+A ``/`` inside a keyword or an option value (``3/4 inch rug``) cannot travel in a path segment
+(a redirect to a URL with the ``/`` in it, as the reference's form makes, ends in a 404): the links
+and redirects made here write it as ``\x2f`` inside the segment's string literals, which parse
+back to ``/``.  Search queries from the form are limited to :data:`MAX_QUERY` characters.
+Results pages are numbered ``1`` to one past the last page of results (the empty page the last
+page's ``Next >`` opens, as on the reference), written in ASCII digits; other numbers are 404.
 """
 
 from __future__ import annotations
@@ -48,7 +55,7 @@ from werkzeug.exceptions import MethodNotAllowed
 from webshop_gym.compat.sim_server import SessionMap
 from webshop_gym.core.pages import PRODUCTS_PER_PAGE, ProductViews
 
-__all__ = ["RESERVED", "SiteState", "bp", "init_app", "parse_options", "parse_keywords"]
+__all__ = ["RESERVED", "SiteState", "bp", "init_app", "parse_options", "parse_keywords", "segment"]
 
 bp = Blueprint("site", __name__)
 
@@ -58,6 +65,8 @@ RESERVED = frozenset({"new", "play", "goal", "agentgym", "runs", "static", "favi
 """First path segments that belong to the server's own pages, never session names."""
 MAX_SEGMENT = 8192
 """Longest ``<keywords>`` or ``<options>`` segment parsed (characters)."""
+MAX_QUERY = 2000
+"""Longest search query the search form takes (characters); its keyword list always fits :data:`MAX_SEGMENT`."""
 SESSION_BYTES = 16 * 2**20
 """Memory budget of the site's session -> goal map."""
 
@@ -147,6 +156,8 @@ def parse_options(text: str) -> dict[str, str]:
 
 def parse_keywords(text: str) -> list[str]:
     """Parse the ``<keywords>`` segment as the reference does: a list repr, or the words as they are."""
+    if len(text) > MAX_SEGMENT:
+        abort(400, f"the keywords segment is longer than {MAX_SEGMENT} characters")
     if not text.startswith("["):
         return [text]
     node = _literal(text, "keywords")
@@ -156,12 +167,18 @@ def parse_keywords(text: str) -> list[str]:
 
 
 def _page_number(text: str) -> int:
-    if len(text) > 32:
-        abort(404, f"no results page {text[:40]!r}")
-    try:
-        return int(text)
-    except ValueError:
-        abort(404, f"no results page {text!r}: the page must be a whole number")
+    if not re.fullmatch(r"[0-9]{1,9}", text):
+        abort(404, f"no results page {text[:40]!r}: results pages are numbered 1, 2, 3, ... in ASCII digits")
+    return int(text)
+
+
+def segment(literal: str) -> str:
+    r"""A list or dict repr made fit for one URL path segment: each ``/`` written as ``\x2f``.
+
+    ``repr`` never escapes ``/`` and always doubles a backslash, so every ``/`` of such a repr
+    sits inside a string literal, where ``\x2f`` is the same character.
+    """
+    return literal.replace("/", "\\x2f")
 
 
 # -- views ----------------------------------------------------------------------------------------
@@ -210,8 +227,14 @@ def index(session_id: str):
         abort(404)
     goal = _session(session_id, create=True)
     if request.method == "POST" and "search_query" in request.form:
-        keywords = request.form["search_query"].lower().split(" ")
-        return redirect(url_for("site.search_results", session_id=session_id, keywords=str(keywords), page=1))
+        query = request.form["search_query"]
+        if len(query) > MAX_QUERY:
+            abort(400, f"The search query has {len(query):,} characters; this site takes at most {MAX_QUERY:,}.")
+        keywords = segment(str(query.lower().split(" ")))
+        if len(keywords) > MAX_SEGMENT:  # characters that repr escapes (control characters) count several times
+            abort(400, f"The search query takes {len(keywords):,} characters as a URL segment; this site takes at most "
+                       f"{MAX_SEGMENT:,}.")
+        return redirect(url_for("site.search_results", session_id=session_id, keywords=keywords, page=1))
     return _page("start.html", session_id=session_id, instruction_text=_instruction(goal))
 
 
@@ -223,12 +246,15 @@ def search_results(session_id: str, keywords: str, page: str):
     page_no = _page_number(page)
     state = _state()
     rows = state.store.run(state.shop.search, " ".join(words)).tolist()
+    last = -(-len(rows) // PRODUCTS_PER_PAGE) + 1  # the empty page after the last, as the reference shows it
+    if page_no < 1 or page_no > last:
+        abort(404, f"no results page {page_no}: this search has results pages 1 to {last}")
     shown = rows[(page_no - 1) * PRODUCTS_PER_PAGE: page_no * PRODUCTS_PER_PAGE]
     c = state.shop.catalog
     products = [{"asin": c.asin[r], "title": c.title[r], "price": c.price_tag[r], "image": c.main_image[r]}
                 for r in shown]
     return _page("results.html", session_id=session_id, instruction_text=_instruction(goal), products=products,
-                 keywords=str(words), page=page_no, total=len(rows))
+                 keywords=segment(str(words)), page=page_no, total=len(rows))
 
 
 def _product(row: int) -> dict:
@@ -260,10 +286,10 @@ def item_page(session_id: str, asin: str, keywords: str, page: str, options: str
             picked[name] = value
             choices.append({"value": value, "checked": value in chosen.values(),
                             "url": url_for("site.item_page", session_id=session_id, asin=asin, keywords=keywords,
-                                           page=page, options=str(picked))})
+                                           page=page, options=segment(str(picked)))})
         groups.append({"name": name, "choices": choices})
     return _page("item.html", session_id=session_id, instruction_text=_instruction(goal), product=product,
-                 groups=groups, asin=asin, keywords=keywords, page=page, options=str(chosen),
+                 groups=groups, asin=asin, keywords=keywords, page=page, options=segment(str(chosen)),
                  show_attrs=bool(current_app.config.get("SHOW_ATTRS")))
 
 
@@ -278,7 +304,7 @@ def item_sub_page(session_id: str, asin: str, keywords: str, page: str, sub_page
     c = _state().shop.catalog
     return _page(
         f"{sub_page.lower()}.html", session_id=session_id, instruction_text=_instruction(goal), asin=asin,
-        keywords=keywords, page=page, options=str(chosen),
+        keywords=keywords, page=page, options=segment(str(chosen)),
         description=c.description[row],
         bullets=[c.bullet_text[b] for b in c.bullets[row]],
         reviews=[{"title": c.review_title[r], "score": c.review_score[r], "stars": _stars(c.review_score[r]),

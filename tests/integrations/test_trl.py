@@ -18,7 +18,12 @@ import pytest
 from webshop_gym import WebShopEnv
 from webshop_gym.error import DependencyNotInstalled, EpisodeFinished, GoalNotFound, InvalidArgument
 from webshop_gym.integrations import trl as trl_integration
-from webshop_gym.integrations.trl import TASK_PROMPT, InadmissibleAction, WebShopToolEnv, webshop_dataset
+from webshop_gym.integrations.trl import (
+    TASK_PROMPT,
+    InadmissibleAction,
+    WebShopToolEnv,
+    webshop_dataset,
+)
 
 TRL_MISSING = "TRL is not installed: pip install 'webshop-gym[trl]'"
 # TRL 1.16 reads model.is_gradient_checkpointing, which transformers 5.24 deprecates (TRL's code, not ours).

@@ -127,3 +127,24 @@ class Player:
         response = self.client.get(self.url + "/state.json")
         assert response.status_code == 200
         return response.get_json()
+
+
+@pytest.fixture
+def serve(make_app):
+    """Serve an app built by ``make_app(**config)`` on 127.0.0.1 (a free port) in a thread; returns its base URL."""
+    import threading
+
+    from werkzeug.serving import make_server
+
+    servers = []
+
+    def start(**config) -> str:
+        server = make_server("127.0.0.1", 0, make_app(**config), threaded=True)
+        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        servers.append(server)
+        return f"http://127.0.0.1:{server.server_port}"
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()

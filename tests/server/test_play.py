@@ -220,5 +220,5 @@ def test_pages_inline_the_whole_stylesheet_unaltered(client):
     from webshop_gym.render.html import stylesheet
 
     player = Player.start(client, 0)
-    for url in (player.url, "/", "/no/such/page"):
+    for url in (player.url, "/", "/play/no/such/page"):  # other unknown paths are the reference site's
         assert stylesheet() in client.get(url).get_data(as_text=True), url

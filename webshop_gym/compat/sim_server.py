@@ -280,9 +280,11 @@ class SimServer:
         if self.shuffle_seed != GOAL_SHUFFLE_SEED:
             ids = _reshuffle(n, self.shuffle_seed)
         self.goal_ids = ids
+        self._no_goals = "the shop has no goals"  # why the goal list is empty, when it is
         if filter_goals is not None:
             keep = [i for i in range(n) if filter_goals(i, self.shop.goals[int(ids[i])])]
             self.goal_ids = ids[np.asarray(keep, dtype=np.int64)] if keep else ids[:0]
+            self._no_goals = "filter_goals kept none"
         limit_goals = int(limit_goals)
         if limit_goals != -1 and limit_goals < len(self.goal_ids):
             cum = [0.0, *np.cumsum(self._weights_array()).tolist()]
@@ -292,6 +294,7 @@ class SimServer:
                 if idx not in picked:
                     picked.append(idx)
             self.goal_ids = self.goal_ids[np.asarray(picked, dtype=np.int64)]
+            self._no_goals = f"limit_goals={limit_goals} keeps none: pass -1 for all goals or a positive number"
         weights = self._weights_array()
         human = self.shop.goals.kind == "human"
         self.weights = [int(w) if human and w == 1 else float(w) for w in weights.tolist()]
@@ -337,6 +340,8 @@ class SimServer:
             GoalNotFound: the index is outside the goal list.
         """
         n = len(self.goal_ids)
+        if n == 0:
+            raise GoalNotFound(f"session {index!r} names no goal: this server has no goals ({self._no_goals})")
         if isinstance(index, bool) or not -n <= index < n:
             raise GoalNotFound(f"session {index!r} names no goal: this server has {n} goals (0 to {n - 1})")
         return int(self.goal_ids[index])
@@ -356,7 +361,7 @@ class SimServer:
                 goal = int(session_int) % len(self.goal_ids)
             else:
                 if len(self.goal_ids) == 0:
-                    raise GoalNotFound("this server has no goals (filter_goals kept none)")
+                    raise GoalNotFound(f"this server has no goals ({self._no_goals})")
                 goal = random_idx(self.rng, self.cum_weights)
             self.sessions.put(session, goal)
             return goal

@@ -187,7 +187,8 @@ class WebAgentTextEnv(_Base):
         """Start a session; return ``(obs, None)``.
 
         Args:
-            session: an int picks that goal (``server.goals[session]``); any other value names a
+            session: an int picks that goal (``server.goals[session]``; a bool counts as 0 or 1,
+                as in the reference, named ``"True"``/``"False"``); any other value names a
                 session (a known name keeps its goal, a new one gets a random goal); ``None``
                 draws a random 10-letter name.  ``session_prefix`` is put in front.
             instruction_text: overrides ``env.instruction_text`` (the page keeps the goal's).
@@ -196,7 +197,7 @@ class WebAgentTextEnv(_Base):
         if session is not None:
             self.session = str(session)
             if isinstance(session, int):
-                session_int = session
+                session_int = int(session)  # True plays goal 1, as the reference's goals[True] does
         else:
             self.session = self.server.random_session()
         if self.session_prefix is not None:

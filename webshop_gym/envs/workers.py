@@ -8,7 +8,8 @@ itself while ``W - 1`` spawned worker processes step the others (a parent that o
 for its workers would leave a core idle).  Every worker runs an engine over the same shop: the
 compiled catalog is memory-mapped from the cache (not pickled or copied), and each worker runs
 its own search engine.  Workers start with ``spawn``; one that dies raises :class:`WorkerDied`
-in the parent instead of hanging it.
+in the parent instead of hanging it, and so does every later ``reset`` or ``step`` (the same
+message; after ``close()``, one saying the workers were stopped).
 """
 
 from __future__ import annotations
@@ -205,6 +206,7 @@ class WorkerPool(ShardedEngine):
         self.conns: dict[int, object] = {}
         self.procs: dict[int, object] = {}
         self._closed = False
+        self._failure: Exception | None = None  # what ended the pool; every later call repeats it
         for k, (a, b) in enumerate(self.shards[1:], start=1):
             parent, child = ctx.Pipe()
             proc = ctx.Process(
@@ -219,12 +221,24 @@ class WorkerPool(ShardedEngine):
 
     # -- plumbing -----------------------------------------------------------------------------
 
+    def _fail(self, error: Exception) -> None:
+        """Stop every worker and raise ``error``; every later call raises it again (see :meth:`_check`)."""
+        self._failure = error
+        self.close(force=True)
+        raise error
+
+    def _check(self) -> None:
+        """Raise what ended the pool (a dead worker, a failed one), or say that it was closed."""
+        if self._failure is not None:
+            raise type(self._failure)(str(self._failure))
+        if self._closed:
+            raise WorkerDied("the worker processes were stopped (close() was called); create the vector env again")
+
     def _receive(self, k: int):
         conn, proc = self.conns[k], self.procs[k]
         ready = wait([conn, proc.sentinel], timeout=self.timeout)
         if not ready:
-            self.close(force=True)
-            raise WorkerDied(f"worker {k} (pid {proc.pid}) did not answer within {self.timeout:.0f} s")
+            self._fail(WorkerDied(f"worker {k} (pid {proc.pid}) did not answer within {self.timeout:.0f} s"))
         if conn in ready:
             try:
                 message = conn.recv()
@@ -232,16 +246,14 @@ class WorkerPool(ShardedEngine):
                 message = None
             if message is not None:
                 if message[0] == "error":
-                    self.close(force=True)
-                    raise WorkerError(f"worker {k} (pid {proc.pid}) failed:\n{message[1]}")
+                    self._fail(WorkerError(f"worker {k} (pid {proc.pid}) failed:\n{message[1]}"))
                 return message
         proc.join(timeout=1)
         code = proc.exitcode
-        self.close(force=True)
-        raise WorkerDied(
+        self._fail(WorkerDied(
             f"worker {k} (pid {proc.pid}, slots {self.shards[k][0]}-{self.shards[k][1] - 1}) exited with code {code}; "
             "its episodes are lost. Create the vector env again."
-        )
+        ))
 
     def _send(self, k: int, message) -> None:
         self._send_bytes(k, ForkingPickler.dumps(message))
@@ -270,6 +282,7 @@ class WorkerPool(ShardedEngine):
         Each answer is what the worker sends: ``("ok", ...results, snapshots)``.  An error here
         is raised only after every worker has answered, so no worker is left a step behind.
         """
+        self._check()
         self._broadcast({k: (command, local, vals) for k, (local, vals) in parts.items() if k != 0})
         answers: dict[int, tuple] = {}
         failure: BaseException | None = None
@@ -321,6 +334,7 @@ class WorkerPool(ShardedEngine):
         k = int(self.owner[slot])
         if k == 0:
             return self.local.observe(slot, mode)
+        self._check()
         self._send(k, ("observe", slot - self.shards[k][0], mode))
         return self._receive(k)[1]
 

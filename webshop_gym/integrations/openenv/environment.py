@@ -27,10 +27,10 @@ from gymnasium.utils import seeding
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import EnvironmentMetadata
 
-from webshop_gym.utils.checks import check_seed
 from webshop_gym.engine import Engine
 from webshop_gym.error import EpisodeFinished, Error, InvalidArgument
 from webshop_gym.shop import Shop
+from webshop_gym.utils.checks import check_seed
 
 from .models import WebShopAction, WebShopObservation, WebShopState
 
