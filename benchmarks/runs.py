@@ -53,8 +53,8 @@ def main() -> None:
 
     from webshop_gym import load_shop
     from webshop_gym.runs.evaluation import evaluate
-    from webshop_gym.runs.log import replay
     from webshop_gym.runs.plots import draw_all
+    from webshop_gym.runs.replay import replay
     from webshop_gym.runs.report import build_report, to_html
     from webshop_gym.runs.run import load_run
 

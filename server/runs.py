@@ -58,7 +58,7 @@ from webshop_gym.render.html import Nav, stylesheet
 from webshop_gym.runs.diagnosis import SOLVED, TAG_RULES, TAGS, diagnose
 from webshop_gym.runs.index import IndexTable, RunIndex, export_record
 from webshop_gym.runs.intervals import METHOD, RESAMPLES, fmt, score_interval, sr_interval
-from webshop_gym.runs.log import fingerprint_difference, load_logged_shop, replay_episode
+from webshop_gym.runs.replay import fingerprint_difference, load_logged_shop, replay_episode
 from webshop_gym.runs.run import CAUSES, RunEpisode
 from webshop_gym.utils.bytelru import ByteLRU
 

@@ -27,7 +27,7 @@ from webshop_gym.integrations.openenv import WebShopAction, WebShopEnvClient, We
 from webshop_gym.integrations.openenv.app import Listener, create_app  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-SPACE = ROOT / "webshop_gym" / "integrations" / "openenv" / "space"
+SPACE = ROOT / "examples" / "openenv_space"
 
 
 @pytest.fixture(scope="module")

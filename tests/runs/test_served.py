@@ -19,7 +19,8 @@ from tests.openai_server import ChatServer  # noqa: E402
 from webshop_gym.agents import OpenAIPolicy  # noqa: E402
 from webshop_gym.cli import main  # noqa: E402
 from webshop_gym.runs.evaluation import evaluate  # noqa: E402
-from webshop_gym.runs.log import read_log, replay  # noqa: E402
+from webshop_gym.runs.log import read_log  # noqa: E402
+from webshop_gym.runs.replay import replay  # noqa: E402
 from webshop_gym.runs.run import load_run  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,7 +12,8 @@ import pytest
 
 from tests.server.conftest import Player
 from webshop_gym.agents.policies.oracle import OraclePolicy
-from webshop_gym.runs.log import read_episodes, replay
+from webshop_gym.runs.log import read_episodes
+from webshop_gym.runs.replay import replay
 
 
 def lines(path: Path) -> list[dict]:

@@ -35,10 +35,10 @@ SYNTH_BYTES_PER_PRODUCT = 2_200
 _FEATURES = {
     # name: (module, help)
     "serve": ("webshop_gym.server.cli", "play the shop in a browser (Flask; pip install 'webshop-gym[server]')"),
-    "eval": ("webshop_gym.runs.evaluation", "evaluate a policy over a split: Score, SR, steps, breakdown"),
-    "sft-data": ("webshop_gym.runs.demos", "write SFT-ready demonstration transcripts"),
-    "report": ("webshop_gym.runs.report", "evaluation report of runs (eval --out): Score and SR with CIs, paired comparison, plots"),
-    "openenv": ("webshop_gym.integrations.openenv.cli", "serve WebShop as an OpenEnv environment (pip install 'webshop-gym[openenv]')"),
+    "eval": ("webshop_gym.cli.eval", "evaluate a policy over a split: Score, SR, steps, breakdown"),
+    "sft-data": ("webshop_gym.cli.sft_data", "write SFT-ready demonstration transcripts"),
+    "report": ("webshop_gym.cli.report", "evaluation report of runs (eval --out): Score and SR with CIs, paired comparison, plots"),
+    "openenv": ("webshop_gym.cli.openenv", "serve WebShop as an OpenEnv environment (pip install 'webshop-gym[openenv]')"),
 }
 
 
@@ -219,7 +219,7 @@ def _data_goals(args) -> int:
 
 
 def _replay(args) -> int:
-    from webshop_gym.runs.log import replay_command
+    from webshop_gym.cli.replay import replay_command
 
     return replay_command(args)
 

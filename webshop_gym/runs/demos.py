@@ -24,11 +24,9 @@ The command line is ``webshop-gym demos``; it writes JSONL, one sample per line:
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import re
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -37,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DemoSet", "add_arguments", "make_demos", "rationale", "run", "split_by_product", "verify_trajectory", "write_demos"]
+__all__ = ["DemoSet", "make_demos", "rationale", "split_by_product", "verify_trajectory", "write_demos"]
 
 _PRICE_CAP = re.compile(r"price lower than ([0-9]+(?:\.[0-9]+)?) dollars")
 _PRICE = re.compile(r"^Price: \$([0-9.]+)(?: to \$([0-9.]+))?$")
@@ -348,58 +346,3 @@ def write_demos(path: str | Path, records: Sequence[dict]) -> None:
 # -- command line ------------------------------------------------------------------------------
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Arguments of ``webshop-gym demos``."""
-    from webshop_gym.cli import argtypes as types
-    from webshop_gym.cli.main import add_shop_arguments
-
-    parser.add_argument("--policy", default="oracle", choices=["oracle", "rule"], help="teacher policy (default oracle)")
-    parser.add_argument("-n", "--num-goals", type=types.at_most(types.positive_int, types.MAX_COUNT), metavar="N",
-                        help="the first N goals of the split (default: all)")
-    parser.add_argument("--format", default="think-answer", choices=["think-answer", "react", "verl-agent"],
-                        help="transcript format (default think-answer)")
-    parser.add_argument("--out", required=True, metavar="FILE", type=types.output_file,
-                        help="output JSONL file (missing folders are created below the working directory)")
-    add_shop_arguments(parser)
-    parser.add_argument("--split", default="train", choices=["train", "eval", "test", "all"], help="goals to demonstrate (default train)")
-    parser.add_argument("--eval-fraction", type=types.fraction, default=0.1, metavar="F",
-                        help="share in [0, 1) of target products held out as the demos' eval split (default 0.1)")
-    parser.add_argument("--min-reward", type=types.probability, default=1.0, metavar="R",
-                        help="keep trajectories scoring at least this, in [0, 1] (default 1.0)")
-    parser.add_argument("--history", type=_history, default=-1, metavar="N",
-                        help="earlier turns shown per prompt (default -1: the format's own)")
-    parser.add_argument("--num-envs", type=types.at_most(types.positive_int, types.MAX_ENVS), default=32, metavar="N",
-                        help=f"parallel slots (default 32; at most {types.MAX_ENVS:,})")
-    parser.add_argument("--max-steps", type=types.at_most(types.positive_int, types.MAX_STEPS), default=15, metavar="N",
-                        help=f"step cap (default 15; at most {types.MAX_STEPS:,})")
-    parser.add_argument("--seed", type=types.seed, default=0, metavar="SEED",
-                        help="run seed and product-split seed (default 0)")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
-
-
-def _history(text: str) -> int:
-    from webshop_gym.cli.argtypes import MAX_STEPS
-
-    value = int(text) if text.lstrip("-").isdigit() else None
-    if value is None or value < -1:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, or -1 for the format's own, got {text!r}")
-    if value > MAX_STEPS:
-        raise argparse.ArgumentTypeError(f"must be at most {MAX_STEPS:,} (turns of an episode), got {text!r}")
-    return value
-
-
-def run(args: argparse.Namespace) -> int:
-    """Run ``webshop-gym demos``."""
-    demos = make_demos(
-        shop=args.shop, policy=args.policy, n=args.num_goals, split=args.split, fmt=args.format,
-        eval_fraction=args.eval_fraction, seed=args.seed, num_envs=args.num_envs, max_steps=args.max_steps,
-        min_reward=args.min_reward, history=args.history, goals=args.goals, human_goals=args.human_goals,
-        price_seed=args.price_seed, progress=not args.quiet,
-    )
-    write_demos(args.out, demos.records)
-    counts = dict(demos.counts, out=str(args.out))
-    if args.num_goals is not None and args.num_goals > counts["goals_available"]:
-        print(f"note: the {counts['split']} split holds {counts['goals_available']} goals; all of them were used",
-              file=sys.stderr)
-    print(json.dumps(counts, indent=1))
-    return 0

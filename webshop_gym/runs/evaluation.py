@@ -26,8 +26,6 @@ The command line is ``webshop-gym eval``.
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import os
 import sys
@@ -37,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["BREAKDOWN", "add_arguments", "episode_seed", "evaluate", "format_table", "make_policy_factory", "rollout", "run"]
+__all__ = ["BREAKDOWN", "episode_seed", "evaluate", "format_table", "make_policy_factory", "rollout"]
 
 BREAKDOWN = ("r_type", "r_att", "r_option", "r_price")
 _SLIM_KEYS = ("goal_index", "instruction", "page", "steps", "invalid_action", "available_actions", "valid_actions")
@@ -511,135 +509,3 @@ def format_table(result: dict) -> str:
 # -- command line ------------------------------------------------------------------------------
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Arguments of ``webshop-gym eval``."""
-    from webshop_gym.cli import argtypes as types
-    from webshop_gym.cli.main import add_shop_arguments
-
-    parser.add_argument("--policy", default="rule", metavar="NAME", type=policy_spec,
-                        help="random, rule, oracle, hf:PATH (a local Hugging Face model folder) or openai:MODEL "
-                             "(a model behind an OpenAI-compatible chat endpoint: vLLM, SGLang, llama.cpp, a hosted "
-                             "API) (default rule)")
-    add_shop_arguments(parser)
-    parser.add_argument("--split", default="test", choices=["test", "eval", "train", "all"], help="goal split (default test)")
-    parser.add_argument("--num-envs", type=types.at_most(types.positive_int, types.MAX_ENVS), default=16, metavar="N",
-                        help=f"parallel slots of the vector env (default 16; at most {types.MAX_ENVS:,})")
-    parser.add_argument("-n", "--num-goals", type=types.at_most(types.positive_int, types.MAX_COUNT), metavar="N",
-                        help="only the first N goals of the split")
-    parser.add_argument("--seed", type=types.seed, default=0, metavar="SEED", help="run seed (default 0)")
-    parser.add_argument("--max-steps", type=types.at_most(types.positive_int, types.MAX_STEPS), default=15, metavar="N",
-                        help=f"step cap per episode (default 15; at most {types.MAX_STEPS:,})")
-    parser.add_argument("--num-workers", type=types.at_most(types.non_negative_int, types.MAX_WORKERS), default=0,
-                        metavar="N", help="processes stepping the vector env: W >= 2 steps one shard here and the "
-                                          "others in W - 1 spawned workers (default 0: all in this process; at most "
-                                          f"{types.MAX_WORKERS})")
-    parser.add_argument("--json", metavar="FILE", type=_json_target,
-                        help="write the result as JSON ('-': to stdout, the table goes to stderr)")
-    parser.add_argument("--episodes", action="store_true", help="include per-goal records in the JSON")
-    parser.add_argument("--out", metavar="FILE", type=types.output_file,
-                        help="write the run to this file: settings, shop fingerprint, every episode and step "
-                             "(observations, model outputs, rewards); view with `serve --runs`, check with "
-                             "`replay`, summarise with `report`")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
-    hf = parser.add_argument_group("hf:PATH and openai:MODEL policies")
-    hf.add_argument("--prompt", default="think-answer", choices=["think-answer", "verl-agent", "react"], help="prompt format (default think-answer)")
-    hf.add_argument("--max-new-tokens", type=types.at_most(types.positive_int, types.MAX_TOKENS), default=128, metavar="N",
-                    help=f"tokens per answer (default 128; at most {types.MAX_TOKENS:,})")
-    hf.add_argument("--sample", action="store_true", help="sample instead of greedy decoding")
-    hf.add_argument("--temperature", type=types.positive_float, default=1.0, metavar="T",
-                    help="sampling temperature > 0 (default 1.0)")
-    hf.add_argument("--top-p", type=types.probability, default=1.0, metavar="P",
-                    help="nucleus sampling mass in [0, 1] (default 1.0)")
-    hf.add_argument("--top-k", type=types.at_most(types.non_negative_int, types.MAX_TOKENS), default=0, metavar="K",
-                    help=f"sample among the k likeliest tokens (default 0: all; at most {types.MAX_TOKENS:,})")
-    hf.add_argument("--closest", action="store_true", help="map inadmissible answers to the closest admissible action")
-    hf.add_argument("--device", metavar="DEVICE", help="cuda, cpu, ... (default: cuda when available)")
-    hf.add_argument("--dtype", default="auto", choices=["auto", "bfloat16", "float16", "float32", "none"],
-                    help="weights' dtype (default auto)")
-    hf.add_argument("--max-prompt-tokens", type=types.at_most(types.positive_int, types.MAX_TOKENS), metavar="N",
-                    help=f"left-truncate prompts to N tokens (at most {types.MAX_TOKENS:,})")
-    hf.add_argument("--batch-size", type=types.at_most(types.positive_int, types.MAX_ENVS), metavar="N",
-                    help=f"prompts per forward batch (default: all slots; at most {types.MAX_ENVS:,})")
-    from webshop_gym.runs.served import add_arguments as add_served_arguments
-
-    add_served_arguments(parser)
-
-
-def policy_spec(text: str) -> str:
-    """``--policy``: a baseline name or ``hf:PATH`` with PATH a local folder (checked at the parser)."""
-    from webshop_gym.agents.policies.registry import BASELINES
-    from webshop_gym.error import close_match
-
-    if text.startswith("openai:"):
-        if not text[len("openai:"):].strip():
-            raise argparse.ArgumentTypeError("openai:MODEL needs the served model's name, e.g. openai:Qwen/Qwen2.5-7B-Instruct")
-        return text
-    if text.startswith("hf:"):
-        from webshop_gym.cli import argtypes as types
-
-        types.model_dir(text[3:])  # says what the folder lacks
-        return text
-    if text not in BASELINES:
-        hint = close_match(text, BASELINES)
-        raise argparse.ArgumentTypeError(
-            f"unknown policy {text!r}; expected one of {', '.join(BASELINES)}, hf:PATH or openai:MODEL"
-            + (f" (did you mean {hint!r}?)" if hint else ""))
-    return text
-
-
-def _json_target(text: str) -> str:
-    from webshop_gym.cli import argtypes as types
-
-    return text if text == "-" else types.output_file(text)
-
-
-def run(args: argparse.Namespace) -> int:
-    """Run ``webshop-gym eval``."""
-    hf_kwargs: dict[str, Any] = {}
-    from webshop_gym.runs.served import check_served_arguments, served_kwargs
-
-    check_served_arguments(args)
-    if args.policy.startswith("openai:"):
-        hf_kwargs = served_kwargs(args)
-    elif args.policy.startswith("hf:"):
-        hf_kwargs = dict(prompt=args.prompt, max_new_tokens=args.max_new_tokens, do_sample=args.sample,
-                         temperature=args.temperature, top_p=args.top_p, top_k=args.top_k,
-                         closest=args.closest, device=args.device, dtype=None if args.dtype == "none" else args.dtype,
-                         max_prompt_tokens=args.max_prompt_tokens, batch_size=args.batch_size)
-    result = evaluate(
-        args.policy, shop=args.shop, split=args.split, num_envs=args.num_envs, seed=args.seed,
-        max_steps=args.max_steps, goals=args.goals, human_goals=args.human_goals, price_seed=args.price_seed,
-        num_goals=args.num_goals, num_workers=args.num_workers, progress=not args.quiet,
-        keep_episodes=args.episodes, out=args.out, run_settings={"arguments": _arguments(args)}, **hf_kwargs,
-    )
-    if "tokens" in result and (args.price_input is not None or args.price_output is not None):
-        from webshop_gym.runs.served import cost
-
-        result["cost"] = cost(result["tokens"], args.price_input, args.price_output)
-    table = format_table(result)
-    text = json.dumps(result, indent=1, default=_json_default)
-    if args.json == "-":
-        print(table, file=sys.stderr)
-        print(text)
-        return 0
-    print(table)
-    summary = {k: result[k] for k in ("policy", "split", "score", "sr", "mean_steps", "valid_rate", "breakdown",
-                                      "errored", "tokens", "requests", "retries", "cost") if k in result}
-    print("json: " + json.dumps(summary, default=_json_default))
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as handle:
-            handle.write(text + "\n")
-    return 0
-
-
-def _arguments(args: argparse.Namespace) -> dict:
-    """The command's parsed arguments (JSON-ready) for the run file."""
-    return {k: v for k, v in sorted(vars(args).items()) if k not in ("func", "debug") and not callable(v)}
-
-
-def _json_default(value):
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")

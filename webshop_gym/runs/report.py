@@ -12,10 +12,8 @@ self-contained (images embedded as data URIs); Markdown refers to PNG files writ
 
 from __future__ import annotations
 
-import argparse
 import base64
 import os
-import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +21,7 @@ from pathlib import Path
 from webshop_gym.runs.run import CAUSES, Run, load_run, now_iso
 from webshop_gym.runs.stats import Interval, PairedComparison, bootstrap_ci, paired
 
-__all__ = ["Report", "RunSummary", "add_arguments", "build_report", "to_html", "to_markdown", "run"]
+__all__ = ["Report", "RunSummary", "build_report", "to_html", "to_markdown"]
 
 #: Resamples of every bootstrap (``--bootstrap``).
 RESAMPLES = 10_000
@@ -161,7 +159,7 @@ def _p(value: float) -> str:
 def tables(report: Report) -> dict[str, tuple[list[str], list[list[str]]]]:
     """The report's tables as (header, rows) of strings, shared by HTML and Markdown."""
     out: dict[str, tuple[list[str], list[list[str]]]] = {}
-    header = ["run", "policy", "split", "episodes", "Score [95% CI]", "SR % [95% CI]", "mean steps", "valid %",
+    header = ["policy", "split", "episodes", "Score [95% CI]", "SR % [95% CI]", "mean steps", "valid %",
               "purchased %", "r_type", "r_att", "r_option", "r_price"]
     rows = []
     for row in report.rows:
@@ -189,7 +187,7 @@ def tables(report: Report) -> dict[str, tuple[list[str], list[list[str]]]]:
     if any("tokens" in row.figures for row in report.rows):
         from webshop_gym.runs.served import cost
 
-        header = ["run", "errored episodes", "tokens / episode", "prompt tokens", "completion tokens", "requests",
+        header = ["errored episodes", "tokens / episode", "prompt tokens", "completion tokens", "requests",
                   "retries", "wall time (s)", "cost"]
         rows = []
         for row in report.rows:
@@ -218,7 +216,7 @@ def tables(report: Report) -> dict[str, tuple[list[str], list[list[str]]]]:
         settings.append([row.label, str(h.get("seed", "?")), str(h.get("max_steps", "?")), str(h.get("prompt") or "-"),
                          f"{fp.get('products', '?')} products, {fp.get('goals', '?')} {fp.get('goal_kind', '')} goals",
                          str(fp.get("goal_set", "?")), str(h.get("package", "?")), str(h.get("created", "?"))])
-    out["settings"] = (["run", "seed", "max steps", "prompt", "shop", "goal set", "package", "written"], settings)
+    out["settings"] = (["seed", "max steps", "prompt", "shop", "goal set", "package", "written"], settings)
     return out
 
 
@@ -276,84 +274,4 @@ def to_markdown(report: Report, images: dict[str, str] | None) -> str:
 
 # -- command line ------------------------------------------------------------------------------------
 
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Arguments of ``webshop-gym report``."""
-    from webshop_gym.cli import argtypes as types
-
-    parser.add_argument("runs", nargs="+", metavar="RUN", type=types.existing_file,
-                        help="run files written by `webshop-gym eval --out` (the first is the baseline of comparisons)")
-    parser.add_argument("--out", metavar="FILE", type=types.output_file,
-                        help="write the report here (default: Markdown tables on stdout, no plots); Markdown "
-                             "plots go to FILE's stem + '_files/'")
-    parser.add_argument("--format", choices=["html", "md"],
-                        help="html (self-contained) or md (default: from --out's suffix, .md -> md, else html; "
-                             "without --out md; html without --out only into a redirected stdout)")
-    parser.add_argument("--bootstrap", type=_resamples, default=RESAMPLES, metavar="N",
-                        help=f"bootstrap resamples of each interval (default {RESAMPLES:,})")
-    parser.add_argument("--seed", type=types.seed, default=0, metavar="SEED", help="seed of the bootstrap (default 0)")
-    parser.add_argument("--title", default=None, metavar="TEXT", help="the report's title")
-    parser.add_argument("--no-plots", action="store_true", help="tables only (no matplotlib needed)")
-    parser.add_argument("--price-input", metavar="USD", type=types.non_negative_float,
-                        help="price per million prompt tokens: served models' runs show their cost")
-    parser.add_argument("--price-output", metavar="USD", type=types.non_negative_float,
-                        help="price per million completion tokens")
-
-
-def _resamples(text: str) -> int:
-    from webshop_gym.cli import argtypes as types
-
-    value = types.positive_int(text)
-    if value > 1_000_000:
-        raise argparse.ArgumentTypeError(f"must be at most 1,000,000, got {text!r}")
-    return value
-
-
-def run(args: argparse.Namespace) -> int:
-    """Run ``webshop-gym report``."""
-    if args.format is not None:
-        fmt = args.format
-    elif args.out:
-        fmt = "md" if Path(args.out).suffix.lower() in (".md", ".markdown") else "html"
-    else:  # the terminal gets readable tables, never a page of HTML with images inlined
-        fmt = "md"
-    if fmt == "html" and not args.out and sys.stdout.isatty():
-        from webshop_gym.error import Error
-
-        raise Error("an HTML report goes to a file: pass --out FILE.html (or redirect stdout)")
-    report = build_report(args.runs, resamples=args.bootstrap, seed=args.seed, title=args.title,
-                          price_input=args.price_input, price_output=args.price_output)
-    plots: dict[str, bytes] | None = None
-    if not args.no_plots and (fmt == "html" or args.out):
-        from webshop_gym.runs.plots import draw_all
-
-        plots = draw_all(report.rows)
-    written: list[str] = []
-    if fmt == "html":
-        text = to_html(report, plots)
-    else:
-        images: dict[str, str] = {}
-        if plots:
-            out = Path(args.out)
-            folder = out.with_name(out.stem + "_files")
-            if folder.exists() and not folder.is_dir():
-                from webshop_gym.error import Error
-
-                raise Error(f"{folder} is a file; the Markdown report's plots go to that folder")
-            folder.mkdir(exist_ok=True)
-            for name, png in plots.items():
-                (folder / f"{name}.png").write_bytes(png)
-                images[name] = f"{folder.name}/{name}.png"
-            written.append(f"{len(plots)} plots in {folder}{os.sep}")
-        text = to_markdown(report, images)
-    if args.out:
-        Path(args.out).write_text(text, encoding="utf-8")
-        extra = f" and {written[0]}" if written else ""
-        print(f"webshop-gym report: wrote {args.out}{extra} ({len(report.rows)} run(s), {fmt})", file=sys.stderr)
-    else:
-        sys.stdout.write(text)
-        if fmt == "md" and not args.no_plots:
-            print("webshop-gym report: Markdown on stdout has no plots (pass --out FILE.md to write them)",
-                  file=sys.stderr)
-    return 0
 

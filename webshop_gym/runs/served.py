@@ -453,7 +453,7 @@ def _run_line(spec, agent, split, seed, max_steps, concurrency, observation_mode
 
 
 def _compare_header(path, header: dict, shop, settings: dict, goals: list[int]) -> None:
-    from webshop_gym.runs.log import fingerprint_difference
+    from webshop_gym.runs.replay import fingerprint_difference
 
     where = f"--resume: {path}"
     if not header:
@@ -617,81 +617,3 @@ def accounting_rows(result: dict) -> list[tuple[str, str]]:
 # -- command line ------------------------------------------------------------------------------------------
 
 
-def _shard_type(text: str) -> tuple[int, int]:
-    import argparse
-
-    try:
-        return parse_shard(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _concurrency_type(text: str) -> int:
-    import argparse
-
-    try:
-        value = int(text, 10)
-    except ValueError:
-        value = 0
-    if not 1 <= value <= 1024:
-        raise argparse.ArgumentTypeError(f"must be an integer in 1-1024, got {text!r}")
-    return value
-
-
-def add_arguments(parser) -> None:
-    """``webshop-gym eval``'s arguments of ``openai:MODEL`` policies."""
-    from webshop_gym.cli import argtypes as types
-
-    group = parser.add_argument_group("openai:MODEL policies (also --prompt, --max-new-tokens, --sample, "
-                                      "--temperature, --top-p, --closest)")
-    group.add_argument("--base-url", metavar="URL",
-                       help="the API's root, e.g. http://127.0.0.1:8000/v1 (default $OPENAI_BASE_URL, else OpenAI's)")
-    group.add_argument("--api-key-env", metavar="NAME", default="OPENAI_API_KEY",
-                       help="environment variable holding the API key (default OPENAI_API_KEY; a local server "
-                            "needs none)")
-    group.add_argument("--concurrency", metavar="N", type=_concurrency_type,
-                       help="episodes (and model requests) in flight, 1-1024 (default 8)")
-    group.add_argument("--timeout", metavar="S", type=types.positive_float, default=60.0,
-                       help="seconds one request may take (default 60)")
-    group.add_argument("--max-retries", metavar="K", type=types.non_negative_int, default=5,
-                       help="retries of a failing request: 429, 5xx, timeouts, dropped connections, malformed "
-                            "bodies; exponential backoff with jitter, Retry-After honoured (default 5)")
-    group.add_argument("--no-stop", action="store_true",
-                       help="do not send the format's closing tag as a stop sequence (APIs that refuse `stop`)")
-    group.add_argument("--resume", action="store_true",
-                       help="continue the run in --out: check its settings, play only its missing and errored "
-                            "episodes, rewrite it in goal order")
-    group.add_argument("--shard", metavar="I/N", type=_shard_type,
-                       help="play only block I of N (0-based) of the goals; `report` reads the N shard files as one run")
-    group.add_argument("--price-input", metavar="USD", type=types.non_negative_float,
-                       help="price per million prompt tokens (the summary shows the cost)")
-    group.add_argument("--price-output", metavar="USD", type=types.non_negative_float,
-                       help="price per million completion tokens")
-
-
-def check_served_arguments(args) -> None:
-    """Refuse ``openai:MODEL`` flags given to another policy, and sampling flags without ``--sample``."""
-    served = str(args.policy).startswith("openai:")
-    if not served:
-        given = [flag for flag, value in (("--base-url", args.base_url), ("--concurrency", args.concurrency),
-                                          ("--resume", args.resume), ("--shard", args.shard),
-                                          ("--price-input", args.price_input), ("--price-output", args.price_output),
-                                          ("--no-stop", args.no_stop)) if value not in (None, False)]
-        if given:
-            raise Error(f"{', '.join(given)} apply to openai:MODEL policies only, not {args.policy!r}")
-        return
-    if not args.sample and (args.temperature != 1.0 or args.top_p != 1.0 or args.top_k):
-        raise Error("--temperature, --top-p and --top-k need --sample (without it, decoding is greedy: temperature 0)")
-    if args.top_k:
-        raise Error("--top-k is not part of the OpenAI API; openai:MODEL policies take --temperature and --top-p")
-    if args.resume and not args.out:
-        raise Error("--resume needs --out RUN.jsonl (the run to continue)")
-
-
-def served_kwargs(args) -> dict:
-    """:func:`~webshop_gym.runs.evaluation.evaluate` keyword arguments of an ``openai:MODEL`` policy."""
-    return {"base_url": args.base_url, "api_key_env": args.api_key_env, "prompt": args.prompt,
-            "max_new_tokens": args.max_new_tokens, "temperature": args.temperature if args.sample else 0.0,
-            "top_p": args.top_p if args.sample else 1.0, "closest": args.closest, "timeout": args.timeout,
-            "max_retries": args.max_retries, "stop": not args.no_stop,
-            "concurrency": args.concurrency or 8, "resume": args.resume, "shard": args.shard}

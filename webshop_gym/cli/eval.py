@@ -1,0 +1,224 @@
+"""``webshop-gym eval``: evaluate a policy over a split (Score, SR, steps, breakdown), locally or served.
+
+The flags and their checks live here; the work is :func:`webshop_gym.runs.evaluation.evaluate`
+(and :func:`webshop_gym.runs.served.evaluate_served` for ``openai:MODEL`` policies).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+import numpy as np
+
+from webshop_gym.error import Error
+from webshop_gym.runs.evaluation import evaluate, format_table
+from webshop_gym.runs.served import parse_shard
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``webshop-gym eval``."""
+    from webshop_gym.cli import argtypes as types
+    from webshop_gym.cli.main import add_shop_arguments
+
+    parser.add_argument("--policy", default="rule", metavar="NAME", type=policy_spec,
+                        help="random, rule, oracle, hf:PATH (a local Hugging Face model folder) or openai:MODEL "
+                             "(a model behind an OpenAI-compatible chat endpoint: vLLM, SGLang, llama.cpp, a hosted "
+                             "API) (default rule)")
+    add_shop_arguments(parser)
+    parser.add_argument("--split", default="test", choices=["test", "eval", "train", "all"], help="goal split (default test)")
+    parser.add_argument("--num-envs", type=types.at_most(types.positive_int, types.MAX_ENVS), default=16, metavar="N",
+                        help=f"parallel slots of the vector env (default 16; at most {types.MAX_ENVS:,})")
+    parser.add_argument("-n", "--num-goals", type=types.at_most(types.positive_int, types.MAX_COUNT), metavar="N",
+                        help="only the first N goals of the split")
+    parser.add_argument("--seed", type=types.seed, default=0, metavar="SEED", help="run seed (default 0)")
+    parser.add_argument("--max-steps", type=types.at_most(types.positive_int, types.MAX_STEPS), default=15, metavar="N",
+                        help=f"step cap per episode (default 15; at most {types.MAX_STEPS:,})")
+    parser.add_argument("--num-workers", type=types.at_most(types.non_negative_int, types.MAX_WORKERS), default=0,
+                        metavar="N", help="processes stepping the vector env: W >= 2 steps one shard here and the "
+                                          "others in W - 1 spawned workers (default 0: all in this process; at most "
+                                          f"{types.MAX_WORKERS})")
+    parser.add_argument("--json", metavar="FILE", type=_json_target,
+                        help="write the result as JSON ('-': to stdout, the table goes to stderr)")
+    parser.add_argument("--episodes", action="store_true", help="include per-goal records in the JSON")
+    parser.add_argument("--out", metavar="FILE", type=types.output_file,
+                        help="write the run to this file: settings, shop fingerprint, every episode and step "
+                             "(observations, model outputs, rewards); view with `serve --runs`, check with "
+                             "`replay`, summarise with `report`")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    hf = parser.add_argument_group("hf:PATH and openai:MODEL policies")
+    hf.add_argument("--prompt", default="think-answer", choices=["think-answer", "verl-agent", "react"], help="prompt format (default think-answer)")
+    hf.add_argument("--max-new-tokens", type=types.at_most(types.positive_int, types.MAX_TOKENS), default=128, metavar="N",
+                    help=f"tokens per answer (default 128; at most {types.MAX_TOKENS:,})")
+    hf.add_argument("--sample", action="store_true", help="sample instead of greedy decoding")
+    hf.add_argument("--temperature", type=types.positive_float, default=1.0, metavar="T",
+                    help="sampling temperature > 0 (default 1.0)")
+    hf.add_argument("--top-p", type=types.probability, default=1.0, metavar="P",
+                    help="nucleus sampling mass in [0, 1] (default 1.0)")
+    hf.add_argument("--top-k", type=types.at_most(types.non_negative_int, types.MAX_TOKENS), default=0, metavar="K",
+                    help=f"sample among the k likeliest tokens (default 0: all; at most {types.MAX_TOKENS:,})")
+    hf.add_argument("--closest", action="store_true", help="map inadmissible answers to the closest admissible action")
+    hf.add_argument("--device", metavar="DEVICE", help="cuda, cpu, ... (default: cuda when available)")
+    hf.add_argument("--dtype", default="auto", choices=["auto", "bfloat16", "float16", "float32", "none"],
+                    help="weights' dtype (default auto)")
+    hf.add_argument("--max-prompt-tokens", type=types.at_most(types.positive_int, types.MAX_TOKENS), metavar="N",
+                    help=f"left-truncate prompts to N tokens (at most {types.MAX_TOKENS:,})")
+    hf.add_argument("--batch-size", type=types.at_most(types.positive_int, types.MAX_ENVS), metavar="N",
+                    help=f"prompts per forward batch (default: all slots; at most {types.MAX_ENVS:,})")
+    add_served_arguments(parser)
+
+
+def policy_spec(text: str) -> str:
+    """``--policy``: a baseline name or ``hf:PATH`` with PATH a local folder (checked at the parser)."""
+    from webshop_gym.agents.policies.registry import BASELINES
+    from webshop_gym.error import close_match
+
+    if text.startswith("openai:"):
+        if not text[len("openai:"):].strip():
+            raise argparse.ArgumentTypeError("openai:MODEL needs the served model's name, e.g. openai:Qwen/Qwen2.5-7B-Instruct")
+        return text
+    if text.startswith("hf:"):
+        from webshop_gym.cli import argtypes as types
+
+        types.model_dir(text[3:])  # says what the folder lacks
+        return text
+    if text not in BASELINES:
+        hint = close_match(text, BASELINES)
+        raise argparse.ArgumentTypeError(
+            f"unknown policy {text!r}; expected one of {', '.join(BASELINES)}, hf:PATH or openai:MODEL"
+            + (f" (did you mean {hint!r}?)" if hint else ""))
+    return text
+
+
+def _json_target(text: str) -> str:
+    from webshop_gym.cli import argtypes as types
+
+    return text if text == "-" else types.output_file(text)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``webshop-gym eval``."""
+    hf_kwargs: dict[str, Any] = {}
+    check_served_arguments(args)
+    if args.policy.startswith("openai:"):
+        hf_kwargs = served_kwargs(args)
+    elif args.policy.startswith("hf:"):
+        hf_kwargs = dict(prompt=args.prompt, max_new_tokens=args.max_new_tokens, do_sample=args.sample,
+                         temperature=args.temperature, top_p=args.top_p, top_k=args.top_k,
+                         closest=args.closest, device=args.device, dtype=None if args.dtype == "none" else args.dtype,
+                         max_prompt_tokens=args.max_prompt_tokens, batch_size=args.batch_size)
+    result = evaluate(
+        args.policy, shop=args.shop, split=args.split, num_envs=args.num_envs, seed=args.seed,
+        max_steps=args.max_steps, goals=args.goals, human_goals=args.human_goals, price_seed=args.price_seed,
+        num_goals=args.num_goals, num_workers=args.num_workers, progress=not args.quiet,
+        keep_episodes=args.episodes, out=args.out, run_settings={"arguments": _arguments(args)}, **hf_kwargs,
+    )
+    if "tokens" in result and (args.price_input is not None or args.price_output is not None):
+        from webshop_gym.runs.served import cost
+
+        result["cost"] = cost(result["tokens"], args.price_input, args.price_output)
+    table = format_table(result)
+    text = json.dumps(result, indent=1, default=_json_default)
+    if args.json == "-":
+        print(table, file=sys.stderr)
+        print(text)
+        return 0
+    print(table)
+    summary = {k: result[k] for k in ("policy", "split", "score", "sr", "mean_steps", "valid_rate", "breakdown",
+                                      "errored", "tokens", "requests", "retries", "cost") if k in result}
+    print("json: " + json.dumps(summary, default=_json_default))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as handle:
+            handle.write(text + "\n")
+    return 0
+
+
+def _arguments(args: argparse.Namespace) -> dict:
+    """The command's parsed arguments (JSON-ready) for the run file."""
+    return {k: v for k, v in sorted(vars(args).items()) if k not in ("func", "debug") and not callable(v)}
+
+
+def _json_default(value):
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def _shard_type(text: str) -> tuple[int, int]:
+    try:
+        return parse_shard(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _concurrency_type(text: str) -> int:
+    try:
+        value = int(text, 10)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 1024:
+        raise argparse.ArgumentTypeError(f"must be an integer in 1-1024, got {text!r}")
+    return value
+
+
+def add_served_arguments(parser) -> None:
+    """``webshop-gym eval``'s arguments of ``openai:MODEL`` policies."""
+    from webshop_gym.cli import argtypes as types
+
+    group = parser.add_argument_group("openai:MODEL policies (also --prompt, --max-new-tokens, --sample, "
+                                      "--temperature, --top-p, --closest)")
+    group.add_argument("--base-url", metavar="URL",
+                       help="the API's root, e.g. http://127.0.0.1:8000/v1 (default $OPENAI_BASE_URL, else OpenAI's)")
+    group.add_argument("--api-key-env", metavar="NAME", default="OPENAI_API_KEY",
+                       help="environment variable holding the API key (default OPENAI_API_KEY; a local server "
+                            "needs none)")
+    group.add_argument("--concurrency", metavar="N", type=_concurrency_type,
+                       help="episodes (and model requests) in flight, 1-1024 (default 8)")
+    group.add_argument("--timeout", metavar="S", type=types.positive_float, default=60.0,
+                       help="seconds one request may take (default 60)")
+    group.add_argument("--max-retries", metavar="K", type=types.non_negative_int, default=5,
+                       help="retries of a failing request: 429, 5xx, timeouts, dropped connections, malformed "
+                            "bodies; exponential backoff with jitter, Retry-After honoured (default 5)")
+    group.add_argument("--no-stop", action="store_true",
+                       help="do not send the format's closing tag as a stop sequence (APIs that refuse `stop`)")
+    group.add_argument("--resume", action="store_true",
+                       help="continue the run in --out: check its settings, play only its missing and errored "
+                            "episodes, rewrite it in goal order")
+    group.add_argument("--shard", metavar="I/N", type=_shard_type,
+                       help="play only block I of N (0-based) of the goals; `report` reads the N shard files as one run")
+    group.add_argument("--price-input", metavar="USD", type=types.non_negative_float,
+                       help="price per million prompt tokens (the summary shows the cost)")
+    group.add_argument("--price-output", metavar="USD", type=types.non_negative_float,
+                       help="price per million completion tokens")
+
+
+def check_served_arguments(args) -> None:
+    """Refuse ``openai:MODEL`` flags given to another policy, and sampling flags without ``--sample``."""
+    served = str(args.policy).startswith("openai:")
+    if not served:
+        given = [flag for flag, value in (("--base-url", args.base_url), ("--concurrency", args.concurrency),
+                                          ("--resume", args.resume), ("--shard", args.shard),
+                                          ("--price-input", args.price_input), ("--price-output", args.price_output),
+                                          ("--no-stop", args.no_stop)) if value not in (None, False)]
+        if given:
+            raise Error(f"{', '.join(given)} apply to openai:MODEL policies only, not {args.policy!r}")
+        return
+    if not args.sample and (args.temperature != 1.0 or args.top_p != 1.0 or args.top_k):
+        raise Error("--temperature, --top-p and --top-k need --sample (without it, decoding is greedy: temperature 0)")
+    if args.top_k:
+        raise Error("--top-k is not part of the OpenAI API; openai:MODEL policies take --temperature and --top-p")
+    if args.resume and not args.out:
+        raise Error("--resume needs --out RUN.jsonl (the run to continue)")
+
+
+def served_kwargs(args) -> dict:
+    """:func:`~webshop_gym.runs.evaluation.evaluate` keyword arguments of an ``openai:MODEL`` policy."""
+    return {"base_url": args.base_url, "api_key_env": args.api_key_env, "prompt": args.prompt,
+            "max_new_tokens": args.max_new_tokens, "temperature": args.temperature if args.sample else 0.0,
+            "top_p": args.top_p if args.sample else 1.0, "closest": args.closest, "timeout": args.timeout,
+            "max_retries": args.max_retries, "stop": not args.no_stop,
+            "concurrency": args.concurrency or 8, "resume": args.resume, "shard": args.shard}

@@ -1,0 +1,91 @@
+"""``webshop-gym report``: an evaluation report of runs, built by :func:`webshop_gym.runs.report.build_report`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from webshop_gym.runs.report import RESAMPLES, build_report, to_html, to_markdown
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``webshop-gym report``."""
+    from webshop_gym.cli import argtypes as types
+
+    parser.add_argument("runs", nargs="+", metavar="RUN", type=types.existing_file,
+                        help="run files written by `webshop-gym eval --out` (the first is the baseline of comparisons)")
+    parser.add_argument("--out", metavar="FILE", type=types.output_file,
+                        help="write the report here (default: Markdown tables on stdout, no plots); Markdown "
+                             "plots go to FILE's stem + '_files/'")
+    parser.add_argument("--format", choices=["html", "md"],
+                        help="html (self-contained) or md (default: from --out's suffix, .md -> md, else html; "
+                             "without --out md; html without --out only into a redirected stdout)")
+    parser.add_argument("--bootstrap", type=_resamples, default=RESAMPLES, metavar="N",
+                        help=f"bootstrap resamples of each interval (default {RESAMPLES:,})")
+    parser.add_argument("--seed", type=types.seed, default=0, metavar="SEED", help="seed of the bootstrap (default 0)")
+    parser.add_argument("--title", default=None, metavar="TEXT", help="the report's title")
+    parser.add_argument("--no-plots", action="store_true", help="tables only (no matplotlib needed)")
+    parser.add_argument("--price-input", metavar="USD", type=types.non_negative_float,
+                        help="price per million prompt tokens: served models' runs show their cost")
+    parser.add_argument("--price-output", metavar="USD", type=types.non_negative_float,
+                        help="price per million completion tokens")
+
+
+def _resamples(text: str) -> int:
+    from webshop_gym.cli import argtypes as types
+
+    value = types.positive_int(text)
+    if value > 1_000_000:
+        raise argparse.ArgumentTypeError(f"must be at most 1,000,000, got {text!r}")
+    return value
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``webshop-gym report``."""
+    if args.format is not None:
+        fmt = args.format
+    elif args.out:
+        fmt = "md" if Path(args.out).suffix.lower() in (".md", ".markdown") else "html"
+    else:  # the terminal gets readable tables, never a page of HTML with images inlined
+        fmt = "md"
+    if fmt == "html" and not args.out and sys.stdout.isatty():
+        from webshop_gym.error import Error
+
+        raise Error("an HTML report goes to a file: pass --out FILE.html (or redirect stdout)")
+    report = build_report(args.runs, resamples=args.bootstrap, seed=args.seed, title=args.title,
+                          price_input=args.price_input, price_output=args.price_output)
+    plots: dict[str, bytes] | None = None
+    if not args.no_plots and (fmt == "html" or args.out):
+        from webshop_gym.runs.plots import draw_all
+
+        plots = draw_all(report.rows)
+    written: list[str] = []
+    if fmt == "html":
+        text = to_html(report, plots)
+    else:
+        images: dict[str, str] = {}
+        if plots:
+            out = Path(args.out)
+            folder = out.with_name(out.stem + "_files")
+            if folder.exists() and not folder.is_dir():
+                from webshop_gym.error import Error
+
+                raise Error(f"{folder} is a file; the Markdown report's plots go to that folder")
+            folder.mkdir(exist_ok=True)
+            for name, png in plots.items():
+                (folder / f"{name}.png").write_bytes(png)
+                images[name] = f"{folder.name}/{name}.png"
+            written.append(f"{len(plots)} plots in {folder}{os.sep}")
+        text = to_markdown(report, images)
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+        extra = f" and {written[0]}" if written else ""
+        print(f"webshop-gym report: wrote {args.out}{extra} ({len(report.rows)} run(s), {fmt})", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+        if fmt == "md" and not args.no_plots:
+            print("webshop-gym report: Markdown on stdout has no plots (pass --out FILE.md to write them)",
+                  file=sys.stderr)
+    return 0
