@@ -10,16 +10,24 @@ import doctest
 import functools
 import inspect
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from webshop_gym import WebShopEnv
 from webshop_gym.error import DependencyNotInstalled, EpisodeFinished, GoalNotFound, InvalidArgument
 from webshop_gym.integrations import trl as trl_integration
-from webshop_gym.integrations.trl import TASK_PROMPT, InadmissibleAction, WebShopToolEnv, webshop_dataset
+from webshop_gym.integrations.trl import (
+    TASK_PROMPT,
+    InadmissibleAction,
+    WebShopToolEnv,
+    webshop_dataset,
+)
 
+ROOT = Path(__file__).resolve().parents[2]
 TRL_MISSING = "TRL is not installed: pip install 'webshop-gym[trl]'"
 # TRL 1.16 reads model.is_gradient_checkpointing, which transformers 5.24 deprecates (TRL's code, not ours).
 TRL_DEPRECATION = "ignore:`is_gradient_checkpointing` is deprecated:FutureWarning"
@@ -53,7 +61,7 @@ def test_constructor_is_a_zero_argument_factory_with_keyword_only_settings():
     assert all(p.default is not inspect.Parameter.empty for p in params.values())
     assert {"shop", "goals", "split", "human_goals", "price_seed", "max_steps"} <= set(params)
     with pytest.raises(TypeError):
-        WebShopToolEnv(None)  # noqa: positional settings are refused
+        WebShopToolEnv(None)  # positional settings are refused
     env = WebShopToolEnv()
     assert env.goal_index is None and env.done and env.get_reward() == 0.0
 
@@ -442,3 +450,58 @@ def test_grpo_trainer_trains_two_steps_on_webshop(tiny_trl, tmp_path, monkeypatc
         assert entry["reward"] == pytest.approx(sum(step_values) / 4)
         assert entry["tools/call_frequency"] == pytest.approx(3.0) and entry["tools/failure_frequency"] == 0.0
     assert trainer.state.global_step == 2
+
+
+# -- examples/trl_grpo.py ------------------------------------------------------------------------
+
+EXAMPLE = ROOT / "examples" / "trl_grpo.py"
+
+
+def run_example(*args, env=None):
+    return subprocess.run([sys.executable, str(EXAMPLE), *args], capture_output=True, text=True, env=env, timeout=600)
+
+
+def test_example_help_explains_the_run():
+    result = run_example("--help")
+    assert result.returncode == 0 and result.stderr == ""
+    for flag in ("--model", "--vllm-mode {colocate,server,off}", "--goals-per-step", "--num-generations", "--dry-run"):
+        assert flag in result.stdout
+    assert "Qwen2.5-1.5B-Instruct" in result.stdout and "trl vllm-serve" in result.stdout
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--per-device-batch", "7"], "--per-device-batch (7) must divide the rollouts of a step"),
+    (["--num-generations", "1"], "--num-generations must be at least 2"),
+    (["--shop", "/no/such/shop"], "argument --shop: no such directory: /no/such/shop"),
+    (["--steps", "0"], "argument --steps: expected a positive integer, got 0"),
+    (["--thinking"], "--thinking applies to Qwen3 models only"),
+])
+def test_example_rejects_bad_settings_in_one_line(args, message):
+    result = run_example("--dry-run", *args)
+    assert result.returncode == 2 and result.stderr.splitlines()[-1].startswith(f"trl_grpo.py: error: {message}")
+    assert "Traceback" not in result.stderr
+
+
+def test_example_without_trl_says_what_to_install(tmp_path):
+    fake = tmp_path / "trl"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'trl'\", name='trl')\n")
+    result = run_example("--dry-run", env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip() in (
+        "trl_grpo.py: error: trl is not installed: pip install 'webshop-gym[trl]'",
+        "trl_grpo.py: error: torch is not installed: pip install 'webshop-gym[trl]'",
+    )
+
+
+@pytest.mark.slow
+def test_example_dry_run_builds_the_published_settings():
+    require_trl()
+    result = run_example("--dry-run", "--eval-goals", "20")
+    assert result.returncode == 0, result.stderr
+    plan = json.loads(result.stdout[:result.stdout.rindex("}") + 1])
+    assert plan["model"] == "Qwen/Qwen2.5-1.5B-Instruct" and plan["vllm"] == "colocate"
+    assert (plan["goals_per_step"], plan["num_generations"], plan["rollouts_per_step"]) == (16, 8, 128)
+    assert (plan["steps"], plan["learning_rate"], plan["beta"], plan["max_actions"]) == (150, 1e-6, 0.01, 15)
+    assert plan["eval_goals"] == 20 and plan["train_goals"] > 0
+    assert result.stdout.rstrip().endswith("no model was loaded")

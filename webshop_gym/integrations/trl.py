@@ -46,7 +46,14 @@ from typing import Any
 
 from webshop_gym import Shop, WebShopEnv, load_shop
 from webshop_gym.adapters import strip_instruction
-from webshop_gym.error import DependencyNotInstalled, EpisodeFinished, GoalNotFound, InvalidAction, InvalidArgument, close_match
+from webshop_gym.error import (
+    DependencyNotInstalled,
+    EpisodeFinished,
+    GoalNotFound,
+    InvalidAction,
+    InvalidArgument,
+    close_match,
+)
 
 __all__ = ["TASK_PROMPT", "InadmissibleAction", "WebShopToolEnv", "webshop_dataset"]
 
