@@ -8,7 +8,8 @@ repeats it ``--num-generations`` times, so a GRPO group plays one goal.
 Defaults follow the published GRPO/GiGPO WebShop runs (verl-agent): Qwen2.5-1.5B-Instruct,
 16 goals x 8 rollouts per step, 150 steps, learning rate 1e-6, KL coefficient 0.01, at most 15
 actions per episode, an invalid-action penalty of 0.1, the real 1,000-product shop with
-synthetic goals, and evaluation on the test split (the first 500 goals) every 5 steps.  How this
+synthetic goals, training on every goal after the first 500 and evaluation on the test split (the
+first 500 goals) every 5 steps.  How this
 run differs from verl-agent's (one multi-turn completion with tool calls instead of one prompt per
 step with a short history) is in docs/training.md.
 
@@ -110,6 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
     data.add_argument("--human-goals", action="store_true", help="human instructions instead of synthetic goals")
     data.add_argument("--price-seed", type=non_negative_int, default=0, help="seeds prices and price caps (default 0)")
     data.add_argument("--max-actions", type=positive_int, default=15, help="actions per episode (default 15)")
+    data.add_argument("--train-goals", choices=["train", "not-test"], default="not-test",
+                      help="goals trained on: 'not-test' = every goal after the first 500 (verl-agent's), "
+                           "'train' = the reference's train split (from goal 1500)")
     data.add_argument("--eval-goals", type=non_negative_int, default=500,
                       help="test goals evaluated (the test split is the first 500; 0: no evaluation)")
 
@@ -166,12 +170,17 @@ def make_factory(args: argparse.Namespace):
 
 
 def make_datasets(args: argparse.Namespace):
-    """(train, eval) datasets: every train goal; the first ``--eval-goals`` test goals (or None)."""
+    """(train, eval) datasets: the ``--train-goals`` goals; the first ``--eval-goals`` test goals (or None)."""
     from webshop_gym.integrations.trl import webshop_dataset
 
     common = dict(shop=args.shop, goals=args.goals, human_goals=args.human_goals, price_seed=args.price_seed,
                   as_dataset=True)
-    train = webshop_dataset("train", **common)
+    if args.train_goals == "train":
+        train = webshop_dataset("train", **common)
+    else:  # the eval and train splits together: goals 500.. (verl-agent trains on these)
+        import datasets
+
+        train = datasets.concatenate_datasets([webshop_dataset("eval", **common), webshop_dataset("train", **common)])
     evaluation = webshop_dataset("test", limit=args.eval_goals, **common) if args.eval_goals else None
     return train, evaluation
 
@@ -255,6 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         "shop": str(probe.shop.path),
         "goal_set": probe.shop.fingerprint()["goal_set"],
         "train_goals": len(train),
+        "first_train_goal": int(train[0]["goal_index"]),
         "eval_goals": 0 if evaluation is None else len(evaluation),
         "rollouts_per_step": config.generation_batch_size,
         "goals_per_step": config.generation_batch_size // config.num_generations,
