@@ -143,6 +143,9 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--output-dir", default="runs/trl-grpo-webshop", help="checkpoints and logs")
     train.add_argument("--report-to", default="none", help="'none', 'wandb', 'tensorboard', ... (default none)")
     train.add_argument("--seed", type=non_negative_int, default=0, help="default 0")
+    parser.add_argument("--cpu", action="store_true",
+                        help="train on the CPU without vLLM (for tests of this script with a tiny local model; "
+                             "far too slow for real training)")
     parser.add_argument("--dry-run", action="store_true",
                         help="build the shop, the datasets and the trainer config, print them, load no model")
     return parser
@@ -158,6 +161,8 @@ def check_settings(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
                      f"(--goals-per-step x --num-generations = {rollouts})")
     if args.thinking and "qwen3" not in args.model.lower():
         parser.error("--thinking applies to Qwen3 models only")
+    if args.cpu and args.vllm_mode != "off":
+        parser.error("--cpu needs --vllm-mode off (vLLM runs on a GPU)")
 
 
 def make_factory(args: argparse.Namespace):
@@ -215,7 +220,8 @@ def make_config(args: argparse.Namespace, on_gpu: bool):
         max_tool_calling_iterations=args.max_actions,
         chat_template_kwargs={"enable_thinking": args.thinking},
         bf16=on_gpu,  # bf16 autocast over float32 weights; a CPU dry run builds the same config without it
-        activation_checkpointing=True,
+        use_cpu=args.cpu,
+        activation_checkpointing=not args.cpu,
         logging_steps=1,
         save_steps=50,
         report_to=args.report_to,
@@ -247,8 +253,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.exit(2, f"{parser.prog}: error: {exc.name or 'trl'} is not installed: pip install 'webshop-gym[trl]'\n")
     from webshop_gym.error import Error
 
-    on_gpu = torch.cuda.is_available()
-    if not args.dry_run and not on_gpu:
+    on_gpu = torch.cuda.is_available() and not args.cpu
+    if not args.dry_run and not on_gpu and not args.cpu:
         parser.exit(2, f"{parser.prog}: error: training needs a CUDA GPU; --dry-run checks the settings on a CPU\n")
     try:
         factory = make_factory(args)
@@ -276,6 +282,7 @@ def main(argv: list[str] | None = None) -> int:
         "max_actions": args.max_actions,
         "invalid_action_penalty": args.invalid_action_penalty,
         "vllm": args.vllm_mode,
+        "device": "gpu" if on_gpu else "cpu",
         "bf16": config.bf16,
     }
     print(json.dumps(plan, indent=1))
@@ -284,10 +291,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     import os
+    import warnings
 
     from trl import GRPOTrainer
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # environment_factory is experimental in TRL 1.16
+    # TRL 1.16 reads a property that transformers 5.24 deprecates, once per generation: not ours to fix
+    warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning)
     reward_funcs = [invalid_action_penalty(args.invalid_action_penalty)] if args.invalid_action_penalty else None
     trainer = GRPOTrainer(
         model=args.model,

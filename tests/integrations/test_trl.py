@@ -175,8 +175,12 @@ def test_reset_checks_the_rows_goal_against_the_split_and_the_goal_set(default_s
         env.reset(goal_index="1500")
     with pytest.raises(GoalNotFound):
         env.reset(goal_index=len(default_shop.goals))
+    env.reset(goal_index=1502)
+    env.search("lamp")
     with pytest.raises(ValueError, match="build the dataset and the env with the same shop"):
         env.reset(goal_index=1500, instruction=default_shop.goals.instruction[1501])
+    assert (env.goal_index, env.steps, env.actions) == (1502, 1, ["search[lamp]"])  # a bad row changes nothing
+    env.click("back to search")
     assert "Instruction: " in WebShopToolEnv(split=None).reset(goal_index=3)
     assert "Instruction: " in WebShopToolEnv(split="test").reset(goal_index=3)
 
@@ -475,6 +479,7 @@ def test_example_help_explains_the_run():
     (["--shop", "/no/such/shop"], "argument --shop: no such directory: /no/such/shop"),
     (["--steps", "0"], "argument --steps: expected a positive integer, got 0"),
     (["--thinking"], "--thinking applies to Qwen3 models only"),
+    (["--cpu"], "--cpu needs --vllm-mode off"),
 ])
 def test_example_rejects_bad_settings_in_one_line(args, message):
     result = run_example("--dry-run", *args)
@@ -505,3 +510,24 @@ def test_example_dry_run_builds_the_published_settings():
     assert (plan["steps"], plan["learning_rate"], plan["beta"], plan["max_actions"]) == (150, 1e-6, 0.01, 15)
     assert plan["eval_goals"] == 20 and plan["first_train_goal"] == 500  # verl-agent trains on goals 500..
     assert result.stdout.rstrip().endswith("no model was loaded")
+
+
+@pytest.mark.slow
+def test_example_trains_a_tiny_local_model_on_the_cpu(tiny_trl, tmp_path):
+    """The script's training path end to end (datasets, factory, config, penalty, evaluation, save), offline."""
+    tokenizer, tiny = tiny_trl
+    model_dir = tmp_path / "tiny-qwen2"
+    tiny.build_model(tokenizer, None).save_pretrained(model_dir)
+    tokenizer.save_pretrained(model_dir)
+    result = run_example(
+        "--cpu", "--vllm-mode", "off", "--model", str(model_dir), "--train-goals", "train", "--steps", "1",
+        "--goals-per-step", "1", "--num-generations", "2", "--per-device-batch", "2", "--eval-goals", "2",
+        "--eval-every", "1", "--max-completion-length", "24", "--output-dir", str(tmp_path / "out"),
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    plan = json.loads(result.stdout[:result.stdout.index("\n}") + 2])
+    assert (plan["device"], plan["first_train_goal"], plan["rollouts_per_step"]) == ("cpu", 1500, 2)
+    assert "'rewards/WebShopToolEnv/mean'" in result.stdout and "'rewards/invalid_action_penalty/mean'" in result.stdout
+    assert "'eval_rewards/WebShopToolEnv/mean'" in result.stdout  # the test goals were played too
+    assert (tmp_path / "out" / "model.safetensors").is_file()
