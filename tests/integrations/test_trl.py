@@ -135,6 +135,15 @@ def test_inadmissible_actions_are_stepped_counted_and_explained():
     assert env.get_reward() == 0.0 and env.reward_info == {}
 
 
+def test_without_a_step_limit_the_episode_runs_until_the_purchase():
+    env = WebShopToolEnv(max_steps=None)
+    env.reset(goal_index=1500)
+    for _ in range(20):
+        with pytest.raises(InadmissibleAction, match=r"\(invalid action \d+; step \d+\)\. Admissible"):
+            env.click("nothing")
+    assert env.steps == 20 and not env.done
+
+
 def test_the_episode_ends_with_the_purchase():
     env = WebShopToolEnv()
     env.reset(goal_index=1500)

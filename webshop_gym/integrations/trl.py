@@ -55,7 +55,7 @@ from webshop_gym.error import (
     close_match,
 )
 
-__all__ = ["TASK_PROMPT", "InadmissibleAction", "WebShopToolEnv", "webshop_dataset"]
+__all__ = ["TASK_PROMPT", "InadmissibleAction", "WebShopToolEnv", "shared_shop", "webshop_dataset"]
 
 TASK_PROMPT = (
     "You are shopping on WebShop, an online store. Find and buy the product that the instruction "
