@@ -130,8 +130,8 @@ class ToolCallConstraint:
         return scores + mask
 
 
-def build_model(tokenizer, constraint: ToolCallConstraint, seed: int = 0):
-    """A 1-layer Qwen2 with random weights whose ``generate`` always applies ``constraint``."""
+def build_model(tokenizer, constraint: ToolCallConstraint | None, seed: int = 0):
+    """A 1-layer Qwen2 with random weights whose ``generate`` always applies ``constraint`` (if any)."""
     from transformers import LogitsProcessorList, Qwen2Config, Qwen2ForCausalLM
 
     class ConstrainedQwen2(Qwen2ForCausalLM):
@@ -147,7 +147,7 @@ def build_model(tokenizer, constraint: ToolCallConstraint, seed: int = 0):
     state = torch.random.get_rng_state()
     torch.manual_seed(seed)
     try:
-        model = ConstrainedQwen2(config)
+        model = (Qwen2ForCausalLM if constraint is None else ConstrainedQwen2)(config)
     finally:
         torch.random.set_rng_state(state)
     return model

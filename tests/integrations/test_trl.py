@@ -10,8 +10,10 @@ import doctest
 import functools
 import inspect
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -25,6 +27,7 @@ from webshop_gym.integrations.trl import (
     webshop_dataset,
 )
 
+ROOT = Path(__file__).resolve().parents[2]
 TRL_MISSING = "TRL is not installed: pip install 'webshop-gym[trl]'"
 # TRL 1.16 reads model.is_gradient_checkpointing, which transformers 5.24 deprecates (TRL's code, not ours).
 TRL_DEPRECATION = "ignore:`is_gradient_checkpointing` is deprecated:FutureWarning"
@@ -58,7 +61,7 @@ def test_constructor_is_a_zero_argument_factory_with_keyword_only_settings():
     assert all(p.default is not inspect.Parameter.empty for p in params.values())
     assert {"shop", "goals", "split", "human_goals", "price_seed", "max_steps"} <= set(params)
     with pytest.raises(TypeError):
-        WebShopToolEnv(None)  # noqa: positional settings are refused
+        WebShopToolEnv(None)  # positional settings are refused
     env = WebShopToolEnv()
     assert env.goal_index is None and env.done and env.get_reward() == 0.0
 
@@ -132,6 +135,15 @@ def test_inadmissible_actions_are_stepped_counted_and_explained():
     assert env.get_reward() == 0.0 and env.reward_info == {}
 
 
+def test_without_a_step_limit_the_episode_runs_until_the_purchase():
+    env = WebShopToolEnv(max_steps=None)
+    env.reset(goal_index=1500)
+    for _ in range(20):
+        with pytest.raises(InadmissibleAction, match=r"\(invalid action \d+; step \d+\)\. Admissible"):
+            env.click("nothing")
+    assert env.steps == 20 and not env.done
+
+
 def test_the_episode_ends_with_the_purchase():
     env = WebShopToolEnv()
     env.reset(goal_index=1500)
@@ -172,8 +184,12 @@ def test_reset_checks_the_rows_goal_against_the_split_and_the_goal_set(default_s
         env.reset(goal_index="1500")
     with pytest.raises(GoalNotFound):
         env.reset(goal_index=len(default_shop.goals))
+    env.reset(goal_index=1502)
+    env.search("lamp")
     with pytest.raises(ValueError, match="build the dataset and the env with the same shop"):
         env.reset(goal_index=1500, instruction=default_shop.goals.instruction[1501])
+    assert (env.goal_index, env.steps, env.actions) == (1502, 1, ["search[lamp]"])  # a bad row changes nothing
+    env.click("back to search")
     assert "Instruction: " in WebShopToolEnv(split=None).reset(goal_index=3)
     assert "Instruction: " in WebShopToolEnv(split="test").reset(goal_index=3)
 
@@ -447,3 +463,80 @@ def test_grpo_trainer_trains_two_steps_on_webshop(tiny_trl, tmp_path, monkeypatc
         assert entry["reward"] == pytest.approx(sum(step_values) / 4)
         assert entry["tools/call_frequency"] == pytest.approx(3.0) and entry["tools/failure_frequency"] == 0.0
     assert trainer.state.global_step == 2
+
+
+# -- examples/trl_grpo.py ------------------------------------------------------------------------
+
+EXAMPLE = ROOT / "examples" / "trl_grpo.py"
+
+
+def run_example(*args, env=None):
+    return subprocess.run([sys.executable, str(EXAMPLE), *args], capture_output=True, text=True, env=env, timeout=600)
+
+
+def test_example_help_explains_the_run():
+    result = run_example("--help")
+    assert result.returncode == 0 and result.stderr == ""
+    for flag in ("--model", "--vllm-mode {colocate,server,off}", "--goals-per-step", "--num-generations", "--dry-run"):
+        assert flag in result.stdout
+    assert "Qwen2.5-1.5B-Instruct" in result.stdout and "trl vllm-serve" in result.stdout
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--per-device-batch", "7"], "--per-device-batch (7) must divide the rollouts of a step"),
+    (["--num-generations", "1"], "--num-generations must be at least 2"),
+    (["--shop", "/no/such/shop"], "argument --shop: no such directory: /no/such/shop"),
+    (["--steps", "0"], "argument --steps: expected a positive integer, got 0"),
+    (["--thinking"], "--thinking applies to Qwen3 models only"),
+    (["--cpu"], "--cpu needs --vllm-mode off"),
+])
+def test_example_rejects_bad_settings_in_one_line(args, message):
+    result = run_example("--dry-run", *args)
+    assert result.returncode == 2 and result.stderr.splitlines()[-1].startswith(f"trl_grpo.py: error: {message}")
+    assert "Traceback" not in result.stderr
+
+
+def test_example_without_trl_says_what_to_install(tmp_path):
+    fake = tmp_path / "trl"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'trl'\", name='trl')\n")
+    result = run_example("--dry-run", env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip() in (
+        "trl_grpo.py: error: trl is not installed: pip install 'webshop-gym[trl]'",
+        "trl_grpo.py: error: torch is not installed: pip install 'webshop-gym[trl]'",
+    )
+
+
+@pytest.mark.slow
+def test_example_dry_run_builds_the_published_settings():
+    require_trl()
+    result = run_example("--dry-run", "--eval-goals", "20")
+    assert result.returncode == 0, result.stderr
+    plan = json.loads(result.stdout[:result.stdout.rindex("}") + 1])
+    assert plan["model"] == "Qwen/Qwen2.5-1.5B-Instruct" and plan["vllm"] == "colocate"
+    assert (plan["goals_per_step"], plan["num_generations"], plan["rollouts_per_step"]) == (16, 8, 128)
+    assert (plan["steps"], plan["learning_rate"], plan["beta"], plan["max_actions"]) == (150, 1e-6, 0.01, 15)
+    assert plan["eval_goals"] == 20 and plan["first_train_goal"] == 500  # verl-agent trains on goals 500..
+    assert result.stdout.rstrip().endswith("no model was loaded")
+
+
+@pytest.mark.slow
+def test_example_trains_a_tiny_local_model_on_the_cpu(tiny_trl, tmp_path):
+    """The script's training path end to end (datasets, factory, config, penalty, evaluation, save), offline."""
+    tokenizer, tiny = tiny_trl
+    model_dir = tmp_path / "tiny-qwen2"
+    tiny.build_model(tokenizer, None).save_pretrained(model_dir)
+    tokenizer.save_pretrained(model_dir)
+    result = run_example(
+        "--cpu", "--vllm-mode", "off", "--model", str(model_dir), "--train-goals", "train", "--steps", "1",
+        "--goals-per-step", "1", "--num-generations", "2", "--per-device-batch", "2", "--eval-goals", "2",
+        "--eval-every", "1", "--max-completion-length", "24", "--output-dir", str(tmp_path / "out"),
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    plan = json.loads(result.stdout[:result.stdout.index("\n}") + 2])
+    assert (plan["device"], plan["first_train_goal"], plan["rollouts_per_step"]) == ("cpu", 1500, 2)
+    assert "'rewards/WebShopToolEnv/mean'" in result.stdout and "'rewards/invalid_action_penalty/mean'" in result.stdout
+    assert "'eval_rewards/WebShopToolEnv/mean'" in result.stdout  # the test goals were played too
+    assert (tmp_path / "out" / "model.safetensors").is_file()

@@ -55,7 +55,7 @@ from webshop_gym.error import (
     close_match,
 )
 
-__all__ = ["TASK_PROMPT", "InadmissibleAction", "WebShopToolEnv", "webshop_dataset"]
+__all__ = ["TASK_PROMPT", "InadmissibleAction", "WebShopToolEnv", "shared_shop", "webshop_dataset"]
 
 TASK_PROMPT = (
     "You are shopping on WebShop, an online store. Find and buy the product that the instruction "
@@ -186,9 +186,10 @@ class WebShopToolEnv:
         Args:
             **row: the dataset row (TRL passes every column).  ``goal_index`` picks the goal
                 (one of this env's split); without it a goal is drawn from the split.  An
-                ``instruction`` column, when present, must be that goal's instruction (it
-                catches a dataset built with other shop settings than the env).  Other
-                columns (``prompt``, ...) are ignored.
+                ``instruction`` column, when present with ``goal_index``, must be that goal's
+                instruction (it catches a dataset built with other shop settings than the
+                env).  Other columns (``prompt``, ...) are ignored.  A bad row raises before
+                anything changes.
 
         Returns:
             Text that TRL appends to the row's last user message.
@@ -202,17 +203,16 @@ class WebShopToolEnv:
                     f"{self._goal_range.start}..{self._goal_range.stop - 1}); build the dataset and the env "
                     "with the same split, or pass split=None to the env"
                 )
+            expected, actual = row.get("instruction"), self.shop.goals.instruction[goal]
+            if expected is not None and expected != actual:
+                raise ValueError(
+                    f"the row's instruction {expected!r} is not goal {goal}'s in this env's goal set ({actual!r}): "
+                    "build the dataset and the env with the same shop, goals, human_goals and price_seed"
+                )
         seed = None if self._seeded else self._seed
         options = None if goal is None else {"goal_index": goal}
         obs, info = self._env.reset(seed=seed, options=options)
         self._seeded = True
-        expected = row.get("instruction")
-        if expected is not None and expected != info["instruction"]:
-            raise ValueError(
-                f"the row's instruction {expected!r} is not goal {info['goal_index']}'s in this env's goal set "
-                f"({info['instruction']!r}): build the dataset and the env with the same shop, goals, "
-                "human_goals and price_seed"
-            )
         self._started = True
         self._over = False
         self._reward = 0.0
