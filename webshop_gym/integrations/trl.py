@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from webshop_gym import Shop, WebShopEnv, load_shop
-from webshop_gym.adapters import strip_instruction
+from webshop_gym.agents.prompts import strip_instruction
 from webshop_gym.error import (
     DependencyNotInstalled,
     EpisodeFinished,
