@@ -20,7 +20,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from webshop_gym.report_stats import Interval, PairedComparison, bootstrap_ci, paired
+from webshop_gym.report_stats import Interval, PairedComparison, paired
 from webshop_gym.runs import CAUSES, Run, load_run, now_iso
 
 __all__ = ["Report", "RunSummary", "add_arguments", "build_report", "to_html", "to_markdown", "run"]
@@ -76,6 +76,7 @@ class Report:
     created: str
     title: str = "WebShop evaluation report"
     notes: list[str] = field(default_factory=list)
+    viewer: str | None = None  # base URL of `serve --runs` for links to episodes
 
 
 def _labels(paths: list[Path]) -> list[str]:
@@ -94,8 +95,10 @@ def summarize_run(label: str, run: Run, resamples: int = RESAMPLES, seed: int = 
         c["successes"] += int(e.success)
     for c in categories.values():
         c["sr"] = 100.0 * c["successes"] / c["episodes"]
+    from webshop_gym.intervals import score_interval, sr_interval
+
     return RunSummary(
-        label, run, bootstrap_ci(rewards, resamples, seed), bootstrap_ci([e.success for e in run.episodes], resamples, seed),
+        label, run, score_interval(rewards, resamples, seed), sr_interval([e.success for e in run.episodes]),
         dict(sorted(categories.items())), Counter(e.cause for e in run.episodes if e.cause),
         Counter(c for e in run.episodes for c in e.causes),
     )  # fmt: skip
@@ -115,7 +118,7 @@ def compare(a: RunSummary, b: RunSummary, resamples: int = RESAMPLES, seed: int 
 
 
 def build_report(paths: list[str | os.PathLike], resamples: int = RESAMPLES, seed: int = 0,
-                 title: str | None = None) -> Report:
+                 title: str | None = None, viewer: str | None = None) -> Report:
     """Read the runs and compute the report (raises :class:`~webshop_gym.recorder.LogError` for a bad file)."""
     files = [Path(p) for p in paths]
     rows = [summarize_run(label, load_run(path), resamples, seed) for label, path in zip(_labels(files), files)]
@@ -127,7 +130,11 @@ def build_report(paths: list[str | os.PathLike], resamples: int = RESAMPLES, see
                          f"{len(row.run.episodes)} episodes.")
         if not row.run.header:
             notes.append(f"{row.label}: a trajectory log without a run line (policy, split and settings unknown).")
-    return Report(rows, comparisons, int(resamples), int(seed), now_iso(), title or "WebShop evaluation report", notes)
+        if "unreachable" in row.figures:
+            notes.append(f"{row.label}: {row.figures['unreachable']} unreachable goals (the oracle cannot score 1.0 "
+                         f"on them); SR on the others {_f(row.figures.get('sr_reachable'))}%.")
+    return Report(rows, comparisons, int(resamples), int(seed), now_iso(), title or "WebShop evaluation report", notes,
+                  viewer)
 
 
 # -- rendering ------------------------------------------------------------------------------------
@@ -189,6 +196,36 @@ def tables(report: Report) -> dict[str, tuple[list[str], list[list[str]]]]:
     return out
 
 
+def method(report: Report) -> str:
+    """How the report's intervals are computed (the one method of :mod:`webshop_gym.intervals`)."""
+    from webshop_gym.intervals import METHOD
+
+    return METHOD.format(resamples=report.resamples, seed=report.seed) + "; paired differences by the paired bootstrap"
+
+
+def failure_tags(report: Report, examples: int = 5) -> list[dict]:
+    """Per run, per failure tag (:mod:`webshop_gym.diagnosis`): episodes and the first ``examples`` positions."""
+    from webshop_gym.diagnosis import TAGS
+    from webshop_gym.run_index import RunIndex
+
+    out = []
+    for row in report.rows:
+        index = RunIndex(row.run.path)
+        index.refresh()
+        table = index.table()
+        tags: dict[str, list[int]] = {}
+        for i in range(len(table)):
+            tags.setdefault(table.tag_name(i), []).append(i)
+        for tag in TAGS:
+            if tag in tags:
+                link = None
+                if report.viewer:
+                    link = f"{report.viewer.rstrip('/')}/runs/{row.run.name}"
+                out.append({"run": row.label, "tag": tag, "episodes": len(tags[tag]), "examples": tags[tag][:examples],
+                            "link": link})
+    return out
+
+
 TABLE_TITLES = {
     "runs": "Runs",
     "paired": "Paired comparison with the first run",
@@ -205,9 +242,12 @@ def to_html(report: Report, plots: dict[str, bytes] | None) -> str:
 
     images = [{"title": PLOTS[name][0], "src": "data:image/png;base64," + base64.b64encode(png).decode("ascii")}
               for name, png in (plots or {}).items()]
+    from webshop_gym.diagnosis import TAG_RULES
+
     template = template_environment().get_template("report.html")
     return template.render(report=report, tables=tables(report), titles=TABLE_TITLES, images=images,
-                           plots_off=plots is None)
+                           plots_off=plots is None, method=method(report), failure_tags=failure_tags(report),
+                           tag_rules=TAG_RULES)
 
 
 def _md_cell(text: str) -> str:
@@ -222,8 +262,7 @@ def to_markdown(report: Report, images: dict[str, str] | None) -> str:
     from webshop_gym.report_plots import PLOTS
 
     lines = [f"# {_md_cell(report.title)}", "",
-             f"{len(report.rows)} run(s); bootstrap 95% intervals from {report.resamples:,} resamples (seed "
-             f"{report.seed}); written {report.created}.", ""]
+             f"{len(report.rows)} run(s); {_md_cell(method(report))}; written {report.created}.", ""]
     lines += [f"> {_md_cell(note)}" for note in report.notes]
     if report.notes:
         lines.append("")
@@ -231,6 +270,17 @@ def to_markdown(report: Report, images: dict[str, str] | None) -> str:
         lines += [f"## {TABLE_TITLES[key]}", "", "| " + " | ".join(_md_cell(h) for h in header) + " |",
                   "|" + "|".join("---" for _ in header) + "|"]
         lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows]
+        lines.append("")
+    tags = failure_tags(report)
+    if tags:
+        lines += ["## Failure tags: episodes per tag, with examples", "", "| run | tag | episodes | examples |",
+                  "|---|---|---|---|"]
+        for t in tags:
+            if t["link"]:
+                shown = ", ".join(f"[#{p}]({t['link']}/{p})" for p in t["examples"])
+            else:
+                shown = ", ".join(f"#{p}" for p in t["examples"])
+            lines.append(f"| {_md_cell(t['run'])} | {_md_cell(t['tag'])} | {t['episodes']} | {shown} |")
         lines.append("")
     if images:
         lines += ["## Plots", ""]
@@ -258,6 +308,41 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=types.seed, default=0, help="seed of the bootstrap (default 0)")
     parser.add_argument("--title", default=None, help="the report's title")
     parser.add_argument("--no-plots", action="store_true", help="tables only (no matplotlib needed)")
+    parser.add_argument("--viewer-url", default="http://127.0.0.1:3000", metavar="URL",
+                        help="link failure examples to this `webshop-gym serve --runs` (default http://127.0.0.1:3000; "
+                             "'' for no links)")
+    parser.add_argument("--csv", metavar="FILE", type=types.output_file,
+                        help="also write every run's episodes as CSV (eval --json --episodes' fields, then the "
+                             "viewer's columns; a first column names the run)")
+    parser.add_argument("--jsonl", metavar="FILE", type=types.output_file,
+                        help="also write every run's episodes as JSON lines (idem)")
+
+
+def write_episodes(report: Report, csv_path: str | None = None, jsonl_path: str | None = None) -> None:
+    """Write the runs' episodes (``run``, then :func:`webshop_gym.run_index.export_record`'s fields) as CSV / JSON lines."""
+    import csv
+    import json
+
+    from webshop_gym.run_index import CSV_COLUMNS, RunIndex, csv_row
+
+    csv_handle = open(csv_path, "w", encoding="utf-8", newline="") if csv_path else None  # noqa: SIM115
+    json_handle = open(jsonl_path, "w", encoding="utf-8") if jsonl_path else None  # noqa: SIM115
+    try:
+        writer = csv.writer(csv_handle, lineterminator="\n") if csv_handle else None
+        if writer:
+            writer.writerow(["run", *CSV_COLUMNS])
+        for row in report.rows:
+            index = RunIndex(row.run.path)
+            index.refresh()
+            for record in index.iter_export():
+                if writer:
+                    writer.writerow([row.label, *csv_row(record)])
+                if json_handle:
+                    json_handle.write(json.dumps({"run": row.label, **record}, ensure_ascii=False) + "\n")
+    finally:
+        for handle in (csv_handle, json_handle):
+            if handle:
+                handle.close()
 
 
 def _resamples(text: str) -> int:
@@ -272,7 +357,10 @@ def _resamples(text: str) -> int:
 def run(args: argparse.Namespace) -> int:
     """Run ``webshop-gym report``."""
     fmt = args.format or ("md" if args.out and Path(args.out).suffix.lower() in (".md", ".markdown") else "html")
-    report = build_report(args.runs, resamples=args.bootstrap, seed=args.seed, title=args.title)
+    report = build_report(args.runs, resamples=args.bootstrap, seed=args.seed, title=args.title,
+                          viewer=args.viewer_url or None)
+    if args.csv or args.jsonl:
+        write_episodes(report, csv_path=args.csv, jsonl_path=args.jsonl)
     plots: dict[str, bytes] | None = None
     if not args.no_plots and (fmt == "html" or args.out):
         from webshop_gym.report_plots import draw_all

@@ -40,7 +40,7 @@ from webshop_gym.recorder import (
 )
 from webshop_gym.runs import CAUSES, RunEpisode, _episode, failure_causes
 
-__all__ = ["EXPORT_COLUMNS", "IndexTable", "RunIndex", "export_record"]
+__all__ = ["CSV_COLUMNS", "EXPORT_COLUMNS", "IndexTable", "RunIndex", "csv_row", "csv_value", "export_record"]
 
 #: Seconds between two progress reports of a long indexing.
 PROGRESS_EVERY = 2.0
@@ -459,3 +459,38 @@ def export_record(episode: RunEpisode, table: IndexTable | None = None) -> dict:
     out["tag"] = table.tag_name(episode.position) if table is not None else ""
     out["causes"] = list(episode.causes)
     return out
+
+
+#: The CSV's columns: eval's episode record flattened (reward_info.* one column each), then the viewer's.
+CSV_COLUMNS = ("goal_index", "reward", "success", "steps", "invalid_actions", "purchased", "truncated",
+               "purchased_asin", "purchased_options", "purchased_price", "reward_info.r_type", "reward_info.r_att",
+               "reward_info.w_att", "reward_info.query_match", "reward_info.category_match", "reward_info.title_score",
+               "reward_info.r_option", "reward_info.w_option", "reward_info.r_price", "reward_info.w_price",
+               "reachable", "reason", "errored", "position", "instruction", "category", "tag", "causes")
+
+
+def csv_value(value) -> str:
+    """How the CSV writes a value: ``true``/``false``, ``repr`` of numbers (exact), JSON of objects, ``""`` for none."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False, sort_keys=False)
+    return str(value)
+
+
+def csv_row(record: dict) -> list[str]:
+    """One episode's CSV cells (:data:`CSV_COLUMNS`)."""
+    info = record.get("reward_info") or {}
+    cells = []
+    for column in CSV_COLUMNS:
+        if column.startswith("reward_info."):
+            cells.append(csv_value(info.get(column[len("reward_info."):])))
+        elif column == "causes":
+            cells.append("; ".join(record.get("causes") or []))
+        else:
+            cells.append(csv_value(record.get(column)))
+    return cells
