@@ -82,7 +82,7 @@ def test_failure_causes_and_categories_tables(runs_dir, report_html):
 
 def test_html_is_self_contained(report_html):
     images = report_html.select("figure img")
-    assert len(images) == 5
+    assert len(images) == 6
     for img in images:
         src = img["src"]
         assert src.startswith("data:image/png;base64,")
@@ -103,7 +103,7 @@ def test_markdown_report(runs_dir, tmp_path, capsys):
     text = out.read_text(encoding="utf-8")
     assert text.startswith("# WebShop evaluation report") and "## Paired comparison with the first run" in text
     images = [line[line.index("](") + 2 : -1] for line in text.splitlines() if line.startswith("![")]
-    assert len(images) == 5
+    assert len(images) == 6
     for path in images:
         assert (tmp_path / path).read_bytes()[:4] == b"\x89PNG"
     assert main(["report", str(runs_dir / "rule.jsonl"), "--format", "md", "--bootstrap", "500"]) == 0
