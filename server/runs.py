@@ -235,9 +235,19 @@ class RunLibrary:
 
     def listing(self) -> list[dict]:
         """A row per run file: its index, or that it is being indexed, or why it cannot be read."""
+        files = self.files()
+
+        def size(path: Path) -> int:
+            try:
+                return path.stat().st_size
+            except OSError:
+                return 0
+
+        # Small files first (indexed inline), so that a big one's background indexing starts last.
+        entries = {name: self.state(path) for name, path in sorted(files.items(), key=lambda item: size(item[1]))}
         rows = []
-        for name, path in self.files().items():
-            entry = self.state(path)
+        for name in files:
+            entry = entries[name]
             rows.append({"name": name, "index": entry.index, "error": entry.error,
                          "indexing": entry.index is None and not entry.error, "progress": entry.progress})
         return rows
