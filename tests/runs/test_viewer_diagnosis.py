@@ -253,3 +253,35 @@ def test_long_episode_pages_from_checkpoints(make_viewer, tmp_path, default_shop
     soup = soup_of(client.get("/runs/long/0?step=650"))
     listed = [int(a["href"].split("=")[1]) for a in soup.select("#step-list a")]
     assert listed == list(range(600, 701)) and "… 600 earlier actions" in soup.text
+
+
+def test_errored_episodes_are_tagged_and_exported(make_viewer, runs_dir, tmp_path):
+    lines = (runs_dir / "rule.jsonl").read_text(encoding="utf-8").splitlines()
+    out, marked = [], None
+    for line in lines:
+        record = json.loads(line)
+        if record["type"] == "episode" and marked is None:
+            record["errored"], marked = True, record["episode"]
+        out.append(json.dumps(record))
+    (tmp_path / "served.jsonl").write_text("\n".join(out) + "\n", encoding="utf-8")
+    client = make_viewer(tmp_path)
+    soup = soup_of(client.get("/runs/served?tag=errored"))
+    assert [int(tr.find("td").text) for tr in soup.select("#episodes tbody tr")] == [0]
+    assert soup_of(client.get("/runs/served/0")).select_one("#failure-tag").text == "errored"
+    exported = [json.loads(x) for x in client.get("/runs/served/episodes.jsonl").get_data(as_text=True).splitlines()]
+    assert exported[0]["errored"] is True and exported[0]["tag"] == "errored"
+    assert all("errored" not in e for e in exported[1:])  # missing means false
+
+
+def test_seeds_of_one_setting_aggregate(make_viewer, tmp_path):
+    import statistics
+
+    figures = [write_run(tmp_path, f"random-{seed}", "random", seed=seed)[1] for seed in (0, 1, 2)]
+    client = make_viewer(tmp_path)
+    soup = soup_of(client.get("/runs/"))
+    rows = soup.select("#seeds tbody tr")
+    assert len(rows) == 1
+    cells = [td.text for td in rows[0].find_all("td")]
+    assert cells[4] == "0, 1, 2" and cells[5] == "random-0, random-1, random-2"
+    scores = [f["score"] for f in figures]
+    assert cells[6] == f"{statistics.mean(scores):.1f} ± {statistics.stdev(scores):.1f}"
