@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -146,6 +147,7 @@ class RunIndex:
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
+        self._lock = threading.RLock()  # a refresh and the readers of the columns take turns
         self._reset()
 
     def _reset(self) -> None:
@@ -178,6 +180,10 @@ class RunIndex:
             LogError: a line is malformed (the message names the file and the line).
             OSError: the file cannot be read.
         """
+        with self._lock:
+            return self._refresh(progress)
+
+    def _refresh(self, progress) -> bool:
         stat = self.path.stat()
         if (stat.st_size, stat.st_mtime_ns) == (self.size, self.mtime_ns):
             return False
@@ -335,9 +341,10 @@ class RunIndex:
 
     def table(self) -> IndexTable:
         """The episodes as columns, with the figures (computed once per change of the file)."""
-        if self._table is None:
-            self._table = self._build_table()
-        return self._table
+        with self._lock:
+            if self._table is None:
+                self._table = self._build_table()
+            return self._table
 
     def _build_table(self) -> IndexTable:
         from webshop_gym.evaluation import summarize
@@ -397,7 +404,8 @@ class RunIndex:
 
     def span(self, position: int) -> tuple[int, int]:
         """Byte span [start, end) of an episode's lines (other episodes' lines may interleave)."""
-        return self._cols.start[position], self._cols.end[position]
+        with self._lock:
+            return self._cols.start[position], self._cols.end[position]
 
     def episode(self, position: int) -> RunEpisode:
         """Read episode ``position`` (0-based, file order) from disk.
@@ -407,9 +415,10 @@ class RunIndex:
             LogError: the file changed under the index (refresh and try again).
         """
         cols = self._cols
-        if not 0 <= position < len(cols.start):
-            raise IndexError(position)
-        start, end = cols.start[position], cols.end[position]
+        with self._lock:
+            if not 0 <= position < len(cols.start):
+                raise IndexError(position)
+            start, end, first_line = cols.start[position], cols.end[position], cols.line[position]
         with open(self.path, "rb") as handle:
             handle.seek(start)
             data = handle.read(end - start)
@@ -417,11 +426,10 @@ class RunIndex:
         head = json.loads(lines[0])
         eid = head.get("episode")
         if head.get("type") != "episode" or cols.ids.get(eid) != position:
-            raise LogError(self.path, cols.line[position], "the file changed since it was indexed")
+            raise LogError(self.path, first_line, "the file changed since it was indexed")
         shop = head.get("shop", self.header.get("shop") if self.header else None)
-        ep = Episode(eid, int(head["goal_index"]), shop, head.get("instruction", ""), record=head,
-                     line=cols.line[position])
-        number = cols.line[position]
+        ep = Episode(eid, int(head["goal_index"]), shop, head.get("instruction", ""), record=head, line=first_line)
+        number = first_line
         for raw in lines[1:]:
             number += 1
             if not raw.strip() or b'"step"' not in raw:
