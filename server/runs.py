@@ -60,7 +60,14 @@ from webshop_gym.error import DataError, Error
 from webshop_gym.intervals import METHOD, RESAMPLES, fmt, score_interval, sr_interval
 from webshop_gym.recorder import fingerprint_difference, load_logged_shop, replay_episode
 from webshop_gym.render.html import Nav, stylesheet
-from webshop_gym.run_index import CSV_COLUMNS, IndexTable, RunIndex, csv_row, export_record
+from webshop_gym.run_index import (
+    CSV_COLUMNS,
+    IndexTable,
+    RunIndex,
+    csv_row,
+    export_record,
+    seed_groups,
+)
 from webshop_gym.runs import CAUSES, RunEpisode
 
 __all__ = ["RunLibrary", "bp", "get_library", "init_app"]
@@ -521,7 +528,6 @@ def index():
     if a and b:
         return redirect(url_for("runs.compare", a=a, b=b), code=303)
     rows = get_library().listing()
-    groups: dict[tuple, list] = {}
     for row in rows:
         ix = row["index"]
         if ix is None:
@@ -530,20 +536,7 @@ def index():
         row["table"] = ix.table()
         row["stats"] = stats_of(ix)
         row["complete"] = ix.summary is not None
-        h = ix.header
-        setting = (row["about"]["policy"], row["about"]["prompt"], row["about"]["split"], row["about"]["goal_set"],
-                   str(h.get("max_steps")), json.dumps(h.get("policy_settings"), sort_keys=True))
-        groups.setdefault(setting, []).append(row)
-    seeds = []
-    for setting, members in groups.items():
-        if len(members) < 2 or len({m["about"]["seed"] for m in members}) < 2:
-            continue
-        scores = [m["table"].figures["score"] for m in members if m["table"].figures["score"] is not None]
-        srs = [m["table"].figures["sr"] for m in members if m["table"].figures["sr"] is not None]
-        seeds.append({"policy": setting[0], "prompt": setting[1], "split": setting[2], "goal_set": setting[3],
-                      "runs": [m["name"] for m in members], "seeds": sorted({str(m["about"]["seed"]) for m in members}),
-                      "score": (float(np.mean(scores)), float(np.std(scores, ddof=1)) if len(scores) > 1 else 0.0),
-                      "sr": (float(np.mean(srs)), float(np.std(srs, ddof=1)) if len(srs) > 1 else 0.0)})
+    seeds = seed_groups([(r["name"], r["index"].header, r["table"].figures) for r in rows if r["index"] is not None])
     return _render("runs/index.html", rows=rows, folder=str(get_library().folder), seeds=seeds,
                    method=METHOD.format(resamples=RESAMPLES, seed=0))
 

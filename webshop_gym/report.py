@@ -193,6 +193,14 @@ def tables(report: Report) -> dict[str, tuple[list[str], list[list[str]]]]:
                          f"{fp.get('products', '?')} products, {fp.get('goals', '?')} {fp.get('goal_kind', '')} goals",
                          str(fp.get("goal_set", "?")), str(h.get("package", "?")), str(h.get("created", "?"))])
     out["settings"] = (["run", "seed", "max steps", "prompt", "shop", "goal set", "package", "written"], settings)
+    from webshop_gym.run_index import seed_groups
+
+    groups = seed_groups([(row.label, row.run.header, row.figures) for row in report.rows])
+    if groups:
+        out["seeds"] = (["policy", "prompt", "split", "goal set", "seeds", "runs", "Score: mean ± sd", "SR %: mean ± sd"],
+                        [[g["policy"], g["prompt"], g["split"], g["goal_set"], ", ".join(g["seeds"]), ", ".join(g["runs"]),
+                          f"{g['score'][0]:.1f} ± {g['score'][1]:.1f}", f"{g['sr'][0]:.1f} ± {g['sr'][1]:.1f}"]
+                         for g in groups])
     return out
 
 
@@ -232,6 +240,7 @@ TABLE_TITLES = {
     "categories": "SR by product category: % (solved / episodes)",
     "causes": "Failure causes: episodes whose main cause it is (episodes with it at all)",
     "settings": "Settings",
+    "seeds": "Settings run with several seeds: mean ± sample standard deviation over the seeds",
 }
 
 

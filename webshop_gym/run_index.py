@@ -41,7 +41,8 @@ from webshop_gym.recorder import (
 )
 from webshop_gym.runs import CAUSES, RunEpisode, _episode, failure_causes
 
-__all__ = ["CSV_COLUMNS", "EXPORT_COLUMNS", "IndexTable", "RunIndex", "csv_row", "csv_value", "export_record"]
+__all__ = ["CSV_COLUMNS", "EXPORT_COLUMNS", "IndexTable", "RunIndex", "csv_row", "csv_value", "export_record", "seed_groups",
+           "setting_key"]
 
 #: Seconds between two progress reports of a long indexing.
 PROGRESS_EVERY = 2.0
@@ -502,3 +503,40 @@ def csv_row(record: dict) -> list[str]:
         else:
             cells.append(csv_value(record.get(column)))
     return cells
+
+
+def setting_key(header: dict) -> tuple:
+    """What makes two runs the same setting but for the seed: policy, prompt, split, goal set, cap, decoding."""
+    fp = header.get("fingerprint") or {}
+    return (str(header.get("policy") or "?"), str(header.get("prompt") or "-"), str(header.get("split") or "?"),
+            str(fp.get("goal_set") or "-"), str(header.get("max_steps")),
+            json.dumps(header.get("policy_settings"), sort_keys=True))
+
+
+def seed_groups(runs: list[tuple[str, dict, dict]]) -> list[dict]:
+    """Settings run with several seeds: mean and sample standard deviation of Score and SR over the seeds.
+
+    Args:
+        runs: ``(name, header, figures)`` per run.
+
+    Returns:
+        Per setting with at least two distinct seeds: ``policy``, ``prompt``, ``split``,
+        ``goal_set``, ``seeds``, ``runs``, ``score`` and ``sr`` as (mean, sd).
+    """
+    import statistics
+
+    groups: dict[tuple, list] = {}
+    for name, header, figures in runs:
+        groups.setdefault(setting_key(header), []).append((name, header, figures))
+    out = []
+    for key, members in groups.items():
+        seeds = sorted({str(h.get("seed")) for _, h, _ in members})
+        if len(members) < 2 or len(seeds) < 2:
+            continue
+        stats = {}
+        for part in ("score", "sr"):
+            values = [f[part] for _, _, f in members if f.get(part) is not None]
+            stats[part] = (statistics.mean(values), statistics.stdev(values) if len(values) > 1 else 0.0)
+        out.append({"policy": key[0], "prompt": key[1], "split": key[2], "goal_set": key[3], "seeds": seeds,
+                    "runs": [name for name, _, _ in members], **stats})
+    return out

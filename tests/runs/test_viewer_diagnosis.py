@@ -285,3 +285,9 @@ def test_seeds_of_one_setting_aggregate(make_viewer, tmp_path):
     assert cells[4] == "0, 1, 2" and cells[5] == "random-0, random-1, random-2"
     scores = [f["score"] for f in figures]
     assert cells[6] == f"{statistics.mean(scores):.1f} ± {statistics.stdev(scores):.1f}"
+    from webshop_gym.report import build_report, tables
+
+    report = build_report([tmp_path / f"random-{seed}.jsonl" for seed in (0, 1, 2)], resamples=200)
+    header, rows = tables(report)["seeds"]
+    assert len(rows) == 1 and rows[0][4] == "0, 1, 2"
+    assert rows[0][6] == f"{statistics.mean(scores):.1f} ± {statistics.stdev(scores):.1f}"
