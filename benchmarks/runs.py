@@ -8,7 +8,7 @@ random policy as a second run, 64 envs), measures in one process:
   within this run) and the file size per episode;
 * ``replay`` of the run: every step re-run in ``WebShopEnv`` and compared (episodes/s);
 * ``load_run``: parse time and the memory the parsed run takes (tracemalloc) per byte of file,
-  which sets the viewer's cache accounting (``PARSED_PER_FILE_BYTE``);
+  (the viewer itself no longer parses whole runs: ``benchmarks/viewer.py`` measures it);
 * the viewer (Flask test client): the run page of all episodes, an episode page cold (its
   pages re-created by replaying) and warm (cached), a page of the env's HTML;
 * ``report`` of the two runs: HTML with plots and 10,000 bootstrap resamples.

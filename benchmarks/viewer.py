@@ -179,7 +179,7 @@ def main() -> None:
             "/runs/big?tag=retrieved+but+not+opened&sort=steps", "/runs/big?q=boots",
             f"/runs/big?page={max(1, args.episodes // 200)}",
             f"/runs/big/{mid}", f"/runs/big/{mid}?step=2", f"/runs/big/{mid}/page/2?mark=1", f"/runs/big/{last}?step=3",
-            "/runs/big/vs/rule", "/runs/big/vs/rule?show=differ&page=2&per=20", "/runs/big/vs/rule/7",
+            "/runs/big/vs/rule", "/runs/big/vs/rule?show=all&page=3&per=20", "/runs/big/vs/rule/7",
             "/runs/rule", "/runs/random/3?step=1",
             f"/runs/long/0?step={half}", f"/runs/long/0?step={half + 1}", f"/runs/long/0/page/{half + 1}?mark=1",
             f"/runs/long/0?step={args.long_steps - 1}",
@@ -198,10 +198,15 @@ def main() -> None:
     progress = [line.strip() for line in log if "index" in line]
     after = [r for r in rows if r["page"].startswith("/runs/") and "while" not in r["page"] and "episodes.csv" not in r["page"]]
     worst = max(max(r["cold_s"], r["warm_max_s"] or 0) for r in after)
+    first_long = next(r["cold_s"] for r in after if r["page"].startswith("/runs/long/"))
+    worst_else = max(max(r["warm_max_s"] or 0, 0 if r["page"].startswith(f"/runs/long/0?step={half}") else r["cold_s"])
+                     for r in after)
     print(table(rows, ["page", "status", "cold_s", "warm_max_s", "kB"]))
     print(f"\nindexing big.jsonl ({big_bytes / 2**20:,.0f} MB, {args.episodes:,} episodes): {index_s:.1f} s; "
           f"server RSS {rss_start:,.0f} MB at start, {rss_end:,.0f} MB at the end, peak {sampler.peak:,.0f} MB")
-    print(f"worst page after indexing: {worst:.3f} s (target < 1 s); peak RSS target < 1024 MB")
+    print(f"worst page after indexing: {worst:.3f} s; without the long episode's first opening (one full replay "
+          f"of {args.long_steps:,} steps, {first_long:.2f} s): {worst_else:.3f} s (target < 1 s); "
+          "peak RSS target < 1024 MB")
     shown = progress if len(progress) <= 4 else progress[:3] + ["..."] + progress[-1:]
     print("server log:\n  " + "\n  ".join(shown))
     print("\nConditions: this 2-core machine is shared by ~8 developers running tests and servers at the same time; "
@@ -211,7 +216,8 @@ def main() -> None:
                       "benchmark process; cold = first fetch, warm_max = slowest of the repeats",
         "shop": args.shop or "embedded", "big_episodes": args.episodes, "big_mb": big_bytes / 2**20,
         "long_steps": args.long_steps, "index_s": index_s, "rss_start_mb": rss_start, "rss_end_mb": rss_end,
-        "rss_peak_mb": sampler.peak, "worst_page_s": worst, "pages": rows, "server_log": progress,
+        "rss_peak_mb": sampler.peak, "worst_page_s": worst,
+        "long_episode_first_open_s": first_long, "worst_page_else_s": worst_else, "pages": rows, "server_log": progress,
     })
     print(f"wrote {path}")
 

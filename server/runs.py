@@ -32,6 +32,7 @@ steps around the one shown) and sorted orders are cached within byte budgets.
 from __future__ import annotations
 
 import base64
+import copy
 import csv
 import functools
 import hashlib
@@ -56,7 +57,14 @@ from markupsafe import escape
 from webshop_gym.error import DataError, Error
 from webshop_gym.render.html import Nav, stylesheet
 from webshop_gym.runs.diagnosis import SOLVED, TAG_RULES, TAGS, diagnose
-from webshop_gym.runs.index import IndexTable, RunIndex, export_record
+from webshop_gym.runs.index import (
+    CSV_COLUMNS,
+    IndexTable,
+    RunIndex,
+    csv_row,
+    export_record,
+    seed_groups,
+)
 from webshop_gym.runs.intervals import METHOD, RESAMPLES, fmt, score_interval, sr_interval
 from webshop_gym.runs.replay import fingerprint_difference, load_logged_shop, replay_episode
 from webshop_gym.runs.run import CAUSES, RunEpisode
@@ -68,6 +76,8 @@ EXTENSION = "webshop_gym_runs"
 SUFFIX = ".jsonl"
 #: Steps of a long episode whose pages are kept on either side of the one shown.
 PAGE_WINDOW = 100
+#: Steps between two saved env states of a long episode's replay (a later window starts from one).
+CHECKPOINT = 500
 #: Episodes per run page (default, most).
 PER_PAGE, MAX_PER_PAGE = 100, 1000
 #: Steps listed on either side of the current one in the stepper.
@@ -88,7 +98,7 @@ class Replayed:
     problem: str = ""  # the first difference from the log
     unavailable: str = ""  # why no page could be made (the run's shop cannot be loaded, ...)
     made: int = 0  # states the replay reached (fewer than n + 1 when the log goes on after the end)
-    complete: bool = True  # the replay went to the last step (else it stopped after the window)
+    checkpoints: dict[int, Any] = field(default_factory=dict)  # env state after i steps, every CHECKPOINT steps
 
     def has(self, k: int) -> bool:
         """Whether page ``k`` is held."""
@@ -96,7 +106,7 @@ class Replayed:
 
     def nbytes(self) -> int:
         """Bytes charged in the page cache."""
-        return sum(len(p) for p in self.pages.values()) + 1024
+        return sum(len(p) for p in self.pages.values()) + 4096 * len(self.checkpoints) + 1024
 
 
 @dataclass
@@ -233,9 +243,19 @@ class RunLibrary:
 
     def listing(self) -> list[dict]:
         """A row per run file: its index, or that it is being indexed, or why it cannot be read."""
+        files = self.files()
+
+        def size(path: Path) -> int:
+            try:
+                return path.stat().st_size
+            except OSError:
+                return 0
+
+        # Small files first (indexed inline), so that a big one's background indexing starts last.
+        entries = {name: self.state(path) for name, path in sorted(files.items(), key=lambda item: size(item[1]))}
         rows = []
-        for name, path in self.files().items():
-            entry = self.state(path)
+        for name in files:
+            entry = entries[name]
             rows.append({"name": name, "index": entry.index, "error": entry.error,
                          "indexing": entry.index is None and not entry.error, "progress": entry.progress})
         return rows
@@ -256,8 +276,8 @@ class RunLibrary:
         """The re-created pages of ``episode`` around step ``k`` (replayed once per window, then cached)."""
         key = (str(index.path), index.header.get("run"), episode.position, episode.log.episode, len(episode.log.steps))
         done = self.pages.get(key)
-        if done is None or (not done.unavailable and not done.has(k) and (k < done.made or not done.complete)):
-            done = self._worker.submit(self._replay, index, episode, k).result()
+        if done is None or (not done.unavailable and not done.has(k) and k < done.made):
+            done = self._worker.submit(self._replay, index, episode, k, done).result()
             self.pages.put(key, done, done.nbytes())
         return done
 
@@ -311,15 +331,16 @@ class RunLibrary:
         """The run's shop when it loads here and matches the run's fingerprint, else ``None``."""
         return self._worker.submit(self._shop, index.header, episode).result()[0]
 
-    def _replay(self, index: RunIndex, episode: RunEpisode, k: int) -> Replayed:
-        """Replay up to the end of the window around ``k``; render HTML only for the pages kept.
+    def _replay(self, index: RunIndex, episode: RunEpisode, k: int, previous: Replayed | None = None) -> Replayed:
+        """Re-create the pages of the window around ``k``; HTML is rendered for the pages kept only.
 
-        The env steps in the logged observation mode when observations were logged (they are
-        compared), else in ``url`` mode (the cheapest); pages are rendered in ``html`` only
-        inside the window, so a long episode costs about 0.1 ms per step before it.
+        The first time, the whole episode is replayed and compared with the log (the env steps in
+        the logged observation mode when observations were logged, else in ``url`` mode, the
+        cheapest), keeping the env's state every :data:`CHECKPOINT` steps; a later window of a
+        long episode starts from the nearest checkpoint, so it costs at most ``CHECKPOINT + 2 x
+        PAGE_WINDOW`` steps.
         """
         from webshop_gym.envs.env import WebShopEnv
-        from webshop_gym.runs.log import Episode
 
         log = episode.log
         n = len(log.steps)
@@ -334,18 +355,36 @@ class RunLibrary:
         env = WebShopEnv(shop=shop, max_steps=log.max_steps, observation_mode=env_mode)
         engine = env.unwrapped.engine
         low, high = k - PAGE_WINDOW, k + PAGE_WINDOW
-        stop = n if n <= 2 * PAGE_WINDOW + 2 else min(n, high + 1)
-        out = Replayed(n, complete=stop == n)
+
+        def wanted(i: int) -> bool:
+            return i <= 1 or low <= i <= high or i >= n - 1
+
+        if previous is not None and previous.checkpoints and not previous.unavailable:
+            out = Replayed(n, pages={i: p for i, p in previous.pages.items() if i <= 1 or i >= n - 1},
+                           problem=previous.problem, made=previous.made, checkpoints=previous.checkpoints)
+            start = max(c for c in previous.checkpoints if c <= max(0, low))
+            env.reset(options={"goal_index": episode.goal_index})
+            engine.state, engine.invalid, engine.truncated, engine.instructions = copy.deepcopy(
+                previous.checkpoints[start])
+            for i in range(start, min(previous.made - 1, high) + 1):
+                if wanted(i) and i not in out.pages:
+                    out.pages[i] = engine.observe(0, "html")
+                if i >= n or engine.finished(0):
+                    break
+                env.step(log.steps[i].get("action"))
+            env.close()
+            return out
+        out = Replayed(n)
 
         def keep(obs: str) -> None:
             i = out.made
             out.made += 1
-            if i <= 1 or low <= i <= high or i >= n - 1:
+            if wanted(i):
                 out.pages[i] = obs if env_mode == "html" else engine.observe(0, "html")
+            if n > 2 * PAGE_WINDOW + 2 and i % CHECKPOINT == 0:
+                out.checkpoints[i] = copy.deepcopy((engine.state, engine.invalid, engine.truncated, engine.instructions))
 
-        part = log if stop == n else Episode(log.episode, log.goal_index, log.shop, log.instruction,
-                                             log.actions[:stop], log.steps[:stop], log.record, log.line)
-        _, out.problem = replay_episode(env, part, mode=mode if logged else None, on_state=keep)
+        _, out.problem = replay_episode(env, log, mode=mode if logged else None, on_state=keep)
         env.close()
         return out
 
@@ -490,7 +529,6 @@ def index():
     if a and b:
         return redirect(url_for("runs.compare", a=a, b=b), code=303)
     rows = get_library().listing()
-    groups: dict[tuple, list] = {}
     for row in rows:
         ix = row["index"]
         if ix is None:
@@ -499,20 +537,7 @@ def index():
         row["table"] = ix.table()
         row["stats"] = stats_of(ix)
         row["complete"] = ix.summary is not None
-        h = ix.header
-        setting = (row["about"]["policy"], row["about"]["prompt"], row["about"]["split"], row["about"]["goal_set"],
-                   str(h.get("max_steps")), json.dumps(h.get("policy_settings"), sort_keys=True))
-        groups.setdefault(setting, []).append(row)
-    seeds = []
-    for setting, members in groups.items():
-        if len(members) < 2 or len({m["about"]["seed"] for m in members}) < 2:
-            continue
-        scores = [m["table"].figures["score"] for m in members if m["table"].figures["score"] is not None]
-        srs = [m["table"].figures["sr"] for m in members if m["table"].figures["sr"] is not None]
-        seeds.append({"policy": setting[0], "prompt": setting[1], "split": setting[2], "goal_set": setting[3],
-                      "runs": [m["name"] for m in members], "seeds": sorted({str(m["about"]["seed"]) for m in members}),
-                      "score": (float(np.mean(scores)), float(np.std(scores, ddof=1)) if len(scores) > 1 else 0.0),
-                      "sr": (float(np.mean(srs)), float(np.std(srs, ddof=1)) if len(srs) > 1 else 0.0)})
+    seeds = seed_groups([(r["name"], r["index"].header, r["table"].figures) for r in rows if r["index"] is not None])
     return _render("runs/index.html", rows=rows, folder=str(get_library().folder), seeds=seeds,
                    method=METHOD.format(resamples=RESAMPLES, seed=0))
 
@@ -647,41 +672,6 @@ def run_page(run: str):
         export=lambda kind: url_for("runs.export", run=run, kind=kind, **{
             k: v for k, v in args.to_dict().items() if k not in ("page", "per") and v}),
     )
-
-
-#: The CSV's columns: eval's episode record flattened (reward_info.* one column each), then the viewer's.
-CSV_COLUMNS = ("goal_index", "reward", "success", "steps", "invalid_actions", "purchased", "truncated",
-               "purchased_asin", "purchased_options", "purchased_price", "reward_info.r_type", "reward_info.r_att",
-               "reward_info.w_att", "reward_info.query_match", "reward_info.category_match", "reward_info.title_score",
-               "reward_info.r_option", "reward_info.w_option", "reward_info.r_price", "reward_info.w_price",
-               "reachable", "reason", "errored", "position", "instruction", "category", "tag", "causes")
-
-
-def csv_value(value) -> str:
-    """How the CSV writes a value: ``true``/``false``, ``repr`` of numbers (exact), JSON of objects, ``""`` for none."""
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return repr(value)
-    if isinstance(value, (dict, list)):
-        return json.dumps(value, ensure_ascii=False, sort_keys=False)
-    return str(value)
-
-
-def csv_row(record: dict) -> list[str]:
-    """One episode's CSV cells (:data:`CSV_COLUMNS`)."""
-    info = record.get("reward_info") or {}
-    cells = []
-    for column in CSV_COLUMNS:
-        if column.startswith("reward_info."):
-            cells.append(csv_value(info.get(column[len("reward_info."):])))
-        elif column == "causes":
-            cells.append("; ".join(record.get("causes") or []))
-        else:
-            cells.append(csv_value(record.get(column)))
-    return cells
 
 
 @bp.get("/<run>/episodes.<kind>")

@@ -82,12 +82,15 @@ def test_failure_causes_and_categories_tables(runs_dir, report_html):
 
 def test_html_is_self_contained(report_html):
     images = report_html.select("figure img")
-    assert len(images) == 5
+    assert len(images) == 6
     for img in images:
         src = img["src"]
         assert src.startswith("data:image/png;base64,")
         assert base64.b64decode(src.split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
     for tag in report_html.find_all(["img", "script", "link", "a", "iframe"]):
+        if "example" in tag.get("class", []):  # links to episodes in the viewer (nothing is loaded from them)
+            assert tag["href"].startswith("http://127.0.0.1:3000/runs/")
+            continue
         for attr in ("src", "href"):
             assert not str(tag.get(attr, "")).startswith(("http:", "https:", "//")), tag
 
@@ -100,7 +103,7 @@ def test_markdown_report(runs_dir, tmp_path, capsys):
     text = out.read_text(encoding="utf-8")
     assert text.startswith("# WebShop evaluation report") and "## Paired comparison with the first run" in text
     images = [line[line.index("](") + 2 : -1] for line in text.splitlines() if line.startswith("![")]
-    assert len(images) == 5
+    assert len(images) == 6
     for path in images:
         assert (tmp_path / path).read_bytes()[:4] == b"\x89PNG"
     assert main(["report", str(runs_dir / "rule.jsonl"), "--format", "md", "--bootstrap", "500"]) == 0
@@ -190,3 +193,62 @@ def test_sign_test_and_bootstrap():
     assert p.score_diff.value == pytest.approx(100 * (2.2 - 2.5) / 4)
     with pytest.raises(ValueError):
         paired([1.0], [1.0, 0.0])
+
+
+def test_report_failure_tags_link_to_the_viewer(runs_dir, report_html):
+    from webshop_gym.runs.index import RunIndex
+
+    rows = report_html.select("#table-tags tbody tr")
+    assert rows
+    for tr in rows:
+        run, tag, count = (td.text for td in tr.find_all("td")[:3])
+        index = RunIndex(runs_dir / f"{run}.jsonl")
+        index.refresh()
+        table = index.table()
+        assert int(count) == sum(table.tag_name(i) == tag for i in range(len(table)))
+        for a in tr.select("a.example"):
+            assert a["href"].startswith(f"http://127.0.0.1:3000/runs/{run}/")
+            assert table.tag_name(int(a["href"].rsplit("/", 1)[1])) == tag
+
+
+def test_report_names_one_interval_method(runs_dir, report_html):
+    from webshop_gym.runs.intervals import score_interval, sr_interval
+
+    method = report_html.select_one("#method").text
+    assert "Wilson" in method and "percentile bootstrap" in method and "2,000 resamples" in method
+    run = load_run(runs_dir / "random.jsonl")
+    row = next(r for r in _rows(report_html, "runs") if r[0] == "random")
+    assert row[4] == score_interval([e.reward for e in run.episodes], 2000, 0).format()
+    assert row[5] == sr_interval([e.success for e in run.episodes]).format()
+
+
+def test_report_episode_exports_equal_eval_json(tmp_path):
+    import csv
+
+    from tests.runs.conftest import write_run
+    from webshop_gym.runs.index import CSV_COLUMNS, EXPORT_COLUMNS, csv_value
+
+    path, result = write_run(tmp_path, "oracle", "oracle", extra=["--episodes"])
+    expected = result["episodes_detail"]
+    out_csv, out_jsonl = tmp_path / "episodes.csv", tmp_path / "episodes.jsonl"
+    assert main(["report", str(path), "--no-plots", "--out", str(tmp_path / "r.html"), "--csv", str(out_csv),
+                 "--jsonl", str(out_jsonl)]) == 0
+    lines = [json.loads(line) for line in out_jsonl.read_text(encoding="utf-8").splitlines()]
+    assert len(lines) == len(expected)
+    for line, record in zip(lines, expected):
+        assert {k: line[k] for k in record} == record and set(line) - set(record) == {"run", *EXPORT_COLUMNS}
+    rows = list(csv.DictReader(out_csv.read_text(encoding="utf-8").splitlines()))
+    assert list(rows[0]) == ["run", *CSV_COLUMNS]
+    for row, record in zip(rows, expected):
+        assert row["run"] == "oracle"
+        for key, value in record.items():
+            if key == "reward_info":
+                assert all(row[f"reward_info.{k}"] == csv_value(v) for k, v in value.items())
+            else:
+                assert row[key] == csv_value(value)
+
+
+def test_report_shows_eval_facts(runs_dir, eval_json):
+    report = build_report([runs_dir / "oracle.jsonl"], resamples=200)
+    expected = f"oracle: {eval_json['oracle']['unreachable']} unreachable goals"
+    assert any(note.startswith(expected) for note in report.notes)

@@ -12,8 +12,7 @@ import pytest
 from webshop_gym.server import create_app
 
 from tests.browser import CHROMIUM, LAUNCH_ARGS, require_playwright, served, watch
-from tests.runs.conftest import NUM_GOALS
-from tests.runs.test_viewer_diagnosis import first_with_tag, scripted_runs  # noqa: F401  (fixture)
+from tests.runs.conftest import NUM_GOALS, first_with_tag
 from webshop_gym.runs.index import RunIndex
 from webshop_gym.runs.run import load_run
 

@@ -1,9 +1,7 @@
 """The viewer's diagnosis, paging of a 50,000-episode run, exports and comparisons (Flask test client).
 
-``scripted_runs`` writes a run of a scripted policy whose episodes fail in known ways: on goals
-``3k`` it searches for something else (the target is never retrieved), on ``3k + 1`` it opens the
-target, goes back and buys another product, on ``3k + 2`` it buys the target without choosing
-its options.
+The diagnosis tests read the ``scripted_runs`` fixture (``tests/runs/conftest.py``): a run whose
+episodes fail in known ways.
 """
 
 from __future__ import annotations
@@ -11,63 +9,14 @@ from __future__ import annotations
 import csv
 import io
 import json
-import re
 import shutil
 
 import pytest
 from bs4 import BeautifulSoup
 from webshop_gym.server import create_app
-from webshop_gym.server.runs import CSV_COLUMNS, csv_value
 
-from tests.runs.conftest import write_run
-from webshop_gym.runs.evaluation import evaluate
-from webshop_gym.runs.index import EXPORT_COLUMNS, RunIndex
-
-OTHER_QUERY = {"fashion": "search[organic green tea bags]"}
-
-
-class Scripted:
-    """A per-slot policy that fails on purpose (see the module docstring)."""
-
-    name = "scripted"
-
-    def __init__(self, shop):
-        self.shop = shop
-
-    def reset(self, info):
-        self.goal = int(info["goal_index"])
-        self.mode = self.goal % 3
-        self.target = self.shop.goals.asin[self.goal].lower()
-        self.opened = self.back = False
-
-    def act(self, obs, info):
-        valid, page = info["valid_actions"], info["page"]
-        if page == "start":
-            if self.mode == 0:
-                category = self.shop.goals.category[self.goal]
-                return OTHER_QUERY.get(category, "search[men's leather hiking boots]")
-            return f"search[{info['instruction']}]"
-        if page == "results":
-            target = f"click[{self.target}]"
-            if self.mode in (1, 2) and target in valid and not self.opened:
-                self.opened = True
-                return target
-            products = [a for a in valid if re.fullmatch(r"click\[[a-z0-9]{10}\]", a) and a != target]
-            return products[0] if products else "click[next >]"
-        if page == "item":
-            if self.mode == 1 and self.opened and not self.back:
-                self.back = True
-                return "click[< prev]"
-            return "click[buy now]"
-        return "click[back to search]"
-
-
-@pytest.fixture(scope="module")
-def scripted_runs(tmp_path_factory, default_shop):
-    folder = tmp_path_factory.mktemp("scripted")
-    evaluate(lambda: Scripted(default_shop), shop=default_shop, num_envs=4, num_goals=24,
-             out=folder / "scripted.jsonl")
-    return folder
+from tests.runs.conftest import first_with_tag, write_run
+from webshop_gym.runs.index import CSV_COLUMNS, EXPORT_COLUMNS, RunIndex, csv_value
 
 
 @pytest.fixture
@@ -89,15 +38,6 @@ def make_viewer(default_shop):
 def soup_of(response) -> BeautifulSoup:
     assert response.status_code == 200, response.get_data(as_text=True)[:800]
     return BeautifulSoup(response.get_data(as_text=True), "html.parser")
-
-
-def first_with_tag(folder, name: str, tag: str) -> int:
-    index = RunIndex(folder / f"{name}.jsonl")
-    index.refresh()
-    table = index.table()
-    found = [i for i in range(len(table)) if table.tag_name(i) == tag]
-    assert found, f"no {tag!r} episode in {name}: {index.tag_counts()}"
-    return found[0]
 
 
 def test_wrong_product_diagnosis(make_viewer, scripted_runs, default_shop):
@@ -286,3 +226,68 @@ def test_unreachable_goals_are_shown(make_viewer, runs_dir, eval_json):
     soup = soup_of(client.get("/runs/oracle"))
     assert soup.select_one("#unreachable b").text == str(eval_json["oracle"]["unreachable"])
     assert soup.select("#unreachable small")[-1].text == f"SR on the others {eval_json['oracle']['sr_reachable']:.1f}%"
+
+
+def test_long_episode_pages_from_checkpoints(make_viewer, tmp_path, default_shop):
+    """A 1,200-step episode: every page asked for, in any order, is exactly the env's, and windows are cached."""
+    from webshop_gym import WebShopEnv
+    from webshop_gym.runs.log import RecordTrajectory
+
+    env = RecordTrajectory(WebShopEnv(shop=default_shop, max_steps=None), tmp_path / "long.jsonl")
+    env.reset(options={"goal_index": 0})
+    actions = ["search[shoes]"] + ["click[next >]" if k % 2 == 0 else "click[< prev]" for k in range(1199)]
+    for action in actions:
+        env.step(action)
+    env.close()
+    plain = WebShopEnv(shop=default_shop, max_steps=None, observation_mode="html")
+    html, _ = plain.reset(options={"goal_index": 0})
+    pages = [html] + [plain.step(a)[0] for a in actions]
+    client = make_viewer(tmp_path)
+    library = client.application.extensions["webshop_gym_runs"]
+    for k in (0, 900, 901, 1200, 300, 2, 650):
+        response = client.get(f"/runs/long/0/page/{k}")
+        assert response.status_code == 200 and response.get_data(as_text=True) == pages[k], k
+    index = library.state(tmp_path / "long.jsonl").index
+    replayed = library.replayed(index, library.episode(index, 0), 650)
+    assert sorted(replayed.checkpoints) == [0, 500, 1000] and len(replayed.pages) <= 2 * 100 + 5
+    soup = soup_of(client.get("/runs/long/0?step=650"))
+    listed = [int(a["href"].split("=")[1]) for a in soup.select("#step-list a")]
+    assert listed == list(range(600, 701)) and "… 600 earlier actions" in soup.text
+
+
+def test_errored_episodes_are_tagged_and_exported(make_viewer, runs_dir, tmp_path):
+    lines = (runs_dir / "rule.jsonl").read_text(encoding="utf-8").splitlines()
+    out, marked = [], None
+    for line in lines:
+        record = json.loads(line)
+        if record["type"] == "episode" and marked is None:
+            record["errored"], marked = True, record["episode"]
+        out.append(json.dumps(record))
+    (tmp_path / "served.jsonl").write_text("\n".join(out) + "\n", encoding="utf-8")
+    client = make_viewer(tmp_path)
+    soup = soup_of(client.get("/runs/served?tag=errored"))
+    assert [int(tr.find("td").text) for tr in soup.select("#episodes tbody tr")] == [0]
+    assert soup_of(client.get("/runs/served/0")).select_one("#failure-tag").text == "errored"
+    exported = [json.loads(x) for x in client.get("/runs/served/episodes.jsonl").get_data(as_text=True).splitlines()]
+    assert exported[0]["errored"] is True and exported[0]["tag"] == "errored"
+    assert all("errored" not in e for e in exported[1:])  # missing means false
+
+
+def test_seeds_of_one_setting_aggregate(make_viewer, tmp_path):
+    import statistics
+
+    figures = [write_run(tmp_path, f"random-{seed}", "random", seed=seed)[1] for seed in (0, 1, 2)]
+    client = make_viewer(tmp_path)
+    soup = soup_of(client.get("/runs/"))
+    rows = soup.select("#seeds tbody tr")
+    assert len(rows) == 1
+    cells = [td.text for td in rows[0].find_all("td")]
+    assert cells[4] == "0, 1, 2" and cells[5] == "random-0, random-1, random-2"
+    scores = [f["score"] for f in figures]
+    assert cells[6] == f"{statistics.mean(scores):.1f} ± {statistics.stdev(scores):.1f}"
+    from webshop_gym.runs.report import build_report, tables
+
+    report = build_report([tmp_path / f"random-{seed}.jsonl" for seed in (0, 1, 2)], resamples=200)
+    header, rows = tables(report)["seeds"]
+    assert len(rows) == 1 and rows[0][4] == "0, 1, 2"
+    assert rows[0][6] == f"{statistics.mean(scores):.1f} ± {statistics.stdev(scores):.1f}"

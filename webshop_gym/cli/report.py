@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from webshop_gym.runs.report import RESAMPLES, build_report, to_html, to_markdown
+from webshop_gym.runs.report import RESAMPLES, build_report, to_html, to_markdown, write_episodes
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,6 +31,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="price per million prompt tokens: served models' runs show their cost")
     parser.add_argument("--price-output", metavar="USD", type=types.non_negative_float,
                         help="price per million completion tokens")
+    parser.add_argument("--viewer-url", default="http://127.0.0.1:3000", metavar="URL",
+                        help="link failure examples to this `webshop-gym serve --runs` (default http://127.0.0.1:3000; "
+                             "'' for no links)")
+    parser.add_argument("--csv", metavar="FILE", type=types.output_file,
+                        help="also write every run's episodes as CSV (eval --json --episodes' fields, then the "
+                             "viewer's columns; a first column names the run)")
+    parser.add_argument("--jsonl", metavar="FILE", type=types.output_file,
+                        help="also write every run's episodes as JSON lines (idem)")
 
 
 def _resamples(text: str) -> int:
@@ -55,7 +63,9 @@ def run(args: argparse.Namespace) -> int:
 
         raise Error("an HTML report goes to a file: pass --out FILE.html (or redirect stdout)")
     report = build_report(args.runs, resamples=args.bootstrap, seed=args.seed, title=args.title,
-                          price_input=args.price_input, price_output=args.price_output)
+                          price_input=args.price_input, price_output=args.price_output, viewer=args.viewer_url or None)
+    if args.csv or args.jsonl:
+        write_episodes(report, csv_path=args.csv, jsonl_path=args.jsonl)
     plots: dict[str, bytes] | None = None
     if not args.no_plots and (fmt == "html" or args.out):
         from webshop_gym.runs.plots import draw_all

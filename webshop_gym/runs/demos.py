@@ -341,8 +341,3 @@ def write_demos(path: str | Path, records: Sequence[dict]) -> None:
     with open(path, "w", encoding="utf-8") as handle:
         for record in records:
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-
-
-# -- command line ------------------------------------------------------------------------------
-
-

@@ -486,15 +486,16 @@ def format_table(result: dict) -> str:
         ("fingerprint", _fingerprint_text(result.get("fingerprint"))),
         ("split", f"{result.get('split')}: goals [{result['goals'][0]}, {result['goals'][1]}), "
                   f"{c['episodes']} episodes, max_steps {result.get('max_steps')}, seed {result.get('seed')}"),
-        ("Score", _fmt(result["score"])),
-        ("SR (%)", _fmt(result["sr"])),
+        # Rounded as the viewer and the report round: percentages to 0.1, steps to 0.01, parts to 0.001.
+        ("Score", _fmt(result["score"], 1)),
+        ("SR (%)", _fmt(result["sr"], 1)),
         ("mean steps", _fmt(result["mean_steps"])),
-        ("valid actions (%)", _fmt(result["valid_rate"])),
-        ("purchased (%)", _fmt(b["purchase_rate"])),
+        ("valid actions (%)", _fmt(result["valid_rate"], 1)),
+        ("purchased (%)", _fmt(b["purchase_rate"], 1)),
         ("r_type / r_att / r_option / r_price", " / ".join(_fmt(b[k], 3) for k in BREAKDOWN)),
     ]
     if "unreachable" in result:
-        rows.append(("unreachable goals", f"{result['unreachable']} (SR on the others {_fmt(result['sr_reachable'])})"))
+        rows.append(("unreachable goals", f"{result['unreachable']} (SR on the others {_fmt(result['sr_reachable'], 1)})"))
     if "tokens" in result:
         from webshop_gym.runs.served import accounting_rows
 
@@ -504,8 +505,3 @@ def format_table(result: dict) -> str:
         rows.append(("run file", f"{result['run_file']} (webshop-gym replay / report / serve --runs)"))
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
-
-
-# -- command line ------------------------------------------------------------------------------
-
-

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -40,7 +41,8 @@ from webshop_gym.runs.log import (
 )
 from webshop_gym.runs.run import CAUSES, RunEpisode, _episode, failure_causes
 
-__all__ = ["EXPORT_COLUMNS", "IndexTable", "RunIndex", "export_record"]
+__all__ = ["CSV_COLUMNS", "EXPORT_COLUMNS", "IndexTable", "RunIndex", "csv_row", "csv_value", "export_record", "seed_groups",
+           "setting_key"]
 
 #: Seconds between two progress reports of a long indexing.
 PROGRESS_EVERY = 2.0
@@ -146,6 +148,7 @@ class RunIndex:
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
+        self._lock = threading.RLock()  # a refresh and the readers of the columns take turns
         self._reset()
 
     def _reset(self) -> None:
@@ -178,6 +181,10 @@ class RunIndex:
             LogError: a line is malformed (the message names the file and the line).
             OSError: the file cannot be read.
         """
+        with self._lock:
+            return self._refresh(progress)
+
+    def _refresh(self, progress) -> bool:
         stat = self.path.stat()
         if (stat.st_size, stat.st_mtime_ns) == (self.size, self.mtime_ns):
             return False
@@ -335,9 +342,10 @@ class RunIndex:
 
     def table(self) -> IndexTable:
         """The episodes as columns, with the figures (computed once per change of the file)."""
-        if self._table is None:
-            self._table = self._build_table()
-        return self._table
+        with self._lock:
+            if self._table is None:
+                self._table = self._build_table()
+            return self._table
 
     def _build_table(self) -> IndexTable:
         from webshop_gym.runs.evaluation import summarize
@@ -397,7 +405,8 @@ class RunIndex:
 
     def span(self, position: int) -> tuple[int, int]:
         """Byte span [start, end) of an episode's lines (other episodes' lines may interleave)."""
-        return self._cols.start[position], self._cols.end[position]
+        with self._lock:
+            return self._cols.start[position], self._cols.end[position]
 
     def episode(self, position: int) -> RunEpisode:
         """Read episode ``position`` (0-based, file order) from disk.
@@ -407,9 +416,10 @@ class RunIndex:
             LogError: the file changed under the index (refresh and try again).
         """
         cols = self._cols
-        if not 0 <= position < len(cols.start):
-            raise IndexError(position)
-        start, end = cols.start[position], cols.end[position]
+        with self._lock:
+            if not 0 <= position < len(cols.start):
+                raise IndexError(position)
+            start, end, first_line = cols.start[position], cols.end[position], cols.line[position]
         with open(self.path, "rb") as handle:
             handle.seek(start)
             data = handle.read(end - start)
@@ -417,11 +427,10 @@ class RunIndex:
         head = json.loads(lines[0])
         eid = head.get("episode")
         if head.get("type") != "episode" or cols.ids.get(eid) != position:
-            raise LogError(self.path, cols.line[position], "the file changed since it was indexed")
+            raise LogError(self.path, first_line, "the file changed since it was indexed")
         shop = head.get("shop", self.header.get("shop") if self.header else None)
-        ep = Episode(eid, int(head["goal_index"]), shop, head.get("instruction", ""), record=head,
-                     line=cols.line[position])
-        number = cols.line[position]
+        ep = Episode(eid, int(head["goal_index"]), shop, head.get("instruction", ""), record=head, line=first_line)
+        number = first_line
         for raw in lines[1:]:
             number += 1
             if not raw.strip() or b'"step"' not in raw:
@@ -458,4 +467,76 @@ def export_record(episode: RunEpisode, table: IndexTable | None = None) -> dict:
     out["category"] = episode.category
     out["tag"] = table.tag_name(episode.position) if table is not None else ""
     out["causes"] = list(episode.causes)
+    return out
+
+
+#: The CSV's columns: eval's episode record flattened (reward_info.* one column each), then the viewer's.
+CSV_COLUMNS = ("goal_index", "reward", "success", "steps", "invalid_actions", "purchased", "truncated",
+               "purchased_asin", "purchased_options", "purchased_price", "reward_info.r_type", "reward_info.r_att",
+               "reward_info.w_att", "reward_info.query_match", "reward_info.category_match", "reward_info.title_score",
+               "reward_info.r_option", "reward_info.w_option", "reward_info.r_price", "reward_info.w_price",
+               "reachable", "reason", "errored", "position", "instruction", "category", "tag", "causes")
+
+
+def csv_value(value) -> str:
+    """How the CSV writes a value: ``true``/``false``, ``repr`` of numbers (exact), JSON of objects, ``""`` for none."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False, sort_keys=False)
+    return str(value)
+
+
+def csv_row(record: dict) -> list[str]:
+    """One episode's CSV cells (:data:`CSV_COLUMNS`)."""
+    info = record.get("reward_info") or {}
+    cells = []
+    for column in CSV_COLUMNS:
+        if column.startswith("reward_info."):
+            cells.append(csv_value(info.get(column[len("reward_info."):])))
+        elif column == "causes":
+            cells.append("; ".join(record.get("causes") or []))
+        else:
+            cells.append(csv_value(record.get(column)))
+    return cells
+
+
+def setting_key(header: dict) -> tuple:
+    """What makes two runs the same setting but for the seed: policy, prompt, split, goal set, cap, decoding."""
+    fp = header.get("fingerprint") or {}
+    return (str(header.get("policy") or "?"), str(header.get("prompt") or "-"), str(header.get("split") or "?"),
+            str(fp.get("goal_set") or "-"), str(header.get("max_steps")),
+            json.dumps(header.get("policy_settings"), sort_keys=True))
+
+
+def seed_groups(runs: list[tuple[str, dict, dict]]) -> list[dict]:
+    """Settings run with several seeds: mean and sample standard deviation of Score and SR over the seeds.
+
+    Args:
+        runs: ``(name, header, figures)`` per run.
+
+    Returns:
+        Per setting with at least two distinct seeds: ``policy``, ``prompt``, ``split``,
+        ``goal_set``, ``seeds``, ``runs``, ``score`` and ``sr`` as (mean, sd).
+    """
+    import statistics
+
+    groups: dict[tuple, list] = {}
+    for name, header, figures in runs:
+        groups.setdefault(setting_key(header), []).append((name, header, figures))
+    out = []
+    for key, members in groups.items():
+        seeds = sorted({str(h.get("seed")) for _, h, _ in members})
+        if len(members) < 2 or len(seeds) < 2:
+            continue
+        stats = {}
+        for part in ("score", "sr"):
+            values = [f[part] for _, _, f in members if f.get(part) is not None]
+            stats[part] = (statistics.mean(values), statistics.stdev(values) if len(values) > 1 else 0.0)
+        out.append({"policy": key[0], "prompt": key[1], "split": key[2], "goal_set": key[3], "seeds": seeds,
+                    "runs": [name for name, _, _ in members], **stats})
     return out

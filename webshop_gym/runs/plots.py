@@ -1,8 +1,10 @@
 """The report's plots (matplotlib, drawn off-screen into PNG bytes; no pyplot state).
 
 Each function takes the report's per-run rows (:class:`webshop_gym.runs.report.RunSummary`) and
-returns PNG bytes: the reward histogram, SR by product category, the distribution of steps,
-failure causes and the mean reward breakdown, one bar (group) per run.
+returns PNG bytes: Score and SR with their intervals, the reward histogram, SR by product
+category (with Wilson intervals), the distribution of steps, failure causes and the mean reward
+breakdown, one bar (group) per run.  Legends sit outside the axes; a chart shows the unit of
+its table.
 """
 
 from __future__ import annotations
@@ -50,18 +52,28 @@ def _figure(title: str, width: float = 7.0, height: float = 3.6):
     return fig, ax
 
 
-def _grouped(ax, groups: Sequence[str], series: Sequence[tuple[str, Sequence[float]]], fmt: str | None = None) -> None:
-    """Bars per group, one colour per series (run)."""
+def _grouped(ax, groups: Sequence[str], series: Sequence[tuple[str, Sequence[float]]], fmt: str | None = None,
+             errors: Sequence[tuple[Sequence[float], Sequence[float]]] | None = None) -> None:
+    """Bars per group, one colour per series (run); ``errors``: per series (lows, highs) drawn as error bars.
+
+    The legend sits outside the axes (right of them), so it never covers a bar.
+    """
     x = np.arange(len(groups))
     width = 0.8 / max(1, len(series))
     for i, (label, values) in enumerate(series):
-        bars = ax.bar(x + (i - (len(series) - 1) / 2) * width, values, width, label=label)
+        yerr = None
+        if errors is not None:
+            lows, highs = (np.asarray(a, float) for a in errors[i])
+            v = np.asarray(values, float)
+            yerr = np.vstack([np.clip(v - lows, 0, None), np.clip(highs - v, 0, None)])
+        bars = ax.bar(x + (i - (len(series) - 1) / 2) * width, values, width, label=label, yerr=yerr,
+                      capsize=2 if yerr is not None else 0, error_kw={"elinewidth": 0.8, "alpha": 0.7})
         if fmt:
             ax.bar_label(bars, labels=[fmt.format(v) for v in values], fontsize=7, padding=1)
     ax.set_xticks(x, groups, fontsize=8, rotation=20 if max((len(g) for g in groups), default=0) > 8 else 0,
                   ha="right" if max((len(g) for g in groups), default=0) > 8 else "center")
     if len(series) > 1:
-        ax.legend(fontsize=8, frameon=False)
+        ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))
 
 
 def reward_histogram(rows) -> bytes:
@@ -83,13 +95,43 @@ def reward_histogram(rows) -> bytes:
 
 
 def sr_by_category(rows) -> bytes:
-    """SR per product category of the goal's target."""
+    """SR per product category of the goal's target, with Wilson 95% intervals as error bars."""
+    from webshop_gym.runs.intervals import wilson
+
     categories = sorted({c for row in rows for c in row.categories})
-    fig, ax = _figure("Success rate by product category", width=max(7.0, 1.1 * len(categories)))
-    series = [(row.label, [row.categories[c]["sr"] if c in row.categories else 0.0 for c in categories]) for row in rows]
-    _grouped(ax, categories, series, fmt="{:.0f}")
+    fig, ax = _figure("Success rate by product category (95% Wilson intervals)", width=max(7.0, 1.1 * len(categories)))
+    series, errors = [], []
+    for row in rows:
+        values, lows, highs = [], [], []
+        for c in categories:
+            got = row.categories.get(c)
+            if got is None:
+                values.append(0.0)
+                lows.append(0.0)
+                highs.append(0.0)
+                continue
+            low, high = wilson(got["successes"], got["episodes"])
+            values.append(got["sr"])
+            lows.append(100 * low)
+            highs.append(100 * high)
+        series.append((row.label, values))
+        errors.append((lows, highs))
+    _grouped(ax, categories, series, fmt="{:.0f}", errors=errors)
     ax.set_ylabel("SR (%)")
-    ax.set_ylim(0, 105)
+    ax.set_ylim(0, 110)
+    return _png(fig)
+
+
+def score_and_sr(rows) -> bytes:
+    """Each run's Score and SR with their 95% intervals (bootstrap for Score, Wilson for SR) as error bars."""
+    fig, ax = _figure("Score and SR with 95% intervals")
+    series, errors = [], []
+    for row in rows:
+        parts = [row.score, row.sr]
+        series.append((row.label, [p.value if p else 0.0 for p in parts]))
+        errors.append(([p.low if p else 0.0 for p in parts], [p.high if p else 0.0 for p in parts]))
+    _grouped(ax, ["Score", "SR (%)"], series, fmt="{:.1f}", errors=errors)
+    ax.set_ylim(0, 110)
     return _png(fig)
 
 
@@ -109,14 +151,13 @@ def steps_distribution(rows) -> bytes:
 
 
 def failure_causes(rows) -> bytes:
-    """Episodes per main failure cause (share of all episodes)."""
+    """Episodes per main failure cause (counts, as the failure-cause table gives them)."""
     from webshop_gym.runs.run import CAUSES
 
     fig, ax = _figure("Main failure cause")
-    series = [(row.label, [100 * row.causes.get(c, 0) / max(1, row.figures["episodes"]) for c in CAUSES])
-              for row in rows]
+    series = [(row.label, [row.causes.get(c, 0) for c in CAUSES]) for row in rows]
     _grouped(ax, list(CAUSES), series, fmt="{:.0f}")
-    ax.set_ylabel("episodes (%)")
+    ax.set_ylabel("episodes (main cause)")
     return _png(fig)
 
 
@@ -132,6 +173,7 @@ def breakdown_means(rows) -> bytes:
 
 #: name -> (title, function)
 PLOTS = {
+    "figures": ("Score and SR with 95% intervals", score_and_sr),
     "rewards": ("Reward histogram", reward_histogram),
     "categories": ("SR by product category", sr_by_category),
     "steps": ("Steps per episode", steps_distribution),

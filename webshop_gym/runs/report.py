@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from webshop_gym.runs.run import CAUSES, Run, load_run, now_iso
-from webshop_gym.runs.stats import Interval, PairedComparison, bootstrap_ci, paired
+from webshop_gym.runs.stats import Interval, PairedComparison, paired
 
 __all__ = ["Report", "RunSummary", "build_report", "to_html", "to_markdown"]
 
@@ -74,6 +74,7 @@ class Report:
     created: str
     title: str = "WebShop evaluation report"
     notes: list[str] = field(default_factory=list)
+    viewer: str | None = None  # base URL of `serve --runs` for links to episodes
     prices: tuple[float | None, float | None] = (None, None)
 
 
@@ -94,8 +95,10 @@ def summarize_run(label: str, run: Run, resamples: int = RESAMPLES, seed: int = 
         c["successes"] += int(e.success)
     for c in categories.values():
         c["sr"] = 100.0 * c["successes"] / c["episodes"]
+    from webshop_gym.runs.intervals import score_interval, sr_interval
+
     return RunSummary(
-        label, run, bootstrap_ci(rewards, resamples, seed), bootstrap_ci([e.success for e in scored], resamples, seed),
+        label, run, score_interval(rewards, resamples, seed), sr_interval([e.success for e in scored]),
         dict(sorted(categories.items())), Counter(e.cause for e in scored if e.cause),
         Counter(c for e in scored for c in e.causes),
     )  # fmt: skip
@@ -117,12 +120,13 @@ def compare(a: RunSummary, b: RunSummary, resamples: int = RESAMPLES, seed: int 
 
 def build_report(paths: list[str | os.PathLike], resamples: int = RESAMPLES, seed: int = 0,
                  title: str | None = None, price_input: float | None = None,
-                 price_output: float | None = None) -> Report:
+                 price_output: float | None = None, viewer: str | None = None) -> Report:
     """Read the runs and compute the report (raises :class:`~webshop_gym.runs.log.LogError` for a bad file).
 
     Shards of one evaluation (``eval --shard i/n``) are read as one run
     (:func:`webshop_gym.runs.shards.group_shards`); ``price_input`` / ``price_output`` (per million
-    prompt / completion tokens) give a served model's runs their cost.
+    prompt / completion tokens) give a served model's runs their cost; ``viewer`` (the base URL of
+    ``serve --runs``) links failure examples to the viewer's episodes.
     """
     from webshop_gym.runs.shards import group_shards
 
@@ -136,7 +140,11 @@ def build_report(paths: list[str | os.PathLike], resamples: int = RESAMPLES, see
                          f"{len(row.run.episodes)} episodes.")
         if not row.run.header:
             notes.append(f"{row.label}: a trajectory log without a run line (policy, split and settings unknown).")
-    report = Report(rows, comparisons, int(resamples), int(seed), now_iso(), title or "WebShop evaluation report", notes)
+        if "unreachable" in row.figures:
+            notes.append(f"{row.label}: {row.figures['unreachable']} unreachable goals (the oracle cannot score 1.0 "
+                         f"on them); SR on the others {_f(row.figures.get('sr_reachable'))}%.")
+    report = Report(rows, comparisons, int(resamples), int(seed), now_iso(), title or "WebShop evaluation report", notes,
+                    viewer)
     report.prices = (price_input, price_output)
     return report
 
@@ -216,7 +224,45 @@ def tables(report: Report) -> dict[str, tuple[list[str], list[list[str]]]]:
         settings.append([row.label, str(h.get("seed", "?")), str(h.get("max_steps", "?")), str(h.get("prompt") or "-"),
                          f"{fp.get('products', '?')} products, {fp.get('goals', '?')} {fp.get('goal_kind', '')} goals",
                          str(fp.get("goal_set", "?")), str(h.get("package", "?")), str(h.get("created", "?"))])
-    out["settings"] = (["seed", "max steps", "prompt", "shop", "goal set", "package", "written"], settings)
+    out["settings"] = (["run", "seed", "max steps", "prompt", "shop", "goal set", "package", "written"], settings)
+    from webshop_gym.runs.index import seed_groups
+
+    groups = seed_groups([(row.label, row.run.header, row.figures) for row in report.rows])
+    if groups:
+        out["seeds"] = (["policy", "prompt", "split", "goal set", "seeds", "runs", "Score: mean ± sd", "SR %: mean ± sd"],
+                        [[g["policy"], g["prompt"], g["split"], g["goal_set"], ", ".join(g["seeds"]), ", ".join(g["runs"]),
+                          f"{g['score'][0]:.1f} ± {g['score'][1]:.1f}", f"{g['sr'][0]:.1f} ± {g['sr'][1]:.1f}"]
+                         for g in groups])
+    return out
+
+
+def method(report: Report) -> str:
+    """How the report's intervals are computed (the one method of :mod:`webshop_gym.runs.intervals`)."""
+    from webshop_gym.runs.intervals import METHOD
+
+    return METHOD.format(resamples=report.resamples, seed=report.seed) + "; paired differences by the paired bootstrap"
+
+
+def failure_tags(report: Report, examples: int = 5) -> list[dict]:
+    """Per run, per failure tag (:mod:`webshop_gym.runs.diagnosis`): episodes and the first ``examples`` positions."""
+    from webshop_gym.runs.diagnosis import TAGS
+    from webshop_gym.runs.index import RunIndex
+
+    out = []
+    for row in report.rows:
+        index = RunIndex(row.run.path)
+        index.refresh()
+        table = index.table()
+        tags: dict[str, list[int]] = {}
+        for i in range(len(table)):
+            tags.setdefault(table.tag_name(i), []).append(i)
+        for tag in TAGS:
+            if tag in tags:
+                link = None
+                if report.viewer:
+                    link = f"{report.viewer.rstrip('/')}/runs/{row.run.name}"
+                out.append({"run": row.label, "tag": tag, "episodes": len(tags[tag]), "examples": tags[tag][:examples],
+                            "link": link})
     return out
 
 
@@ -227,6 +273,7 @@ TABLE_TITLES = {
     "categories": "SR by product category: % (solved / episodes)",
     "causes": "Failure causes: episodes whose main cause it is (episodes with it at all)",
     "settings": "Settings",
+    "seeds": "Settings run with several seeds: mean ± sample standard deviation over the seeds",
 }
 
 
@@ -237,9 +284,12 @@ def to_html(report: Report, plots: dict[str, bytes] | None) -> str:
 
     images = [{"title": PLOTS[name][0], "src": "data:image/png;base64," + base64.b64encode(png).decode("ascii")}
               for name, png in (plots or {}).items()]
+    from webshop_gym.runs.diagnosis import TAG_RULES
+
     template = template_environment().get_template("report.html")
     return template.render(report=report, tables=tables(report), titles=TABLE_TITLES, images=images,
-                           plots_off=plots is None)
+                           plots_off=plots is None, method=method(report), failure_tags=failure_tags(report),
+                           tag_rules=TAG_RULES)
 
 
 def _md_cell(text: str) -> str:
@@ -254,8 +304,7 @@ def to_markdown(report: Report, images: dict[str, str] | None) -> str:
     from webshop_gym.runs.plots import PLOTS
 
     lines = [f"# {_md_cell(report.title)}", "",
-             f"{len(report.rows)} run(s); bootstrap 95% intervals from {report.resamples:,} resamples (seed "
-             f"{report.seed}); written {report.created}.", ""]
+             f"{len(report.rows)} run(s); {_md_cell(method(report))}; written {report.created}.", ""]
     lines += [f"> {_md_cell(note)}" for note in report.notes]
     if report.notes:
         lines.append("")
@@ -263,6 +312,17 @@ def to_markdown(report: Report, images: dict[str, str] | None) -> str:
         lines += [f"## {TABLE_TITLES[key]}", "", "| " + " | ".join(_md_cell(h) for h in header) + " |",
                   "|" + "|".join("---" for _ in header) + "|"]
         lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows]
+        lines.append("")
+    tags = failure_tags(report)
+    if tags:
+        lines += ["## Failure tags: episodes per tag, with examples", "", "| run | tag | episodes | examples |",
+                  "|---|---|---|---|"]
+        for t in tags:
+            if t["link"]:
+                shown = ", ".join(f"[#{p}]({t['link']}/{p})" for p in t["examples"])
+            else:
+                shown = ", ".join(f"#{p}" for p in t["examples"])
+            lines.append(f"| {_md_cell(t['run'])} | {_md_cell(t['tag'])} | {t['episodes']} | {shown} |")
         lines.append("")
     if images:
         lines += ["## Plots", ""]
@@ -272,6 +332,33 @@ def to_markdown(report: Report, images: dict[str, str] | None) -> str:
     return "\n".join(lines)
 
 
-# -- command line ------------------------------------------------------------------------------------
+# -- exports -----------------------------------------------------------------------------------------
+
+
+def write_episodes(report: Report, csv_path: str | None = None, jsonl_path: str | None = None) -> None:
+    """Write the runs' episodes (``run``, then :func:`webshop_gym.runs.index.export_record`'s fields) as CSV / JSON lines."""
+    import csv
+    import json
+
+    from webshop_gym.runs.index import CSV_COLUMNS, RunIndex, csv_row
+
+    csv_handle = open(csv_path, "w", encoding="utf-8", newline="") if csv_path else None  # noqa: SIM115
+    json_handle = open(jsonl_path, "w", encoding="utf-8") if jsonl_path else None  # noqa: SIM115
+    try:
+        writer = csv.writer(csv_handle, lineterminator="\n") if csv_handle else None
+        if writer:
+            writer.writerow(["run", *CSV_COLUMNS])
+        for row in report.rows:
+            index = RunIndex(row.run.path)
+            index.refresh()
+            for record in index.iter_export():
+                if writer:
+                    writer.writerow([row.label, *csv_row(record)])
+                if json_handle:
+                    json_handle.write(json.dumps({"run": row.label, **record}, ensure_ascii=False) + "\n")
+    finally:
+        for handle in (csv_handle, json_handle):
+            if handle:
+                handle.close()
 
 

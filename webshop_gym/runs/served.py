@@ -612,8 +612,3 @@ def accounting_rows(result: dict) -> list[tuple[str, str]]:
     if result.get("cost") is not None:
         rows.append(("cost", f"{result['cost']:.4f} (at the prices given per million tokens)"))
     return rows
-
-
-# -- command line ------------------------------------------------------------------------------------------
-
-
