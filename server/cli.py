@@ -21,7 +21,7 @@ LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the ``serve`` flags to ``parser``."""
-    from webshop_gym.cli.main import add_shop_arguments
+    from webshop_gym.cli.app import add_shop_arguments
 
     add_shop_arguments(parser)
     parser.add_argument("--host", default="127.0.0.1", type=types.host, metavar="ADDRESS",

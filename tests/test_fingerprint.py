@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from webshop_gym import load_shop
-from webshop_gym.cli.main import main
+from webshop_gym.cli.app import main
 
 
 def test_fingerprint_identifies_shop_goals_and_prices(default_shop):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from webshop_gym.cli.main import main
+from webshop_gym.cli.app import main
 
 
 def test_hf_policy_through_the_cli(make_tiny_model, tiny_tokenizer, tmp_path, capsys):

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from webshop_gym.cli.main import build_parser, main
+from webshop_gym.cli.app import build_parser, main
 
 COMMANDS = [[], ["demo"], ["data"], ["data", "synth"], ["data", "info"], ["data", "compile"], ["data", "index"],
             ["data", "goals"], ["replay"], ["serve"], ["eval"], ["demos"]]

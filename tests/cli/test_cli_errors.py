@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.helpers import default_sigint
-from webshop_gym.cli.main import main
+from webshop_gym.cli.app import main
 
 # Every flag of every subcommand that takes a checked value, with the kind of value it needs.
 # (serve's flags are tested with the server; replay's log checks with the recorder.)
@@ -123,7 +123,7 @@ def test_out_paths_create_no_folders(tmp_path, capsys):
 
 
 def test_internal_errors_are_one_line_unless_debug(monkeypatch, capsys):
-    import webshop_gym.cli.main as cli
+    import webshop_gym.cli.app as cli
 
     def boom(args):
         raise ZeroDivisionError("division by zero")

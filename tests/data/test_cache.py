@@ -97,7 +97,7 @@ def test_complete_cache_loads_read_only_after_touch(shared_base, monkeypatch):
 
     # A stage the cache lacks (another price seed) is one clear line, not a PermissionError.
     done = _as_reader(
-        f"import sys; from webshop_gym.cli.main import main; sys.exit(main(['data', 'goals', {str(shop_dir)!r}, "
+        f"import sys; from webshop_gym.cli.app import main; sys.exit(main(['data', 'goals', {str(shop_dir)!r}, "
         f"'--price-seed', '7', '--out', {str(shared_base / 'goals.json')!r}]))", cache, shared_base)
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith("webshop-gym data goals: error: cannot write the prices of seed 7 into ")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from webshop_gym.cli.main import main
+from webshop_gym.cli.app import main
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 

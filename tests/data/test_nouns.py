@@ -48,7 +48,7 @@ def test_spacys_own_ruler_is_the_fallback(default_shop, monkeypatch):
     titles = default_shop.catalog.title.tolist()[:150] + TRICKY
     expected = tag_nouns(titles)
     monkeypatch.setattr(nouns, "_pos_rules", lambda: None)
-    assert nouns._tag_here(titles) == expected
+    assert nouns.tag_here(titles) == expected
 
 
 def test_tagging_in_worker_processes_gives_the_same_nouns(default_shop, monkeypatch):

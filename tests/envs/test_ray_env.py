@@ -200,7 +200,7 @@ def test_arguments_are_checked_before_actors_start(cluster, shop):
 
 
 def test_a_node_with_another_shop_or_no_data_is_refused(cluster, shop, monkeypatch):
-    import webshop_gym.envs.ray_env as ray_env_module
+    import webshop_gym.envs.ray_pool as ray_env_module
     from webshop_gym.envs.ray_pool import ActorError, ShopMismatch
 
     real = ray_env_module.shop_fingerprint

@@ -125,7 +125,7 @@ def test_rationales():
 
 
 def test_cli_writes_jsonl(tmp_path, capsys):
-    from webshop_gym.cli.main import main
+    from webshop_gym.cli.app import main
 
     out = tmp_path / "demos.jsonl"
     assert main(["demos", "--policy", "oracle", "-n", "12", "--format", "think-answer", "--out", str(out), "--quiet", "--num-envs", "4"]) == 0

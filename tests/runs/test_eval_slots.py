@@ -7,7 +7,7 @@ import json
 import numpy as np
 
 from webshop_gym import WebShopVectorEnv
-from webshop_gym.cli.main import main
+from webshop_gym.cli.app import main
 
 
 def test_spare_slots_are_idle_from_reset(default_shop):

@@ -138,7 +138,7 @@ def test_rollout_needs_eval_mode(default_shop):
 
 
 def test_cli(tmp_path, capsys):
-    from webshop_gym.cli.main import main
+    from webshop_gym.cli.app import main
 
     out = tmp_path / "result.json"
     assert main(["eval", "--policy", "rule", "--num-envs", "8", "--num-goals", "16", "--json", str(out), "--episodes", "--quiet"]) == 0

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from webshop_gym import WebShopEnv
-from webshop_gym.cli.main import main
+from webshop_gym.cli.app import main
 from webshop_gym.runs.log import (
     LogError,
     RecordTrajectory,

@@ -13,7 +13,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 from tests.runs.conftest import NUM_GOALS
-from webshop_gym.cli.main import main
+from webshop_gym.cli.app import main
 from webshop_gym.runs.report import build_report, tables
 from webshop_gym.runs.run import CAUSES, load_run
 from webshop_gym.runs.stats import bootstrap_ci, paired, sign_test

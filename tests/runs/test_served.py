@@ -200,7 +200,7 @@ def test_resume_plays_only_missing_and_errored(tmp_path, default_shop, capsys):
 def test_ctrl_c_loses_nothing_and_resume_finishes_the_run(tmp_path, capsys):
     out, reference = tmp_path / "run.jsonl", tmp_path / "ref.jsonl"
     with ChatServer(latency=0.15) as server:
-        argv = [sys.executable, "-m", "webshop_gym.cli.main", "eval", "--policy", "openai:scripted", "--base-url", server.url,
+        argv = [sys.executable, "-m", "webshop_gym.cli", "eval", "--policy", "openai:scripted", "--base-url", server.url,
                 "--num-goals", "40", "--concurrency", "4", "--out", str(out), "--quiet"]
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -165,7 +165,7 @@ def test_processes_and_workers_stay_jvm_free_and_quiet(default_shop):
 
 def test_data_index_command_builds_index_and_postings(tmp_path, monkeypatch, capsys):
     from tests.helpers import product, write_shop
-    from webshop_gym.cli.main import main
+    from webshop_gym.cli.app import main
     from webshop_gym.data.catalog import load_catalog
 
     monkeypatch.setenv("WEBSHOP_GYM_CACHE", str(tmp_path / "cache"))

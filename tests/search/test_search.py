@@ -114,7 +114,7 @@ def test_index_build_is_atomic_and_repairs_damage(tmp_path, monkeypatch):
 
 _START = (
     "import sys\n"
-    "from webshop_gym import _java\n"
+    "from webshop_gym.search import java as _java\n"
     "from webshop_gym.error import Error\n"
     "try:\n"
     "    _java.start()\n"

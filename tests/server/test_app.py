@@ -17,7 +17,7 @@ from webshop_gym.server import DEFAULTS, create_app
 from webshop_gym.server.cli import config_from_args
 
 from tests.helpers import default_sigint
-from webshop_gym.cli.main import build_parser
+from webshop_gym.cli.app import build_parser
 
 
 def test_defaults_are_safe(default_shop):
@@ -89,7 +89,7 @@ def test_serve_flags_and_defaults(tmp_path):
     (["--agentgym-max-envs", "x"], "argument --agentgym-max-envs: must be a positive integer"),
 ])
 def test_bad_serve_flags_are_one_line_errors(tmp_path, capsys, flags, message):
-    from webshop_gym.cli.main import main
+    from webshop_gym.cli.app import main
 
     file = tmp_path / "a-file"
     file.write_text("x", encoding="utf-8")
@@ -103,7 +103,7 @@ def test_bad_serve_flags_are_one_line_errors(tmp_path, capsys, flags, message):
 
 
 def test_command_line_does_not_import_flask():
-    code = ("import sys, webshop_gym.cli.main as c; c.build_parser().parse_args(['serve', '--port', '1']); "
+    code = ("import sys, webshop_gym.cli.app as c; c.build_parser().parse_args(['serve', '--port', '1']); "
             "print('flask' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr

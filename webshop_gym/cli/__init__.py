@@ -6,6 +6,6 @@ imports it.  ``python -m webshop_gym.cli`` is the same as ``webshop-gym``.
 
 from __future__ import annotations
 
-from webshop_gym.cli.main import main
+from webshop_gym.cli.app import main
 
 __all__ = ["main"]

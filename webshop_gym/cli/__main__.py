@@ -2,6 +2,6 @@
 
 import sys
 
-from webshop_gym.cli.main import main
+from webshop_gym.cli.app import main
 
 sys.exit(main())

@@ -21,7 +21,7 @@ from webshop_gym.runs.served import parse_shard
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``webshop-gym eval``."""
     from webshop_gym.cli import argtypes as types
-    from webshop_gym.cli.main import add_shop_arguments
+    from webshop_gym.cli.app import add_shop_arguments
 
     parser.add_argument("--policy", default="rule", metavar="NAME", type=policy_spec,
                         help="random, rule, oracle, hf:PATH (a local Hugging Face model folder) or openai:MODEL "

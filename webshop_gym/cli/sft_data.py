@@ -12,7 +12,7 @@ from webshop_gym.runs.demos import make_demos, write_demos
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``webshop-gym demos``."""
     from webshop_gym.cli import argtypes as types
-    from webshop_gym.cli.main import add_shop_arguments
+    from webshop_gym.cli.app import add_shop_arguments
 
     parser.add_argument("--policy", default="oracle", choices=["oracle", "rule"], help="teacher policy (default oracle)")
     parser.add_argument("-n", "--num-goals", type=types.at_most(types.positive_int, types.MAX_COUNT), metavar="N",
