@@ -24,7 +24,7 @@ class BindError(Error, OSError):
 
 
 def _max_envs(text: str) -> int:
-    from .app import MAX_ENVS
+    from webshop_gym.integrations.openenv.app import MAX_ENVS
 
     value = types.positive_int(text)
     if value > MAX_ENVS:
@@ -34,7 +34,11 @@ def _max_envs(text: str) -> int:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the ``openenv`` flags to ``parser``."""
-    from .app import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_ENVS, MAX_ENVS
+    from webshop_gym.integrations.openenv.app import (
+        DEFAULT_IDLE_TIMEOUT,
+        DEFAULT_MAX_ENVS,
+        MAX_ENVS,
+    )
 
     parser.add_argument("--shop", metavar="DIR", type=types.existing_dir,
                         help="shop directory in the reference format (default: the embedded shop)")
@@ -69,7 +73,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Load the shop, bind the port, print the URL and serve until interrupted."""
-    from .app import create_app, serve
+    from webshop_gym.integrations.openenv.app import create_app, serve
 
     app = create_app(args.shop, goals=args.goals, human_goals=args.human_goals, price_seed=args.price_seed,
                      max_envs=args.max_envs, max_steps=args.max_steps or None,
