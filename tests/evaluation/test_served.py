@@ -225,3 +225,25 @@ def test_ctrl_c_loses_nothing_and_resume_finishes_the_run(tmp_path, capsys):
     assert _episodes(out) == _episodes(reference)
     assert [e.goal_index for e in read_log(out).episodes] == list(range(40))
     capsys.readouterr()
+
+
+def test_python_resume_and_a_malformed_accounting_field(tmp_path, default_shop):
+    from webshop_gym.recorder import LogError
+
+    out = tmp_path / "run.jsonl"
+    with ChatServer() as server:
+        policy = OpenAIPolicy("scripted", base_url=server.url, concurrency=3)
+        first = evaluate(policy, shop=default_shop, num_goals=5, out=out)
+        lines = out.read_text().splitlines()
+        # drop the summary and the last two episodes, as an interrupted run would have left the file
+        starts = [i for i, line in enumerate(lines) if '"type": "episode"' in line]
+        out.write_text("\n".join(lines[: starts[3]]) + "\n")
+        asked = len(server.requests)
+        again = evaluate(policy, shop=default_shop, num_goals=5, out=out, resume=True)
+        assert again["resumed"] == {"kept": 3, "played": 2} and len(server.requests) - asked == 2 * 3
+        assert again["score"] == first["score"] and again["tokens"] == first["tokens"]
+        policy.close()
+    text = out.read_text().replace('"errored": false', '"errored": "no"', 1)
+    out.write_text(text)
+    with pytest.raises(LogError, match="'errored' must be a boolean, got a string"):
+        read_log(out)
