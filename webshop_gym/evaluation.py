@@ -494,7 +494,8 @@ def format_table(result: dict) -> str:
         from webshop_gym.concurrent_eval import accounting_rows
 
         rows += accounting_rows(result)
-    rows.append(("wall time", f"{result['wall_s']:.1f} s ({_fmt(result.get('steps_per_s'), 0)} steps/s, {result['num_envs']} envs)"))
+    slots = f"{result['concurrency']} in flight" if "concurrency" in result else f"{result['num_envs']} envs"
+    rows.append(("wall time", f"{result['wall_s']:.1f} s ({_fmt(result.get('steps_per_s'), 0)} steps/s, {slots})"))
     if result.get("run_file"):
         rows.append(("run file", f"{result['run_file']} (webshop-gym replay / report / serve --runs)"))
     width = max(len(k) for k, _ in rows)
