@@ -59,14 +59,14 @@ def _fast_backoff(monkeypatch):
 
 def test_a_run_with_faults_loses_nothing_and_counts_every_token(tmp_path, capsys):
     out = tmp_path / "run.jsonl"
-    faults = {"429": 0.08, "500": 0.08, "malformed": 0.05, "drop": 0.05}
-    with ChatServer(faults=faults, retry_after="0.01") as server:
-        assert _eval(server, out, "--json", str(tmp_path / "r.json")) == 0
+    faults = {"429": 0.08, "500": 0.08, "malformed": 0.05, "drop": 0.05, "timeout": 0.03}
+    with ChatServer(faults=faults, retry_after="0.01", hang=0.6) as server:
+        assert _eval(server, out, "--json", str(tmp_path / "r.json"), "--timeout", "0.3") == 0
         prompt, completion = server.usage_sums()
         injected = sum(server.injected.values())
         received = len(server.requests)
     result = json.loads((tmp_path / "r.json").read_text())
-    assert injected > 0 and result["errored"] == 0
+    assert all(server.injected[f] > 0 for f in faults) and result["errored"] == 0
     assert result["counts"]["episodes"] == 24 and result["goals"] == [0, 24]
     assert result["tokens"]["prompt"] == prompt and result["tokens"]["completion"] == completion
     assert result["requests"] == received and result["retries"] == injected
@@ -247,3 +247,21 @@ def test_python_resume_and_a_malformed_accounting_field(tmp_path, default_shop):
     out.write_text(text)
     with pytest.raises(LogError, match="'errored' must be a boolean, got a string"):
         read_log(out)
+
+
+def test_empty_answers_are_invalid_actions_and_missing_usage_is_unknown(tmp_path, capsys):
+    def answer(messages):
+        return "" if len(messages) == 4 else None if len(messages) == 6 else "<answer>search[shoes]</answer>"
+
+    out = tmp_path / "run.jsonl"
+    with ChatServer(answer=answer, usage=False) as server:
+        assert _eval(server, out, "--max-steps", "3", "--json", str(tmp_path / "r.json"), goals=3) == 0
+    result = json.loads((tmp_path / "r.json").read_text())
+    assert result["errored"] == 0 and result["counts"]["episodes"] == 3
+    assert result["counts"]["invalid_actions"] == 6 and result["counts"]["truncated"] == 3
+    assert result["tokens"] == {"prompt": 0, "completion": 0, "total": 0, "per_episode": 0.0, "unknown": 3}
+    steps = [s for e in read_log(out).episodes for s in e.steps]
+    assert [s["model"]["reason"] for s in steps[:3]] == ["", "empty answer", "empty answer"]
+    assert all(s["usage"] == {"prompt_tokens": None, "completion_tokens": None} for s in steps)
+    assert all(e.record["tokens"] == {"prompt": None, "completion": None} for e in read_log(out).episodes)
+    assert "3 episodes without usage from the server" in capsys.readouterr().out
