@@ -100,6 +100,42 @@ def run_once(url: str, shop, goals: int, concurrency: int, latency: float, serve
             "server_ms_per_turn": round(server_cpu * ms, 3), "run_file_mb": round(size / 1e6, 2)}
 
 
+def loop_only(shop, goals: int, concurrency: int) -> dict:
+    """Our part alone: the same loop with a policy that answers at once (the scripted answer, no HTTP)."""
+    sys.path.insert(0, str(ROOT))
+    from tests.openai_server import scripted_answer
+    from webshop_gym.adapters.openai import Call, Decision, Session
+    from webshop_gym.adapters.prompts import Turn, admissible_actions, make_prompt
+    from webshop_gym.evaluation import evaluate
+
+    class Instant:
+        name, model = "instant", "instant"
+        prompt = make_prompt("think-answer")
+        settings = {"model": "instant"}
+
+        def new_session(self, info, seed=0):
+            return Session(int(info["goal_index"]), seed)
+
+        def decide(self, session, obs, info):
+            messages = self.prompt.messages(obs, info, session.turns)
+            text = scripted_answer(messages)
+            admissible = admissible_actions(info)
+            parsed = self.prompt.parse_detailed(text, admissible)
+            session.turns.append(Turn(obs, parsed.action, text, tuple(admissible)))
+            return Decision(parsed.action, parsed, Call(text=text, prompt_tokens=1, completion_tokens=1, requests=1))
+
+    evaluate(Instant(), shop=shop, num_goals=goals, concurrency=concurrency, keep_episodes=False)  # warm
+    with tempfile.TemporaryDirectory() as folder:
+        main0, cpu0, started = time.thread_time(), time.process_time(), time.perf_counter()
+        result = evaluate(Instant(), shop=shop, num_goals=goals, concurrency=concurrency, keep_episodes=False,
+                          out=Path(folder) / "run.jsonl")
+        wall, main_cpu, cpu = time.perf_counter() - started, time.thread_time() - main0, time.process_time() - cpu0
+    turns = result["counts"]["steps"]
+    return {"concurrency": concurrency, "goals": goals, "turns": turns, "wall_s": round(wall, 2),
+            "main_thread_ms_per_turn": round(1000 * main_cpu / turns, 3),
+            "process_ms_per_turn": round(1000 * cpu / turns, 3), "turns_per_s": round(turns / wall)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--latency", type=float, default=0.2)
@@ -107,11 +143,22 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 64, 256])
     parser.add_argument("--full", action="store_true", help="500 goals at concurrency 1 too (300 s at 200 ms)")
     parser.add_argument("--name", default="served_eval")
+    parser.add_argument("--loop-only", action="store_true",
+                        help="only our part: the loop with a policy that answers at once (no server, no HTTP)")
     args = parser.parse_args()
     from webshop_gym import load_shop
     from webshop_gym.adapters import OpenAIPolicy
 
     shop = load_shop(progress=False)
+    if args.loop_only:
+        rows = [loop_only(shop, args.goals, c) for c in args.concurrency]
+        load = os.getloadavg()[0]
+        print(f"our part alone (prompt, parse, engine, run file; no HTTP), load average {load:.1f} on "
+              f"{os.cpu_count()} cores")
+        print(table(rows, ["concurrency", "goals", "turns", "wall_s", "turns_per_s", "main_thread_ms_per_turn",
+                           "process_ms_per_turn"]))
+        print(f"wrote {save(args.name + '_loop', {'rows': rows, 'load_average': load})}")
+        return
     proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "openai_server.py"), "--latency", str(args.latency)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
