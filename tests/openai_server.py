@@ -79,6 +79,7 @@ class ChatServer:
         self.rng = np.random.default_rng(seed)
         self.lock = threading.Lock()
         self.requests: list[dict] = []  # every chat request received (body)
+        self.keys: list[str | None] = []  # the Authorization header of each
         self.responses: list[dict] = []  # every successful answer: content and usage sent
         self.injected: dict[str, int] = dict.fromkeys(FAULTS, 0)
         self.in_flight = 0
@@ -176,6 +177,7 @@ def _handler(owner: ChatServer):
                 return
             with owner.lock:
                 owner.requests.append(body)
+                owner.keys.append(self.headers.get("Authorization"))
                 owner.in_flight += 1
                 owner.max_in_flight = max(owner.max_in_flight, owner.in_flight)
             try:

@@ -265,3 +265,21 @@ def test_empty_answers_are_invalid_actions_and_missing_usage_is_unknown(tmp_path
     assert all(s["usage"] == {"prompt_tokens": None, "completion_tokens": None} for s in steps)
     assert all(e.record["tokens"] == {"prompt": None, "completion": None} for e in read_log(out).episodes)
     assert "3 episodes without usage from the server" in capsys.readouterr().out
+
+
+def test_the_key_comes_from_the_variable_named(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MY_PROVIDER_KEY", "sk-test-123")
+    with ChatServer() as server:
+        assert _eval(server, tmp_path / "r.jsonl", "--api-key-env", "MY_PROVIDER_KEY", goals=1) == 0
+        assert set(server.keys) == {"Bearer sk-test-123"}
+        assert _eval(server, tmp_path / "r.jsonl", "--api-key-env", "NOT_SET_ANYWHERE", goals=1) == 2
+    assert capsys.readouterr().err.strip().endswith(
+        "error: --api-key-env: the environment variable 'NOT_SET_ANYWHERE' is not set")
+
+
+def test_without_the_openai_package_one_line_with_the_pip_command(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "openai", None)  # import openai raises ImportError
+    assert main(["eval", "--policy", "openai:m", "--base-url", "http://127.0.0.1:9/v1", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("webshop-gym eval: error: the served-model policy needs the openai client")
+    assert err.endswith("install it with `pip install 'webshop-gym[openai]'`") and "\n" not in err
