@@ -283,3 +283,12 @@ def test_without_the_openai_package_one_line_with_the_pip_command(monkeypatch, c
     err = capsys.readouterr().err.strip()
     assert err.startswith("webshop-gym eval: error: the served-model policy needs the openai client")
     assert err.endswith("install it with `pip install 'webshop-gym[openai]'`") and "\n" not in err
+
+
+def test_demos_by_name_with_the_base_url_from_the_environment(default_shop, monkeypatch):
+    from webshop_gym.demos import make_demos
+
+    with ChatServer() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        demos = make_demos(shop=default_shop, policy="openai:scripted", n=3, num_envs=3, min_reward=0.0)
+        assert demos.counts["trajectories_kept"] == 3 and len(server.requests) == 9
