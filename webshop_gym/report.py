@@ -292,6 +292,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=types.seed, default=0, help="seed of the bootstrap (default 0)")
     parser.add_argument("--title", default=None, help="the report's title")
     parser.add_argument("--no-plots", action="store_true", help="tables only (no matplotlib needed)")
+    parser.add_argument("--merged", metavar="RUN.jsonl", type=types.output_file,
+                        help="also write the shard files given (eval --shard i/n, all n of one evaluation) as one "
+                             "run file, for replay and serve --runs")
     parser.add_argument("--price-input", metavar="USD", type=types.non_negative_float,
                         help="price per million prompt tokens: served models' runs show their cost")
     parser.add_argument("--price-output", metavar="USD", type=types.non_negative_float,
@@ -312,6 +315,11 @@ def run(args: argparse.Namespace) -> int:
     fmt = args.format or ("md" if args.out and Path(args.out).suffix.lower() in (".md", ".markdown") else "html")
     report = build_report(args.runs, resamples=args.bootstrap, seed=args.seed, title=args.title,
                           price_input=args.price_input, price_output=args.price_output)
+    if args.merged:
+        from webshop_gym.run_shards import merge_shards
+
+        merge_shards(args.runs, args.merged)
+        print(f"webshop-gym report: wrote the merged run {args.merged}", file=sys.stderr)
     plots: dict[str, bytes] | None = None
     if not args.no_plots and (fmt == "html" or args.out):
         from webshop_gym.report_plots import draw_all
