@@ -391,10 +391,13 @@ def evaluate_served(
     todo = goals
     writer = None
     try:
-        if resume and out is not None and Path(out).is_file():
-            kept, todo = _prepare_resume(out, shop, goals, settings)
+        plan = _resume_plan(out, shop, goals, settings) if resume and Path(out).is_file() else None
+        if plan is not None:
+            todo = [g for g in goals if g not in plan]
         if check and todo and callable(getattr(agent, "check", None)):
-            agent.check()
+            agent.check()  # before the file is touched
+        if plan is not None:
+            kept = _keep_only(out, goals, plan)
         started = time.perf_counter()
         stats: dict = {}
         if out is not None:
@@ -483,8 +486,8 @@ def _compare_header(path, header: dict, shop, settings: dict, goals: list[int]) 
                                  f"{mine.get(key)!r} (same settings, or another --out)")
 
 
-def _prepare_resume(path, shop, goals: list[int], settings: dict) -> tuple[list[dict], list[int]]:
-    """Check the run line, keep the finished episodes, rewrite the file with only them; return (kept, to play)."""
+def _resume_plan(path, shop, goals: list[int], settings: dict) -> dict[int, Any]:
+    """Check the run line; return the finished, not errored episodes of ``goals`` by goal."""
     from webshop_gym.runs import load_run
 
     run = load_run(path, require_episodes=False)
@@ -497,7 +500,11 @@ def _prepare_resume(path, shop, goals: list[int], settings: dict) -> tuple[list[
         else:
             keep.pop(episode.goal_index, None)
     wanted = set(goals)
-    keep = {g: e for g, e in keep.items() if g in wanted}
+    return {g: e for g, e in keep.items() if g in wanted}
+
+
+def _keep_only(path, goals: list[int], keep: dict[int, Any]) -> list[dict]:
+    """Rewrite the run file with only the episodes kept (goal order); return their records."""
     lines = _episode_lines(path)
     tmp = Path(str(path) + ".tmp")
     with open(tmp, "w", encoding="utf-8") as handle:
@@ -509,8 +516,7 @@ def _prepare_resume(path, shop, goals: list[int], settings: dict) -> tuple[list[
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(tmp, path)
-    kept = [keep[g].record() for g in goals if g in keep]
-    return kept, [g for g in goals if g not in keep]
+    return [keep[g].record() for g in goals if g in keep]
 
 
 def _episode_lines(path) -> dict[str, list[str]]:

@@ -181,7 +181,12 @@ def test_resume_plays_only_missing_and_errored(tmp_path, default_shop, capsys):
     out, reference = tmp_path / "run.jsonl", tmp_path / "ref.jsonl"
     with ChatServer(fail_when=default_shop.goals.instruction[3]) as server:
         assert _eval(server, out, "--max-retries", "0", goals=10) == 0
+        gone = server.url
     assert [e.goal_index for e in load_run(out).episodes if e.errored] == [3]
+    before = out.read_text()
+    assert main(["eval", "--policy", "openai:scripted", "--base-url", gone, "--num-goals", "10", "--out", str(out),
+                 "--resume", "--quiet"]) == 2  # the server is gone: the file is not touched
+    assert out.read_text() == before and "cannot reach" in capsys.readouterr().err
     with ChatServer() as server:
         assert _eval(server, out, "--resume", goals=10) == 0
         played = {r["messages"][1]["content"].split("\n")[0] for r in server.requests}
