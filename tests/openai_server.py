@@ -79,6 +79,7 @@ class ChatServer:
         self.rng = np.random.default_rng(seed)
         self.lock = threading.Lock()
         self.requests: list[dict] = []  # every chat request received (body)
+        self.keys: list[str | None] = []  # the Authorization header of each
         self.responses: list[dict] = []  # every successful answer: content and usage sent
         self.injected: dict[str, int] = dict.fromkeys(FAULTS, 0)
         self.in_flight = 0
@@ -142,6 +143,9 @@ def _count_tokens(messages: list[dict]) -> int:
 def _handler(owner: ChatServer):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # headers and body go out in two writes: with Nagle's algorithm the body would wait for
+        # the client's delayed ACK of the headers (~40 ms per request), as no real server does
+        disable_nagle_algorithm = True
 
         def log_message(self, *args) -> None:  # quiet
             pass
@@ -173,6 +177,7 @@ def _handler(owner: ChatServer):
                 return
             with owner.lock:
                 owner.requests.append(body)
+                owner.keys.append(self.headers.get("Authorization"))
                 owner.in_flight += 1
                 owner.max_in_flight = max(owner.max_in_flight, owner.in_flight)
             try:
@@ -233,3 +238,21 @@ def _handler(owner: ChatServer):
             self._json(200, reply)
 
     return Handler
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve until stdin closes (benchmarks run the server in its own process): ``python tests/openai_server.py``."""
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(description="A local OpenAI-compatible chat server with a scripted policy.")
+    parser.add_argument("--latency", type=float, default=0.2, help="seconds per request (default 0.2)")
+    parser.add_argument("--model", default="scripted", help="the model name served (default scripted)")
+    args = parser.parse_args(argv)
+    with ChatServer(models=[args.model], latency=args.latency) as server:
+        print(server.url, flush=True)
+        sys.stdin.read()  # until the parent closes it
+
+
+if __name__ == "__main__":
+    main()

@@ -17,7 +17,7 @@ pytest.importorskip("openai", reason="pip install 'webshop-gym[openai]' to run t
 
 from tests.openai_server import ChatServer  # noqa: E402
 from webshop_gym.agents import OpenAIPolicy  # noqa: E402
-from webshop_gym.cli import main  # noqa: E402
+from webshop_gym.cli.app import main  # noqa: E402
 from webshop_gym.runs.evaluation import evaluate  # noqa: E402
 from webshop_gym.runs.log import read_log  # noqa: E402
 from webshop_gym.runs.replay import replay  # noqa: E402
@@ -60,14 +60,14 @@ def _fast_backoff(monkeypatch):
 
 def test_a_run_with_faults_loses_nothing_and_counts_every_token(tmp_path, capsys):
     out = tmp_path / "run.jsonl"
-    faults = {"429": 0.08, "500": 0.08, "malformed": 0.05, "drop": 0.05}
-    with ChatServer(faults=faults, retry_after="0.01") as server:
-        assert _eval(server, out, "--json", str(tmp_path / "r.json")) == 0
+    faults = {"429": 0.08, "500": 0.08, "malformed": 0.05, "drop": 0.05, "timeout": 0.03}
+    with ChatServer(faults=faults, retry_after="0.01", hang=0.6) as server:
+        assert _eval(server, out, "--json", str(tmp_path / "r.json"), "--timeout", "0.3") == 0
         prompt, completion = server.usage_sums()
         injected = sum(server.injected.values())
         received = len(server.requests)
     result = json.loads((tmp_path / "r.json").read_text())
-    assert injected > 0 and result["errored"] == 0
+    assert all(server.injected[f] > 0 for f in faults) and result["errored"] == 0
     assert result["counts"]["episodes"] == 24 and result["goals"] == [0, 24]
     assert result["tokens"]["prompt"] == prompt and result["tokens"]["completion"] == completion
     assert result["requests"] == received and result["retries"] == injected
@@ -182,7 +182,12 @@ def test_resume_plays_only_missing_and_errored(tmp_path, default_shop, capsys):
     out, reference = tmp_path / "run.jsonl", tmp_path / "ref.jsonl"
     with ChatServer(fail_when=default_shop.goals.instruction[3]) as server:
         assert _eval(server, out, "--max-retries", "0", goals=10) == 0
+        gone = server.url
     assert [e.goal_index for e in load_run(out).episodes if e.errored] == [3]
+    before = out.read_text()
+    assert main(["eval", "--policy", "openai:scripted", "--base-url", gone, "--num-goals", "10", "--out", str(out),
+                 "--resume", "--quiet"]) == 2  # the server is gone: the file is not touched
+    assert out.read_text() == before and "cannot reach" in capsys.readouterr().err
     with ChatServer() as server:
         assert _eval(server, out, "--resume", goals=10) == 0
         played = {r["messages"][1]["content"].split("\n")[0] for r in server.requests}
@@ -226,3 +231,70 @@ def test_ctrl_c_loses_nothing_and_resume_finishes_the_run(tmp_path, capsys):
     assert _episodes(out) == _episodes(reference)
     assert [e.goal_index for e in read_log(out).episodes] == list(range(40))
     capsys.readouterr()
+
+
+def test_python_resume_and_a_malformed_accounting_field(tmp_path, default_shop):
+    from webshop_gym.runs.log import LogError
+
+    out = tmp_path / "run.jsonl"
+    with ChatServer() as server:
+        policy = OpenAIPolicy("scripted", base_url=server.url, concurrency=3)
+        first = evaluate(policy, shop=default_shop, num_goals=5, out=out)
+        lines = out.read_text().splitlines()
+        # drop the summary and the last two episodes, as an interrupted run would have left the file
+        starts = [i for i, line in enumerate(lines) if '"type": "episode"' in line]
+        out.write_text("\n".join(lines[: starts[3]]) + "\n")
+        asked = len(server.requests)
+        again = evaluate(policy, shop=default_shop, num_goals=5, out=out, resume=True)
+        assert again["resumed"] == {"kept": 3, "played": 2} and len(server.requests) - asked == 2 * 3
+        assert again["score"] == first["score"] and again["tokens"] == first["tokens"]
+        policy.close()
+    text = out.read_text().replace('"errored": false', '"errored": "no"', 1)
+    out.write_text(text)
+    with pytest.raises(LogError, match="'errored' must be a boolean, got a string"):
+        read_log(out)
+
+
+def test_empty_answers_are_invalid_actions_and_missing_usage_is_unknown(tmp_path, capsys):
+    def answer(messages):
+        return "" if len(messages) == 4 else None if len(messages) == 6 else "<answer>search[shoes]</answer>"
+
+    out = tmp_path / "run.jsonl"
+    with ChatServer(answer=answer, usage=False) as server:
+        assert _eval(server, out, "--max-steps", "3", "--json", str(tmp_path / "r.json"), goals=3) == 0
+    result = json.loads((tmp_path / "r.json").read_text())
+    assert result["errored"] == 0 and result["counts"]["episodes"] == 3
+    assert result["counts"]["invalid_actions"] == 6 and result["counts"]["truncated"] == 3
+    assert result["tokens"] == {"prompt": 0, "completion": 0, "total": 0, "per_episode": 0.0, "unknown": 3}
+    steps = [s for e in read_log(out).episodes for s in e.steps]
+    assert [s["model"]["reason"] for s in steps[:3]] == ["", "empty answer", "empty answer"]
+    assert all(s["usage"] == {"prompt_tokens": None, "completion_tokens": None} for s in steps)
+    assert all(e.record["tokens"] == {"prompt": None, "completion": None} for e in read_log(out).episodes)
+    assert "3 episodes without usage from the server" in capsys.readouterr().out
+
+
+def test_the_key_comes_from_the_variable_named(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MY_PROVIDER_KEY", "sk-test-123")
+    with ChatServer() as server:
+        assert _eval(server, tmp_path / "r.jsonl", "--api-key-env", "MY_PROVIDER_KEY", goals=1) == 0
+        assert set(server.keys) == {"Bearer sk-test-123"}
+        assert _eval(server, tmp_path / "r.jsonl", "--api-key-env", "NOT_SET_ANYWHERE", goals=1) == 2
+    assert capsys.readouterr().err.strip().endswith(
+        "error: --api-key-env: the environment variable 'NOT_SET_ANYWHERE' is not set")
+
+
+def test_without_the_openai_package_one_line_with_the_pip_command(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "openai", None)  # import openai raises ImportError
+    assert main(["eval", "--policy", "openai:m", "--base-url", "http://127.0.0.1:9/v1", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("webshop-gym eval: error: the served-model policy needs the openai client")
+    assert err.endswith("install it with `pip install 'webshop-gym[openai]'`") and "\n" not in err
+
+
+def test_demos_by_name_with_the_base_url_from_the_environment(default_shop, monkeypatch):
+    from webshop_gym.runs.demos import make_demos
+
+    with ChatServer() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        demos = make_demos(shop=default_shop, policy="openai:scripted", n=3, num_envs=3, min_reward=0.0)
+        assert demos.counts["trajectories_kept"] == 3 and len(server.requests) == 9

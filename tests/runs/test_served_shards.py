@@ -10,7 +10,7 @@ pytest.importorskip("openai", reason="pip install 'webshop-gym[openai]' to run t
 
 from tests.evaluation.test_served import _episodes, _eval  # noqa: E402
 from tests.openai_server import ChatServer  # noqa: E402
-from webshop_gym.cli import main  # noqa: E402
+from webshop_gym.cli.app import main  # noqa: E402
 from webshop_gym.runs.replay import replay  # noqa: E402
 from webshop_gym.runs.report import build_report, tables  # noqa: E402
 from webshop_gym.runs.run import load_run  # noqa: E402
@@ -84,3 +84,15 @@ def test_report_counts_errored_episodes_apart(tmp_path, default_shop, capsys):
     assert served[1] == "1 of 6"
     assert report.rows[0].figures["episodes"] == 5
     capsys.readouterr()
+
+
+def test_report_writes_the_merged_run(shard_runs, tmp_path, capsys):
+    folder, _ = shard_runs
+    merged = tmp_path / "merged.jsonl"
+    shards = [str(folder / f"qwen.{i}.jsonl") for i in range(3)]
+    assert main(["report", *shards, "--merged", str(merged), "--no-plots", "--bootstrap", "100", "--format", "md"]) == 0
+    assert _episodes(merged) == _episodes(folder / "whole.jsonl")
+    assert main(["report", str(folder / "qwen.0.jsonl"), str(folder / "whole.jsonl"), "--merged", str(merged),
+                 "--no-plots", "--bootstrap", "100", "--format", "md"]) == 2
+    assert capsys.readouterr().err.strip().endswith(
+        "error: cannot merge: only shards of one evaluation (eval --shard i/n, same settings) can be merged")

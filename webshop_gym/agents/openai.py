@@ -295,7 +295,7 @@ class OpenAIPolicy:
             return base * (0.5 + 0.5 * float(self._rng.random()))
 
     def request_body(self, messages: list[dict], seed: int | None = None) -> dict:
-        """The keyword arguments of one ``chat.completions.create`` call."""
+        """The JSON body of one ``POST /chat/completions`` request."""
         body: dict[str, Any] = {"model": self.model, "messages": messages, "max_tokens": self.max_new_tokens,
                                 "temperature": self.temperature}
         if self.temperature > 0:
@@ -304,13 +304,9 @@ class OpenAIPolicy:
                 body["seed"] = int(seed) % 2**31
         if self.stop and self.prompt.stop:
             body["stop"] = list(self.prompt.stop)
-        extra = dict(self.request_options)
-        known = {k: extra.pop(k) for k in list(extra) if k in body or k in ("max_completion_tokens", "n", "user")}
-        body.update(known)
-        if "max_completion_tokens" in body:
+        body.update(self.request_options)
+        if "max_completion_tokens" in self.request_options:
             body.pop("max_tokens", None)
-        if extra:
-            body["extra_body"] = extra
         return body
 
     def complete(self, messages: list[dict], seed: int | None = None) -> Call:
@@ -318,12 +314,15 @@ class OpenAIPolicy:
         openai = require_openai()
         call = Call()
         body = self.request_body(messages, seed)
+        # The body goes as ``extra_body`` (merged last, as sent): the client's type-directed
+        # transform of the messages would cost more CPU than everything else of a turn together.
+        model = body.pop("model")
         started = time.perf_counter()
         attempt = 0
         while True:
             call.requests += 1
             try:
-                raw = self.client.chat.completions.with_raw_response.create(**body)
+                raw = self.client.chat.completions.with_raw_response.create(model=model, messages=[], extra_body=body)
                 self._read(raw.http_response.content, call)
                 break
             except _Retryable as exc:

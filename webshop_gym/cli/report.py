@@ -27,6 +27,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=types.seed, default=0, metavar="SEED", help="seed of the bootstrap (default 0)")
     parser.add_argument("--title", default=None, metavar="TEXT", help="the report's title")
     parser.add_argument("--no-plots", action="store_true", help="tables only (no matplotlib needed)")
+    parser.add_argument("--merged", metavar="RUN.jsonl", type=types.output_file,
+                        help="also write the shard files given (eval --shard i/n, all n of one evaluation) as one "
+                             "run file, for replay and serve --runs")
     parser.add_argument("--price-input", metavar="USD", type=types.non_negative_float,
                         help="price per million prompt tokens: served models' runs show their cost")
     parser.add_argument("--price-output", metavar="USD", type=types.non_negative_float,
@@ -64,6 +67,11 @@ def run(args: argparse.Namespace) -> int:
         raise Error("an HTML report goes to a file: pass --out FILE.html (or redirect stdout)")
     report = build_report(args.runs, resamples=args.bootstrap, seed=args.seed, title=args.title,
                           price_input=args.price_input, price_output=args.price_output, viewer=args.viewer_url or None)
+    if args.merged:
+        from webshop_gym.runs.shards import merge_shards
+
+        merge_shards(args.runs, args.merged)
+        print(f"webshop-gym report: wrote the merged run {args.merged}", file=sys.stderr)
     if args.csv or args.jsonl:
         write_episodes(report, csv_path=args.csv, jsonl_path=args.jsonl)
     plots: dict[str, bytes] | None = None

@@ -15,7 +15,8 @@ order, each to one slot, until every slot is idle) and returns the figures paper
   SR over the others).
 
 Policies: a name (``random``, ``rule``, ``oracle``, ``hf:PATH`` for a local Hugging Face model
-directory), a zero-argument factory returning a per-slot policy (``reset(info)``,
+directory, ``openai:MODEL`` for a model behind an OpenAI-compatible endpoint, played with many
+episodes in flight by :mod:`webshop_gym.runs.served`), a zero-argument factory returning a per-slot policy (``reset(info)``,
 ``act(obs, info)``: one object per slot, reset whenever its slot starts an episode, i.e.
 ``info["steps"] == 0``), or a batch policy (``act_batch(observations, infos)``, e.g.
 :class:`~webshop_gym.agents.hf.HFPolicy`).  A policy with a ``seed_episode(seed)`` method is
@@ -59,6 +60,10 @@ def make_policy_factory(policy, shop=None, seed: int = 0, **hf_kwargs: Any):
     Returns:
         A zero-argument callable returning a per-slot policy, or a batch policy.
     """
+    if isinstance(policy, str) and policy.startswith("openai:"):  # a batch policy here; evaluate() runs it concurrently
+        from webshop_gym.runs.served import make_served_policy
+
+        return make_served_policy(policy, seed=seed, **hf_kwargs)
     if hf_kwargs and not (isinstance(policy, str) and policy.startswith("hf:")):
         raise TypeError(f"arguments {sorted(hf_kwargs)} only apply to hf:PATH policies, not {policy!r}")
     if hasattr(policy, "act_batch"):
@@ -500,7 +505,8 @@ def format_table(result: dict) -> str:
         from webshop_gym.runs.served import accounting_rows
 
         rows += accounting_rows(result)
-    rows.append(("wall time", f"{result['wall_s']:.1f} s ({_fmt(result.get('steps_per_s'), 0)} steps/s, {result['num_envs']} envs)"))
+    slots = f"{result['concurrency']} in flight" if "concurrency" in result else f"{result['num_envs']} envs"
+    rows.append(("wall time", f"{result['wall_s']:.1f} s ({_fmt(result.get('steps_per_s'), 0)} steps/s, {slots})"))
     if result.get("run_file"):
         rows.append(("run file", f"{result['run_file']} (webshop-gym replay / report / serve --runs)"))
     width = max(len(k) for k, _ in rows)

@@ -320,7 +320,10 @@ _STEP_FIELDS = {"episode": (str,), "step": (int,), "reward": (int, float), "term
 _OPTIONAL = {"instruction": (str,), "shop": (dict,), "max_steps": (int, _NONE), "observation": (str,),
              "observation_mode": (str,), "page": (str, _NONE), "reward_info": (dict,),
              "purchased_options": (dict,), "model": (dict, _NONE), "target": (dict,),
-             "category": (str, _NONE)}
+             "category": (str, _NONE),
+             # a served model's accounting (eval --policy openai:MODEL)
+             "errored": (bool,), "error": (str,), "usage": (dict, _NONE), "tokens": (dict,), "requests": (int,),
+             "retries": (int,), "latency_s": (int, float), "reasoning": (str, _NONE)}
 _SHOP_FIELDS = {"path": (str, _NONE), "goals": (str, _NONE), "human_goals": (bool,), "price_seed": (int, _NONE)}
 _NAMES = {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list",
           dict: "an object", _NONE: "null"}

@@ -145,8 +145,8 @@ class RunWriter:
             self._emit(self._held.pop(goal))
 
     def _emit(self, lines: list[str]) -> None:
-        for line in lines:
-            self.writer.write_line(line)
+        # one write per episode: Ctrl-C (raised between Python calls) never leaves half an episode
+        self.writer.write_line("\n".join(lines))
         self.written += 1
 
     def _lines(self, e: dict) -> list[str]:

@@ -185,9 +185,9 @@ def play(
     progress_bar = _Progress(len(goals), progress)
     in_flight = max_in_flight = engine_steps = 0
 
-    def submit(slot: int) -> None:
+    def submit(slot: int, info: dict | None = None) -> None:
         nonlocal in_flight, max_in_flight
-        info = engine.info(slot)
+        info = engine.info(slot) if info is None else info
         obs = engine.observe(slot)
         current[slot]["_obs"], current[slot]["_info"] = obs, info
         jobs.put((slot, sessions[slot], obs, info, tokens[slot]))
@@ -211,7 +211,7 @@ def play(
             sessions[slot] = policy.new_session(info, seed=episode_seed(seed, goal))
             current[slot] = {"goal_index": goal, "invalid_actions": 0, "trajectory": [], "errored": False,
                              "tokens": {"prompt": 0, "completion": 0}, "requests": 0, "retries": 0, "latency_s": 0.0}
-            submit(slot)
+            submit(slot, info)
 
     def finish(slot: int, episode: dict) -> None:
         episode.pop("_obs", None)
@@ -275,7 +275,7 @@ def play(
                     info = engine.info(slot)
                     episode["invalid_actions"] += int(bool(info.get("invalid_action")))
                     if not (terminated[k] or truncated[k]):
-                        submit(slot)
+                        submit(slot, info)
                         continue
                     reward = float(rewards[k]) if terminated[k] else 0.0
                     episode.update(reward=reward, success=bool(reward == 1.0), steps=int(info["steps"]),
@@ -352,8 +352,15 @@ def evaluate_served(
     Args:
         policy: ``"openai:MODEL"`` or an object with ``new_session`` and ``decide``.
         shop: a loaded :class:`~webshop_gym.shop.Shop`.
-        split, seed, max_steps, num_goals, observation_mode, progress, keep_episodes, out,
-            run_settings: as :func:`~webshop_gym.runs.evaluation.evaluate` takes them.
+        split: ``"test"``, ``"eval"``, ``"train"`` or ``"all"``/None.
+        seed: the run's seed (per-episode seeds of sampling requests).
+        max_steps: step cap per episode.
+        num_goals: only the first ``num_goals`` goals of the split.
+        observation_mode: what the policy sees.
+        progress: show a progress bar (stderr).
+        keep_episodes: include the per-goal records under ``"episodes_detail"``.
+        out: the run file.
+        run_settings: extra fields of the run line.
         concurrency: episodes in flight (default: the policy's ``concurrency``).
         resume: continue the run in ``out`` (see the module docstring).
         shard: ``(i, n)``: play only the ``i``-th of ``n`` blocks of the goals.
@@ -384,10 +391,13 @@ def evaluate_served(
     todo = goals
     writer = None
     try:
-        if resume and out is not None and Path(out).is_file():
-            kept, todo = _prepare_resume(out, shop, goals, settings)
+        plan = _resume_plan(out, shop, goals, settings) if resume and Path(out).is_file() else None
+        if plan is not None:
+            todo = [g for g in goals if g not in plan]
         if check and todo and callable(getattr(agent, "check", None)):
-            agent.check()
+            agent.check()  # before the file is touched
+        if plan is not None:
+            kept = _keep_only(out, goals, plan)
         started = time.perf_counter()
         stats: dict = {}
         if out is not None:
@@ -476,8 +486,8 @@ def _compare_header(path, header: dict, shop, settings: dict, goals: list[int]) 
                                  f"{mine.get(key)!r} (same settings, or another --out)")
 
 
-def _prepare_resume(path, shop, goals: list[int], settings: dict) -> tuple[list[dict], list[int]]:
-    """Check the run line, keep the finished episodes, rewrite the file with only them; return (kept, to play)."""
+def _resume_plan(path, shop, goals: list[int], settings: dict) -> dict[int, Any]:
+    """Check the run line; return the finished, not errored episodes of ``goals`` by goal."""
     from webshop_gym.runs.run import load_run
 
     run = load_run(path, require_episodes=False)
@@ -490,7 +500,11 @@ def _prepare_resume(path, shop, goals: list[int], settings: dict) -> tuple[list[
         else:
             keep.pop(episode.goal_index, None)
     wanted = set(goals)
-    keep = {g: e for g, e in keep.items() if g in wanted}
+    return {g: e for g, e in keep.items() if g in wanted}
+
+
+def _keep_only(path, goals: list[int], keep: dict[int, Any]) -> list[dict]:
+    """Rewrite the run file with only the episodes kept (goal order); return their records."""
     lines = _episode_lines(path)
     tmp = Path(str(path) + ".tmp")
     with open(tmp, "w", encoding="utf-8") as handle:
@@ -502,8 +516,7 @@ def _prepare_resume(path, shop, goals: list[int], settings: dict) -> tuple[list[
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(tmp, path)
-    kept = [keep[g].record() for g in goals if g in keep]
-    return kept, [g for g in goals if g not in keep]
+    return [keep[g].record() for g in goals if g in keep]
 
 
 def _episode_lines(path) -> dict[str, list[str]]:

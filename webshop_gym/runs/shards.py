@@ -113,7 +113,12 @@ def merge_shards(paths: Sequence[str | os.PathLike], out: str | os.PathLike) -> 
     from webshop_gym.runs.run import now_iso
 
     runs = [load_run(p) for p in paths]
-    merged, notes = merge_runs(runs)
+    try:
+        merged, notes = merge_runs(runs)
+    except ValueError as exc:
+        from webshop_gym.error import Error
+
+        raise Error(f"cannot merge: {exc}") from None
     if notes:
         from webshop_gym.error import Error
 
