@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.adapters.conftest import hf_stack, make_tiny_model, tiny_tokenizer  # noqa: F401  (HF run test)
+from tests.agents.conftest import hf_stack, make_tiny_model, tiny_tokenizer  # noqa: F401  (HF run test)
 from webshop_gym.cli import main
 from webshop_gym.runs.evaluation import evaluate
 from webshop_gym.runs.index import RunIndex
