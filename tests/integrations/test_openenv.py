@@ -370,7 +370,7 @@ def test_cli_rejects_bad_flags_in_one_line(capsys, flags, expected):
 def test_cli_help_and_add_parser():
     import argparse
 
-    from webshop_gym.integrations.openenv import cli
+    from webshop_gym.cli import openenv as cli
 
     parser = argparse.ArgumentParser(prog="x")
     cli.add_parser(parser.add_subparsers(dest="command"))

@@ -16,8 +16,8 @@ from webshop_gym.runs.log import (
     dumps_line,
     read_episodes,
     read_log,
-    replay,
 )
+from webshop_gym.runs.replay import replay
 
 SEPARATORS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029\r"
 
