@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from webshop_gym import WebShopVectorEnv
 from webshop_gym.cli.app import main
@@ -50,10 +51,13 @@ def test_cli_eval_more_slots_than_the_test_split(tmp_path):
     assert result["counts"]["episodes"] == 500 and result["num_envs"] == 500
 
 
-def test_cli_eval_caps_slots_before_allocating(tmp_path):
+def test_cli_eval_caps_slots_before_allocating(tmp_path, capsys):
     out = tmp_path / "r.json"
     run = tmp_path / "run.jsonl"
-    assert main(["eval", "--policy", "rule", "--num-envs", "1000000", "--num-goals", "2",
+    with pytest.raises(SystemExit) as exc:  # past the documented bound: one line at the parser, exit 2
+        main(["eval", "--policy", "rule", "--num-envs", "1000000", "--num-goals", "2", "--quiet"])
+    assert exc.value.code == 2 and "at most 65,536" in capsys.readouterr().err
+    assert main(["eval", "--policy", "rule", "--num-envs", "65536", "--num-goals", "2",
                  "--json", str(out), "--out", str(run), "--quiet"]) == 0
     result = json.loads(out.read_text())
     assert result["num_envs"] == 2 and result["counts"]["episodes"] == 2
