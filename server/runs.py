@@ -471,7 +471,8 @@ def stats_of(index: RunIndex) -> dict:
     found = _INTERVALS.get(key)
     if found is None:
         t = index.table()
-        found = {"score": score_interval(t.reward, RESAMPLES, 0), "sr": sr_interval(t.success)}
+        scored = t.tag != TAGS.index("errored")  # errored episodes (failed model calls) never enter Score/SR
+        found = {"score": score_interval(t.reward[scored], RESAMPLES, 0), "sr": sr_interval(t.success[scored])}
         _INTERVALS.put(key, found, 1024)
     return found
 

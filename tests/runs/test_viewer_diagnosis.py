@@ -291,3 +291,30 @@ def test_seeds_of_one_setting_aggregate(make_viewer, tmp_path):
     header, rows = tables(report)["seeds"]
     assert len(rows) == 1 and rows[0][4] == "0, 1, 2"
     assert rows[0][6] == f"{statistics.mean(scores):.1f} ± {statistics.stdev(scores):.1f}"
+
+
+def test_viewer_intervals_leave_errored_episodes_out(runs_dir, tmp_path):
+    # the run page's Score/SR intervals are over the scored episodes, as eval and the report count them
+    from webshop_gym.runs.index import RunIndex
+    from webshop_gym.runs.intervals import RESAMPLES, score_interval, sr_interval
+    from webshop_gym.server.runs import stats_of
+
+    lines = (runs_dir / "rule.jsonl").read_text(encoding="utf-8").splitlines()
+    out, errored = [], set()
+    for line in lines:
+        record = json.loads(line)
+        if record["type"] == "episode" and len(errored) < 3 and record.get("reward") == 1.0:
+            record["errored"] = True  # successes marked errored: counting them would raise SR
+            errored.add(record["episode"])
+        out.append(json.dumps(record))
+    assert len(errored) == 3
+    (tmp_path / "served.jsonl").write_text("\n".join(out) + "\n", encoding="utf-8")
+    index = RunIndex(tmp_path / "served.jsonl")
+    index.refresh()
+    table = index.table()
+    keep = [i for i in range(len(table)) if table.tag_name(i) != "errored"]
+    assert len(keep) == len(table) - 3
+    stats = stats_of(index)
+    assert stats["sr"] == sr_interval(table.success[keep])
+    assert stats["score"] == score_interval(table.reward[keep], RESAMPLES, 0)
+    assert stats["sr"] != sr_interval(table.success)
