@@ -95,9 +95,9 @@ def create_app(config: dict | None = None):
     app.register_blueprint(agentgym.bp)
     app.register_blueprint(site.bp)
     if app.config.get("RUNS"):
-        from webshop_gym.server import runs
+        from webshop_gym.server import run_library, runs
 
-        runs.init_app(app)
+        run_library.init_app(app)
         app.register_blueprint(runs.bp)
     _security_headers(app)
     return app
