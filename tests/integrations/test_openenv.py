@@ -79,6 +79,7 @@ def test_health_schema_and_openenv_runtime_validation(default_server):
     schema = requests.get(f"{url}/schema", timeout=10).json()
     assert schema["action"]["required"] == ["action"]
     assert set(schema["action"]["properties"]) == {"action", "metadata"}
+    assert schema["action"]["properties"]["action"]["type"] == "string"  # verifiers' single-string-field rule
     declared = set(schema["observation"]["properties"])
     assert {"text", "instruction", "admissible_actions", "reward", "done", "reward_breakdown"} <= declared
     assert {"episode_id", "step_count", "goal_index"} <= set(schema["state"]["properties"])
@@ -181,6 +182,16 @@ def test_seeded_resets_draw_the_goals_webshopenv_draws(default_server, default_s
             assert client.reset(seed=seed).observation["goal_index"] == env.reset(seed=seed)[1]["goal_index"]
         split = client.reset(seed=5, split="eval").observation["goal_index"]
         assert 500 <= split < 1500
+
+
+def test_seed_goals_name_goals_by_seed(serve, default_shop):
+    _, url = serve(shop=default_shop, max_envs=2, idle_timeout=None, seed_goals=True)
+    with GenericEnvClient(base_url=url).sync() as client:
+        assert [client.reset(seed=s).observation["goal_index"] for s in (0, 7, 499)] == [0, 7, 499]
+        assert client.reset(seed=3, split="eval").observation["goal_index"] == 503
+        assert client.reset(seed=3, goal_index=9).observation["goal_index"] == 9
+        with pytest.raises(RuntimeError, match="goal_index must be"):
+            client.reset(seed=10**6)
 
 
 # -- concurrency, capacity, eviction -------------------------------------------------------------

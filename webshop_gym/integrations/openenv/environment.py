@@ -59,11 +59,15 @@ class SlotPool:
         observation_mode: ``text`` (default), ``text_rich``, ``html`` or ``url``.
         show_attrs: show the Attributes tab on item pages.
         idle_timeout: seconds after which OpenEnv evicts an idle session (for error messages).
+        seed_goals: ``reset(seed=s)`` plays goal ``s`` (with ``split``: the split's ``s``-th goal)
+            instead of drawing one from a generator seeded with ``s``; for trainers that name
+            tasks by seed (verifiers' OpenEnv taskset: seeds 0-499 are then the test split).
     """
 
     def __init__(self, shop: Shop, num_slots: int, max_steps: int | None = 15, observation_mode: str = "text",
-                 show_attrs: bool = False, idle_timeout: float | None = None):
+                 show_attrs: bool = False, idle_timeout: float | None = None, seed_goals: bool = False):
         self.shop = shop
+        self.seed_goals = bool(seed_goals)
         self.engine = Engine(shop, num_slots, observation_mode=observation_mode, max_steps=max_steps,
                              show_attrs=show_attrs)
         self.idle_timeout = idle_timeout
@@ -186,7 +190,8 @@ class WebShopEnvironment(Environment[WebShopAction, WebShopObservation, WebShopS
 
         Args:
             seed: seeds the session's generator (goal draws), as ``WebShopEnv.reset(seed=)``:
-                the same seed draws the same goal.
+                the same seed draws the same goal; on a server started with ``--seed-goals``,
+                the goal itself (the split's ``seed``-th with ``split``).
             episode_id: a name for the episode (default: a random UUID), echoed in the state.
             goal_index: the goal to play (an index into the server's goal set).
             split: draw the goal from ``test`` (the first 500 goals), ``eval`` or ``train``;
@@ -205,6 +210,11 @@ class WebShopEnvironment(Environment[WebShopAction, WebShopObservation, WebShopS
             raise InvalidArgument(f"episode_id must be a string, got {type(episode_id).__name__}")
         pool = self.pool
         goals = pool.shop.goals
+        if seed is not None and pool.seed_goals and goal_index is None and index is None:
+            if split is None:
+                goal_index = seed
+            else:
+                index = seed
         if goal_index is not None and (split is not None or index is not None):
             raise InvalidArgument("give either goal_index, or split (with an optional index), not both")
         if index is not None and split is None:
