@@ -440,3 +440,45 @@ def test_space_folder_passes_openenv_structure_checks():
     assert manifest["name"] == "webshop" and manifest["app"] == "server.app:app"
     readme = (SPACE / "README.md").read_text()
     assert readme.startswith("---\n") and "sdk: docker" in readme and f"app_port: {manifest['port']}" in readme
+
+
+# -- the environment facade, directly -------------------------------------------------------------
+
+
+def test_facade_batches_concurrent_steps_and_refuses_overlapping_ones(default_shop):
+    from webshop_gym.integrations.openenv.environment import (
+        NoEpisode,
+        SessionClosed,
+        SlotPool,
+        WebShopEnvironment,
+    )
+
+    pool = SlotPool(default_shop, 3)
+    envs = [WebShopEnvironment(pool) for _ in range(3)]
+    with pytest.raises(NoEpisode, match="send a reset first"):
+        envs[0].step(WebShopAction(action="search[x]"))
+    for i, env in enumerate(envs):
+        env.reset(goal_index=i)
+    assert pool.in_use == 3
+
+    async def steps():
+        return await asyncio.gather(*(env.step_async(WebShopAction(action="search[red shoes]")) for env in envs),
+                                    return_exceptions=True)
+
+    out = asyncio.run(steps())
+    assert [o.page for o in out] == ["results"] * 3 and pool.stats["batches"] == 1
+
+    async def overlapping():
+        return await asyncio.gather(envs[0].step_async("click[next >]"), envs[0].step_async("click[next >]"),
+                                    return_exceptions=True)
+
+    first, second = asyncio.run(overlapping())
+    assert first.page == "results" and "already in progress" in str(second)
+    solo = WebShopEnv(shop=default_shop)
+    solo.reset(options={"goal_index": 0})
+    solo.step("search[red shoes]")
+    assert first.text == solo.step("click[next >]")[0]
+    envs[1].close()
+    assert pool.in_use == 2
+    with pytest.raises(SessionClosed, match="open a new session"):
+        envs[1].reset()

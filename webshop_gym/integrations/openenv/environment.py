@@ -117,13 +117,17 @@ class SlotPool:
         """Advance every queued session by one batched engine step and resolve their futures."""
         batch, self._pending = self._pending, []
         self._flush_scheduled = False
-        ready = []
+        ready, slots = [], set()
         with self.lock:
             for env, action, future in batch:
                 if future.done():
                     continue
                 try:
-                    ready.append((env, env._check_step(), action, future))
+                    slot = env._check_step()
+                    if slot in slots:
+                        raise InvalidArgument("a step of this session is already in progress; await it first")
+                    slots.add(slot)
+                    ready.append((env, slot, action, future))
                 except Exception as exc:
                     future.set_exception(exc)
             if not ready:
@@ -345,9 +349,9 @@ class WebShopEnvironment(Environment[WebShopAction, WebShopObservation, WebShopS
         info = engine.info(slot)
         available = info["available_actions"]
         reward_info = info.get("reward_info")
-        # Built without re-validation: every value below already has its declared type (the
-        # clients validate what they receive).
-        return WebShopObservation.model_construct(
+        # Validated construction: pydantic's model_construct is slower (it inspects the
+        # metadata default factory on every call).
+        return WebShopObservation(
             text=engine.observe(slot),
             instruction=info["instruction"],
             goal_index=info["goal_index"],
