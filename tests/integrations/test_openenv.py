@@ -482,3 +482,32 @@ def test_facade_batches_concurrent_steps_and_refuses_overlapping_ones(default_sh
     assert pool.in_use == 2
     with pytest.raises(SessionClosed, match="open a new session"):
         envs[1].reset()
+
+
+def test_space_server_module_builds_the_app_from_its_environment(monkeypatch, default_shop):
+    import importlib.util
+
+    monkeypatch.setenv("WEBSHOP_MAX_ENVS", "3")
+    monkeypatch.delenv("WEBSHOP_SHOP", raising=False)
+    spec = importlib.util.spec_from_file_location("webshop_space_app", SPACE / "server" / "app.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert callable(module.main)
+    app = module.app  # built on first access, as `uvicorn server.app:app` does
+    assert app.state.webshop_pool.num_slots == 4 and module.app is app
+    assert len(app.state.webshop_pool.shop.goals) == len(default_shop.goals)
+
+
+def test_cli_without_openenv_names_the_extra(monkeypatch, capsys):
+    from webshop_gym.integrations.openenv import app as app_module
+
+    def never(*args, **kwargs):
+        raise AssertionError("the server must not start without OpenEnv")
+
+    monkeypatch.setattr(app_module, "serve", never)  # a wrong outcome fails instead of serving forever
+    for name in [m for m in sys.modules if m == "openenv" or m.startswith("openenv.")]:
+        monkeypatch.setitem(sys.modules, name, None)  # as if the extra were not installed
+    assert main(["openenv", "--port", "0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("webshop-gym openenv: error: the OpenEnv server needs OpenEnv")
+    assert err[0].endswith("pip install 'webshop-gym[openenv]'")
