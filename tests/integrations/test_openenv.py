@@ -378,6 +378,20 @@ def test_cli_rejects_bad_flags_in_one_line(capsys, flags, expected):
     assert "Traceback" not in "\n".join(err)
 
 
+@pytest.mark.parametrize("kwargs, expected", [
+    ({"max_envs": 0}, "max_envs must be"),
+    ({"max_envs": 10**6}, "max_envs must be"),
+    ({"idle_timeout": 0}, "idle_timeout must be"),
+    ({"idle_timeout": "soon"}, "idle_timeout must be"),
+    ({"observation_mode": "pdf"}, "observation_mode"),
+])
+def test_create_app_rejects_bad_arguments(default_shop, kwargs, expected):
+    from webshop_gym.error import Error
+
+    with pytest.raises((Error, ValueError), match=expected):  # the engine's check of observation_mode is a ValueError
+        create_app(default_shop, warm_up=False, **kwargs)
+
+
 def test_cli_help_and_add_parser():
     import argparse
 

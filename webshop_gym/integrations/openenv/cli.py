@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     app = create_app(args.shop, goals=args.goals, human_goals=args.human_goals, price_seed=args.price_seed,
                      max_envs=args.max_envs, max_steps=args.max_steps or None,
                      idle_timeout=args.idle_timeout or None, observation_mode=args.observation_mode,
-                     seed_goals=args.seed_goals)
+                     seed_goals=args.seed_goals, progress=True)
     shop = app.state.webshop_pool.shop
     host = f"[{args.host}]" if ":" in args.host else args.host
 
