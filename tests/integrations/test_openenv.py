@@ -452,6 +452,9 @@ def test_space_folder_passes_openenv_structure_checks():
     assert [i for i in issues if "uv.lock" not in i] == []
     manifest = yaml.safe_load((SPACE / "openenv.yaml").read_text())
     assert manifest["name"] == "webshop" and manifest["app"] == "server.app:app"
+    report = subprocess.run([sys.executable, "-m", "openenv.cli", "validate", str(SPACE)], capture_output=True,
+                            text=True, timeout=120, cwd=ROOT)  # OpenEnv's own validator, as a user runs it
+    assert "PASS  static.manifest" in report.stdout and "Verdict: FAIL" not in report.stdout, report.stdout
     readme = (SPACE / "README.md").read_text()
     assert readme.startswith("---\n") and "sdk: docker" in readme and f"app_port: {manifest['port']}" in readme
 
