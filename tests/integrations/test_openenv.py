@@ -99,6 +99,24 @@ def test_stateless_http_routes_answer_json_errors(default_server):
     assert requests.post(f"{url}/step", json={"action": {"act": "x"}}, timeout=10).status_code == 422
     assert requests.get(f"{url}/state", timeout=10).json()["episode_id"] is None
     assert requests.get(f"{url}/metadata", timeout=10).json()["name"] == "webshop"
+    bad_split = requests.post(f"{url}/reset", json={"split": "tset"}, timeout=10)
+    assert bad_split.status_code == 422 and "split must be one of test, eval, train" in bad_split.json()["detail"]
+
+
+def test_openenv_task_api(default_server, default_shop):
+    _, url = default_server
+    splits = requests.get(f"{url}/webshop/splits", timeout=10).json()
+    assert splits == [{"name": "test", "type": "test"}, {"name": "eval", "type": "validation"},
+                      {"name": "train", "type": "train"}]
+    assert requests.post(f"{url}/webshop/num_tasks", json={"split": "test"}, timeout=10).json() == {"num_tasks": 500}
+    task = requests.post(f"{url}/webshop/task", json={"split": "eval", "index": 2}, timeout=10).json()["task"]
+    assert task["goal_index"] == 502 and task["instruction"] == default_shop.goals.instruction[502]
+    tasks = requests.post(f"{url}/webshop/task_range", json={"split": "test", "start": 498}, timeout=10).json()
+    assert [t["goal_index"] for t in tasks["tasks"]] == [498, 499]
+    assert len(requests.post(f"{url}/webshop/tasks", json={"split": "test"}, timeout=10).json()["tasks"]) == 500
+    assert requests.post(f"{url}/webshop/task", json={"split": "test", "index": 500}, timeout=10).status_code == 400
+    with GenericEnvClient(base_url=url).sync() as client:  # the task API's way to play a task
+        assert client.reset(split="eval", index=2).observation["goal_index"] == 502
 
 
 # -- golden trajectories over the WebSocket ------------------------------------------------------

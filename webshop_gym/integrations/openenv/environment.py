@@ -34,7 +34,10 @@ from webshop_gym.shop import Shop
 
 from .models import WebShopAction, WebShopObservation, WebShopState
 
-__all__ = ["NoEpisode", "NoFreeSlot", "SessionClosed", "SlotPool", "WebShopEnvironment"]
+__all__ = ["NoEpisode", "NoFreeSlot", "SPLITS", "SessionClosed", "SlotPool", "WebShopEnvironment"]
+
+SPLITS = {"test": "test", "eval": "validation", "train": "train"}
+"""The goal splits (test = the first 500 goals) and the OpenEnv task-API type of each."""
 
 
 class SessionClosed(Error, RuntimeError):
@@ -223,7 +226,7 @@ class WebShopEnvironment(Environment[WebShopAction, WebShopObservation, WebShopS
             raise InvalidArgument("give either goal_index, or split (with an optional index), not both")
         if index is not None and split is None:
             raise InvalidArgument("index needs a split (test, eval or train): reset(split='test', index=0)")
-        goal_range = goals.split_range(split) if split is not None else None
+        goal_range = self._split_range(split) if split is not None else None
         if goal_index is not None:
             goal = pool.engine.check_goal(goal_index)
         elif index is not None:
@@ -318,7 +321,43 @@ class WebShopEnvironment(Environment[WebShopAction, WebShopObservation, WebShopS
                 self._slot = None
             self._closed = True
 
+    # -- OpenEnv's task API (GET /webshop/splits, POST /webshop/tasks, /num_tasks, /task, /task_range)
+
+    def list_splits(self) -> list[dict[str, str]]:
+        """The goal splits: test (the first 500 goals), eval and train."""
+        return [{"name": name, "type": kind} for name, kind in SPLITS.items()]
+
+    def num_tasks(self, split: str) -> int:
+        """Goals in ``split``."""
+        return len(self._split_range(split))
+
+    def get_task(self, split: str, index: int) -> dict[str, Any]:
+        """The ``index``-th goal of ``split``: ``{"id", "split", "index", "goal_index", "instruction"}``.
+
+        Raises:
+            GoalNotFound: ``index`` outside the split (an ``IndexError``: OpenEnv answers 400).
+        """
+        from webshop_gym._checks import check_goal_index
+
+        goals = self._split_range(split)
+        goal = goals[check_goal_index(index, len(goals), name=f"index within split {split!r}")]
+        return {"id": f"{split}-{index}", "split": split, "index": int(index), "goal_index": int(goal),
+                "instruction": self.pool.shop.goals.instruction[goal]}
+
+    def list_tasks(self, split: str) -> list[dict[str, Any]]:
+        """Every goal of ``split`` (see :meth:`get_task`)."""
+        return self.get_task_range(split)
+
+    def get_task_range(self, split: str, start: int | None = None, stop: int | None = None) -> list[dict[str, Any]]:
+        """The goals ``[start, stop)`` of ``split``, as Python slices them."""
+        return [self.get_task(split, i) for i in range(len(self._split_range(split)))[start:stop]]
+
     # -- helpers ---------------------------------------------------------------------------------
+
+    def _split_range(self, split: str) -> range:
+        if split not in SPLITS:
+            raise InvalidArgument(f"split must be one of {', '.join(SPLITS)} (test = the first 500 goals), got {split!r}")
+        return self.pool.shop.goals.split_range(split)
 
     def _check_open(self) -> None:
         if self._closed:
