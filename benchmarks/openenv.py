@@ -202,6 +202,7 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=600, help="wall-clock limit per run (s)")
     parser.add_argument("--out", default="openenv", help="results name (benchmarks/results/<out>.json)")
     args = parser.parse_args()
+    load_start = os.getloadavg()
     if not (1 <= args.sessions <= 1024 and 1 <= args.steps <= 1000 and 1 <= args.procs <= 16):
         parser.error("at most 1,024 sessions x 1,000 steps, 1-16 generator processes")
     rows = [run_openenv(args.sessions, args.steps, args.procs, args.shop, args.timeout)]
@@ -214,12 +215,14 @@ def main() -> None:
     print(table(rows, columns))
     load = os.getloadavg()
     conditions = (f"127.0.0.1; {os.cpu_count()} cores shared by the server, the load generator and other jobs "
-                  f"(load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} at the end: the machine was busy); "
+                  f"(1-minute load average {load_start[0]:.1f} at the start, {load[0]:.1f} at the end, the AgentGym "
+                  "run's 256 client threads included: the machine was busy); "
                   "openenv: one server process (uvicorn, one event loop) and asyncio WebSocket generators in separate "
                   "processes, each step = one step frame (the observation carries the admissible actions); "
                   "agentgym: threads with requests, each step = POST /step plus GET /available_actions (timed apart); "
                   "shop: " + (args.shop or "embedded 1,000-product shop"))
-    path = save(args.out, {"conditions": conditions, "rows": rows})
+    path = save(args.out, {"conditions": conditions, "load_average_start": load_start, "load_average_end": load,
+                           "rows": rows})
     print(conditions)
     print(f"wrote {path}")
 

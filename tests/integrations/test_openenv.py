@@ -22,7 +22,7 @@ import websockets  # noqa: E402
 from openenv.core.generic_client import GenericEnvClient  # noqa: E402
 
 from webshop_gym import WebShopEnv  # noqa: E402
-from webshop_gym.cli import main  # noqa: E402
+from webshop_gym.cli.app import main  # noqa: E402
 from webshop_gym.integrations.openenv import WebShopAction, WebShopEnvClient, WebShopObservation  # noqa: E402
 from webshop_gym.integrations.openenv.app import Listener, create_app  # noqa: E402
 
@@ -79,6 +79,7 @@ def test_health_schema_and_openenv_runtime_validation(default_server):
     schema = requests.get(f"{url}/schema", timeout=10).json()
     assert schema["action"]["required"] == ["action"]
     assert set(schema["action"]["properties"]) == {"action", "metadata"}
+    assert schema["action"]["properties"]["action"]["type"] == "string"  # verifiers' single-string-field rule
     declared = set(schema["observation"]["properties"])
     assert {"text", "instruction", "admissible_actions", "reward", "done", "reward_breakdown"} <= declared
     assert {"episode_id", "step_count", "goal_index"} <= set(schema["state"]["properties"])
@@ -98,6 +99,24 @@ def test_stateless_http_routes_answer_json_errors(default_server):
     assert requests.post(f"{url}/step", json={"action": {"act": "x"}}, timeout=10).status_code == 422
     assert requests.get(f"{url}/state", timeout=10).json()["episode_id"] is None
     assert requests.get(f"{url}/metadata", timeout=10).json()["name"] == "webshop"
+    bad_split = requests.post(f"{url}/reset", json={"split": "tset"}, timeout=10)
+    assert bad_split.status_code == 422 and "split must be one of test, eval, train" in bad_split.json()["detail"]
+
+
+def test_openenv_task_api(default_server, default_shop):
+    _, url = default_server
+    splits = requests.get(f"{url}/webshop/splits", timeout=10).json()
+    assert splits == [{"name": "test", "type": "test"}, {"name": "eval", "type": "validation"},
+                      {"name": "train", "type": "train"}]
+    assert requests.post(f"{url}/webshop/num_tasks", json={"split": "test"}, timeout=10).json() == {"num_tasks": 500}
+    task = requests.post(f"{url}/webshop/task", json={"split": "eval", "index": 2}, timeout=10).json()["task"]
+    assert task["goal_index"] == 502 and task["instruction"] == default_shop.goals.instruction[502]
+    tasks = requests.post(f"{url}/webshop/task_range", json={"split": "test", "start": 498}, timeout=10).json()
+    assert [t["goal_index"] for t in tasks["tasks"]] == [498, 499]
+    assert len(requests.post(f"{url}/webshop/tasks", json={"split": "test"}, timeout=10).json()["tasks"]) == 500
+    assert requests.post(f"{url}/webshop/task", json={"split": "test", "index": 500}, timeout=10).status_code == 400
+    with GenericEnvClient(base_url=url).sync() as client:  # the task API's way to play a task
+        assert client.reset(split="eval", index=2).observation["goal_index"] == 502
 
 
 # -- golden trajectories over the WebSocket ------------------------------------------------------
@@ -181,6 +200,16 @@ def test_seeded_resets_draw_the_goals_webshopenv_draws(default_server, default_s
             assert client.reset(seed=seed).observation["goal_index"] == env.reset(seed=seed)[1]["goal_index"]
         split = client.reset(seed=5, split="eval").observation["goal_index"]
         assert 500 <= split < 1500
+
+
+def test_seed_goals_name_goals_by_seed(serve, default_shop):
+    _, url = serve(shop=default_shop, max_envs=2, idle_timeout=None, seed_goals=True)
+    with GenericEnvClient(base_url=url).sync() as client:
+        assert [client.reset(seed=s).observation["goal_index"] for s in (0, 7, 499)] == [0, 7, 499]
+        assert client.reset(seed=3, split="eval").observation["goal_index"] == 503
+        assert client.reset(seed=3, goal_index=9).observation["goal_index"] == 9
+        with pytest.raises(RuntimeError, match="goal_index must be"):
+            client.reset(seed=10**6)
 
 
 # -- concurrency, capacity, eviction -------------------------------------------------------------
@@ -367,6 +396,20 @@ def test_cli_rejects_bad_flags_in_one_line(capsys, flags, expected):
     assert "Traceback" not in "\n".join(err)
 
 
+@pytest.mark.parametrize("kwargs, expected", [
+    ({"max_envs": 0}, "max_envs must be"),
+    ({"max_envs": 10**6}, "max_envs must be"),
+    ({"idle_timeout": 0}, "idle_timeout must be"),
+    ({"idle_timeout": "soon"}, "idle_timeout must be"),
+    ({"observation_mode": "pdf"}, "observation_mode"),
+])
+def test_create_app_rejects_bad_arguments(default_shop, kwargs, expected):
+    from webshop_gym.error import Error
+
+    with pytest.raises((Error, ValueError), match=expected):  # the engine's check of observation_mode is a ValueError
+        create_app(default_shop, warm_up=False, **kwargs)
+
+
 def test_cli_help_and_add_parser():
     import argparse
 
@@ -427,5 +470,79 @@ def test_space_folder_passes_openenv_structure_checks():
     assert [i for i in issues if "uv.lock" not in i] == []
     manifest = yaml.safe_load((SPACE / "openenv.yaml").read_text())
     assert manifest["name"] == "webshop" and manifest["app"] == "server.app:app"
+    report = subprocess.run([sys.executable, "-m", "openenv.cli", "validate", str(SPACE)], capture_output=True,
+                            text=True, timeout=120, cwd=ROOT)  # OpenEnv's own validator, as a user runs it
+    assert "PASS  static.manifest" in report.stdout and "Verdict: FAIL" not in report.stdout, report.stdout
     readme = (SPACE / "README.md").read_text()
     assert readme.startswith("---\n") and "sdk: docker" in readme and f"app_port: {manifest['port']}" in readme
+
+
+# -- the environment facade, directly -------------------------------------------------------------
+
+
+def test_facade_batches_concurrent_steps_and_refuses_overlapping_ones(default_shop):
+    from webshop_gym.integrations.openenv.environment import (
+        NoEpisode,
+        SessionClosed,
+        SlotPool,
+        WebShopEnvironment,
+    )
+
+    pool = SlotPool(default_shop, 3)
+    envs = [WebShopEnvironment(pool) for _ in range(3)]
+    with pytest.raises(NoEpisode, match="send a reset first"):
+        envs[0].step(WebShopAction(action="search[x]"))
+    for i, env in enumerate(envs):
+        env.reset(goal_index=i)
+    assert pool.in_use == 3
+
+    async def steps():
+        return await asyncio.gather(*(env.step_async(WebShopAction(action="search[red shoes]")) for env in envs),
+                                    return_exceptions=True)
+
+    out = asyncio.run(steps())
+    assert [o.page for o in out] == ["results"] * 3 and pool.stats["batches"] == 1
+
+    async def overlapping():
+        return await asyncio.gather(envs[0].step_async("click[next >]"), envs[0].step_async("click[next >]"),
+                                    return_exceptions=True)
+
+    first, second = asyncio.run(overlapping())
+    assert first.page == "results" and "already in progress" in str(second)
+    solo = WebShopEnv(shop=default_shop)
+    solo.reset(options={"goal_index": 0})
+    solo.step("search[red shoes]")
+    assert first.text == solo.step("click[next >]")[0]
+    envs[1].close()
+    assert pool.in_use == 2
+    with pytest.raises(SessionClosed, match="open a new session"):
+        envs[1].reset()
+
+
+def test_space_server_module_builds_the_app_from_its_environment(monkeypatch, default_shop):
+    import importlib.util
+
+    monkeypatch.setenv("WEBSHOP_MAX_ENVS", "3")
+    monkeypatch.delenv("WEBSHOP_SHOP", raising=False)
+    spec = importlib.util.spec_from_file_location("webshop_space_app", SPACE / "server" / "app.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert callable(module.main)
+    app = module.app  # built on first access, as `uvicorn server.app:app` does
+    assert app.state.webshop_pool.num_slots == 4 and module.app is app
+    assert len(app.state.webshop_pool.shop.goals) == len(default_shop.goals)
+
+
+def test_cli_without_openenv_names_the_extra(monkeypatch, capsys):
+    from webshop_gym.integrations.openenv import app as app_module
+
+    def never(*args, **kwargs):
+        raise AssertionError("the server must not start without OpenEnv")
+
+    monkeypatch.setattr(app_module, "serve", never)  # a wrong outcome fails instead of serving forever
+    for name in [m for m in sys.modules if m == "openenv" or m.startswith("openenv.")]:
+        monkeypatch.setitem(sys.modules, name, None)  # as if the extra were not installed
+    assert main(["openenv", "--port", "0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("webshop-gym openenv: error: the OpenEnv server needs OpenEnv")
+    assert err[0].endswith("pip install 'webshop-gym[openenv]'")

@@ -59,6 +59,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"evict sessions idle this long (default {DEFAULT_IDLE_TIMEOUT:g}; 0: never)")
     parser.add_argument("--max-steps", type=types.non_negative_int, default=15,
                         help="actions per episode before it is truncated (default 15; 0: no cap)")
+    parser.add_argument("--seed-goals", action="store_true",
+                        help="reset(seed=s) plays goal s (with split: the split's s-th goal) instead of a goal drawn "
+                             "with seed s; for trainers that name tasks by seed (verifiers' OpenEnv taskset)")
     parser.add_argument("--observation-mode", default="text", choices=["text", "text_rich", "html", "url"],
                         help="what the observation's text field holds (default text)")
 
@@ -77,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
 
     app = create_app(args.shop, goals=args.goals, human_goals=args.human_goals, price_seed=args.price_seed,
                      max_envs=args.max_envs, max_steps=args.max_steps or None,
-                     idle_timeout=args.idle_timeout or None, observation_mode=args.observation_mode)
+                     idle_timeout=args.idle_timeout or None, observation_mode=args.observation_mode,
+                     seed_goals=args.seed_goals, progress=True)
     shop = app.state.webshop_pool.shop
     host = f"[{args.host}]" if ":" in args.host else args.host
 

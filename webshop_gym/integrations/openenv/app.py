@@ -29,7 +29,8 @@ DEFAULT_IDLE_TIMEOUT = 600.0
 def create_app(shop: Shop | str | os.PathLike | None = None, *, goals: str | os.PathLike | None = None,
                human_goals: bool = False, price_seed: int = 0, max_envs: int = DEFAULT_MAX_ENVS,
                max_steps: int | None = 15, idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
-               observation_mode: str = "text", show_attrs: bool = False, warm_up: bool = True):
+               observation_mode: str = "text", show_attrs: bool = False, seed_goals: bool = False,
+               warm_up: bool = True, progress: bool = False):
     """Return the FastAPI app serving WebShop over OpenEnv's protocol.
 
     Args:
@@ -43,7 +44,9 @@ def create_app(shop: Shop | str | os.PathLike | None = None, *, goals: str | os.
         idle_timeout: seconds after which an idle session is evicted (``None``: never).
         observation_mode: ``text`` (default), ``text_rich``, ``html`` or ``url``.
         show_attrs: show the Attributes tab on item pages.
+        seed_goals: ``reset(seed=s)`` plays goal ``s`` (see :class:`~webshop_gym.integrations.openenv.environment.SlotPool`).
         warm_up: play a few actions before serving (compiles the kernels).
+        progress: show progress bars while a shop is compiled for the first time.
 
     Returns:
         The app; ``app.state.webshop_pool`` is the :class:`~webshop_gym.integrations.openenv.environment.SlotPool`.
@@ -67,12 +70,13 @@ def create_app(shop: Shop | str | os.PathLike | None = None, *, goals: str | os.
     from .models import WebShopAction, WebShopObservation, WebShopState
 
     max_envs = check_int("max_envs", max_envs, low=1, high=MAX_ENVS)
-    if idle_timeout is not None and not idle_timeout > 0:
+    if idle_timeout is not None and (isinstance(idle_timeout, bool) or not isinstance(idle_timeout, int | float)
+                                     or not 0 < idle_timeout < float("inf")):
         raise InvalidArgument(f"idle_timeout must be a number of seconds > 0 or None, got {idle_timeout!r}")
     if not isinstance(shop, Shop):
-        shop = load_shop(shop, goals=goals, human_goals=human_goals, seed=price_seed, progress=False)
+        shop = load_shop(shop, goals=goals, human_goals=human_goals, seed=price_seed, progress=progress)
     pool = SlotPool(shop, max_envs + 1, max_steps=max_steps, observation_mode=observation_mode,
-                    show_attrs=show_attrs, idle_timeout=idle_timeout)
+                    show_attrs=show_attrs, idle_timeout=idle_timeout, seed_goals=seed_goals)
     if warm_up:
         pool.warm_up()
     app = create_fastapi_app(

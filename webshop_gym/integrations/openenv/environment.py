@@ -34,7 +34,10 @@ from webshop_gym.utils.checks import check_seed
 
 from .models import WebShopAction, WebShopObservation, WebShopState
 
-__all__ = ["NoEpisode", "NoFreeSlot", "SessionClosed", "SlotPool", "WebShopEnvironment"]
+__all__ = ["NoEpisode", "NoFreeSlot", "SPLITS", "SessionClosed", "SlotPool", "WebShopEnvironment"]
+
+SPLITS = {"test": "test", "eval": "validation", "train": "train"}
+"""The goal splits (test = the first 500 goals) and the OpenEnv task-API type of each."""
 
 
 class SessionClosed(Error, RuntimeError):
@@ -59,11 +62,15 @@ class SlotPool:
         observation_mode: ``text`` (default), ``text_rich``, ``html`` or ``url``.
         show_attrs: show the Attributes tab on item pages.
         idle_timeout: seconds after which OpenEnv evicts an idle session (for error messages).
+        seed_goals: ``reset(seed=s)`` plays goal ``s`` (with ``split``: the split's ``s``-th goal)
+            instead of drawing one from a generator seeded with ``s``; for trainers that name
+            tasks by seed (verifiers' OpenEnv taskset: seeds 0-499 are then the test split).
     """
 
     def __init__(self, shop: Shop, num_slots: int, max_steps: int | None = 15, observation_mode: str = "text",
-                 show_attrs: bool = False, idle_timeout: float | None = None):
+                 show_attrs: bool = False, idle_timeout: float | None = None, seed_goals: bool = False):
         self.shop = shop
+        self.seed_goals = bool(seed_goals)
         self.engine = Engine(shop, num_slots, observation_mode=observation_mode, max_steps=max_steps,
                              show_attrs=show_attrs)
         self.idle_timeout = idle_timeout
@@ -113,13 +120,17 @@ class SlotPool:
         """Advance every queued session by one batched engine step and resolve their futures."""
         batch, self._pending = self._pending, []
         self._flush_scheduled = False
-        ready = []
+        ready, slots = [], set()
         with self.lock:
             for env, action, future in batch:
                 if future.done():
                     continue
                 try:
-                    ready.append((env, env._check_step(), action, future))
+                    slot = env._check_step()
+                    if slot in slots:
+                        raise InvalidArgument("a step of this session is already in progress; await it first")
+                    slots.add(slot)
+                    ready.append((env, slot, action, future))
                 except Exception as exc:
                     future.set_exception(exc)
             if not ready:
@@ -186,7 +197,8 @@ class WebShopEnvironment(Environment[WebShopAction, WebShopObservation, WebShopS
 
         Args:
             seed: seeds the session's generator (goal draws), as ``WebShopEnv.reset(seed=)``:
-                the same seed draws the same goal.
+                the same seed draws the same goal; on a server started with ``--seed-goals``,
+                the goal itself (the split's ``seed``-th with ``split``).
             episode_id: a name for the episode (default: a random UUID), echoed in the state.
             goal_index: the goal to play (an index into the server's goal set).
             split: draw the goal from ``test`` (the first 500 goals), ``eval`` or ``train``;
@@ -205,11 +217,16 @@ class WebShopEnvironment(Environment[WebShopAction, WebShopObservation, WebShopS
             raise InvalidArgument(f"episode_id must be a string, got {type(episode_id).__name__}")
         pool = self.pool
         goals = pool.shop.goals
+        if seed is not None and pool.seed_goals and goal_index is None and index is None:
+            if split is None:
+                goal_index = seed
+            else:
+                index = seed
         if goal_index is not None and (split is not None or index is not None):
             raise InvalidArgument("give either goal_index, or split (with an optional index), not both")
         if index is not None and split is None:
             raise InvalidArgument("index needs a split (test, eval or train): reset(split='test', index=0)")
-        goal_range = goals.split_range(split) if split is not None else None
+        goal_range = self._split_range(split) if split is not None else None
         if goal_index is not None:
             goal = pool.engine.check_goal(goal_index)
         elif index is not None:
@@ -304,7 +321,43 @@ class WebShopEnvironment(Environment[WebShopAction, WebShopObservation, WebShopS
                 self._slot = None
             self._closed = True
 
+    # -- OpenEnv's task API (GET /webshop/splits, POST /webshop/tasks, /num_tasks, /task, /task_range)
+
+    def list_splits(self) -> list[dict[str, str]]:
+        """The goal splits: test (the first 500 goals), eval and train."""
+        return [{"name": name, "type": kind} for name, kind in SPLITS.items()]
+
+    def num_tasks(self, split: str) -> int:
+        """Goals in ``split``."""
+        return len(self._split_range(split))
+
+    def get_task(self, split: str, index: int) -> dict[str, Any]:
+        """The ``index``-th goal of ``split``: ``{"id", "split", "index", "goal_index", "instruction"}``.
+
+        Raises:
+            GoalNotFound: ``index`` outside the split (an ``IndexError``: OpenEnv answers 400).
+        """
+        from webshop_gym.utils.checks import check_goal_index
+
+        goals = self._split_range(split)
+        goal = goals[check_goal_index(index, len(goals), name=f"index within split {split!r}")]
+        return {"id": f"{split}-{index}", "split": split, "index": int(index), "goal_index": int(goal),
+                "instruction": self.pool.shop.goals.instruction[goal]}
+
+    def list_tasks(self, split: str) -> list[dict[str, Any]]:
+        """Every goal of ``split`` (see :meth:`get_task`)."""
+        return self.get_task_range(split)
+
+    def get_task_range(self, split: str, start: int | None = None, stop: int | None = None) -> list[dict[str, Any]]:
+        """The goals ``[start, stop)`` of ``split``, as Python slices them."""
+        return [self.get_task(split, i) for i in range(len(self._split_range(split)))[start:stop]]
+
     # -- helpers ---------------------------------------------------------------------------------
+
+    def _split_range(self, split: str) -> range:
+        if split not in SPLITS:
+            raise InvalidArgument(f"split must be one of {', '.join(SPLITS)} (test = the first 500 goals), got {split!r}")
+        return self.pool.shop.goals.split_range(split)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -335,9 +388,9 @@ class WebShopEnvironment(Environment[WebShopAction, WebShopObservation, WebShopS
         info = engine.info(slot)
         available = info["available_actions"]
         reward_info = info.get("reward_info")
-        # Built without re-validation: every value below already has its declared type (the
-        # clients validate what they receive).
-        return WebShopObservation.model_construct(
+        # Validated construction: pydantic's model_construct is slower (it inspects the
+        # metadata default factory on every call).
+        return WebShopObservation(
             text=engine.observe(slot),
             instruction=info["instruction"],
             goal_index=info["goal_index"],
