@@ -258,7 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
                           description="Play one episode with the rule policy and print the instruction, every action, observation and the reward.")
     add_shop_arguments(demo)
     demo.add_argument("--goal", type=types.at_most(types.non_negative_int, types.MAX_COUNT), metavar="INDEX",
-                      help="goal index (default: one drawn with --seed)")
+                      help=f"goal index (default: one drawn with --seed; at most {types.MAX_COUNT:,})")
     demo.add_argument("--seed", type=types.seed, default=0, metavar="SEED", help="episode seed (default 0)")
     demo.add_argument("--max-steps", type=types.at_most(types.positive_int, types.MAX_STEPS), default=15, metavar="N",
                       help=f"step cap (default 15; at most {types.MAX_STEPS:,})")
@@ -293,7 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
                          help="shop directory (default: the embedded shop)")
         if name != "info":
             cmd.add_argument("--num-products", type=types.at_most(types.positive_int, types.MAX_COUNT), metavar="N",
-                             help="keep only the first N product records")
+                             help=f"keep only the first N product records (at most {types.MAX_COUNT:,})")
         if name == "compile":
             cmd.add_argument("--human-goals", action="store_true", help="also the human goal set")
             cmd.add_argument("--price-seed", type=types.seed, action="append", metavar="SEED",
