@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import default_sigint
 from webshop_gym.cli import build_parser, main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -125,11 +126,13 @@ def test_synth_checks_the_disk_before_writing(tmp_path, capsys, monkeypatch):
 
 
 @pytest.mark.slow
-def test_sigterm_during_synth_removes_partial_files(tmp_path):
+@pytest.mark.parametrize("signum,status,word", [(signal.SIGTERM, 143, "terminated"), (signal.SIGINT, 130, "interrupted"),
+                                               (signal.SIGHUP, 129, "terminated")], ids=["TERM", "INT", "HUP"])
+def test_a_signal_during_synth_removes_partial_files(tmp_path, signum, status, word):
     out = tmp_path / "shop"
     proc = subprocess.Popen([sys.executable, "-m", "webshop_gym.cli", "data", "synth", "--products", "400000",
                              "--out", str(out), "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+                            env={**os.environ, "PYTHONPATH": str(ROOT)}, preexec_fn=default_sigint)
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and proc.poll() is None:
@@ -138,14 +141,14 @@ def test_sigterm_during_synth_removes_partial_files(tmp_path):
                 break
             time.sleep(0.05)
         assert proc.poll() is None, "synth ended before it could be interrupted"
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(signum)
         _, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
     err = err.decode()
-    assert proc.returncode == 143, err
-    assert err.strip().splitlines() == ["webshop-gym data synth: terminated"]
+    assert proc.returncode == status, err
+    assert err.strip().splitlines() == [f"webshop-gym data synth: {word}"]
     assert sorted(p.name for p in out.iterdir()) == []  # neither *.tmp nor half a shop
 
 
@@ -203,5 +206,5 @@ def test_version_and_names(capsys):
             metavar = action.metavar or action.dest.upper()
             assert re.fullmatch(r"[A-Z]+", metavar), (words, action.option_strings, metavar)
     help_text = subprocess.run([sys.executable, "-m", "webshop_gym.cli", "--help"], capture_output=True, text=True,
-                               env={**os.environ, "PYTHONPATH": str(ROOT)}).stdout
+                               env={**os.environ, "PYTHONPATH": str(ROOT)}, preexec_fn=default_sigint).stdout
     assert "sft-data (demos)" in help_text and "--version" in help_text
