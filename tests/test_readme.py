@@ -62,6 +62,9 @@ def test_commands_are_found():
     assert commands[0] == "source .venv/bin/activate"
     assert any(c.startswith("webshop-gym eval") for c in commands)
     assert all(c.startswith(("webshop-gym", "source")) for c in commands)
+    # install.sh ends by printing exactly the README's first command
+    last = [line for line in (ROOT / "install.sh").read_text().splitlines() if line.strip()][-1]
+    assert shlex.split(last) == ["echo", commands[0]]
 
 
 @pytest.mark.slow
