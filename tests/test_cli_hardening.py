@@ -87,7 +87,16 @@ def _one_line_error(argv: list[str], capsys, prefix: str) -> str:
     (["data", "synth", "--products", "99999999999", "--out", "x"], "argument --products: must be at most 10,000,000"),
     (["demo", "--max-steps", "0"], "argument --max-steps: must be a positive integer"),
 ])
-def test_out_of_range_flags_are_one_line_errors(argv, message, capsys):
+def test_out_of_range_flags_are_one_line_errors(argv, message, capsys, monkeypatch):
+    import webshop_gym.cli as cli
+    import webshop_gym.evaluation as evaluation
+    import webshop_gym.server.cli as server_cli
+
+    def ran(args):
+        raise AssertionError("the command ran: the parser let the value through")
+
+    for module, name in ((server_cli, "run"), (evaluation, "run"), (cli, "_data_synth"), (cli, "_demo")):
+        monkeypatch.setattr(module, name, ran)
     command = " ".join(w for w in argv[:2] if not w.startswith("-")) if argv[0] == "data" else argv[0]
     line = _one_line_error(argv, capsys, f"webshop-gym {command}: error: {message}")
     assert line.endswith(f"(see webshop-gym {command} --help)")
