@@ -88,9 +88,10 @@ def _one_line_error(argv: list[str], capsys, prefix: str) -> str:
     (["demo", "--max-steps", "0"], "argument --max-steps: must be a positive integer"),
 ])
 def test_out_of_range_flags_are_one_line_errors(argv, message, capsys, monkeypatch):
+    import webshop_gym.server.cli as server_cli
+
     import webshop_gym.cli as cli
     import webshop_gym.evaluation as evaluation
-    import webshop_gym.server.cli as server_cli
 
     def ran(args):
         raise AssertionError("the command ran: the parser let the value through")
