@@ -99,6 +99,7 @@ class _Listener:
                 raise DependencyNotInstalled(
                     "serving needs waitress (pip install 'webshop-gym[server]'), or use --dev for Werkzeug's server"
                 ) from exc
+            _try_bind(host, port)  # waitress leaks its socket when binding fails: find out first, with our own
             # connection_limit: many agents keep a connection open each (waitress' default is 100).
             self._server = create_server(app, host=host, port=port, threads=threads, connection_limit=2000,
                                          ident="webshop-gym", clear_untrusted_proxy_headers=True)
@@ -156,6 +157,17 @@ def run(args: argparse.Namespace) -> int:
         if "webshop_gym_runs" in app.extensions:
             app.extensions["webshop_gym_runs"].close()
     return 0
+
+
+def _try_bind(host: str, port: int) -> None:
+    """Bind (and close) a socket on ``host:port`` as the server will; raise its ``OSError`` if that fails."""
+    import socket
+
+    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                                         flags=socket.AI_PASSIVE)[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as waitress does
+        probe.bind(address)
 
 
 class _BindError(OSError):

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.data.test_cache import _as_reader, _small_shop, shared_base  # noqa: F401 (a fixture)
 from webshop_gym.utils.integrity import VERIFIED_ENV
 
@@ -18,6 +20,7 @@ def _eval(shop: Path, *flags: str) -> str:
     return f"import sys; from webshop_gym.cli import main; sys.exit(main({args!r}))"
 
 
+@pytest.mark.slow
 def test_compiled_cache_serves_every_run_read_only(shared_base):  # noqa: F811
     shop, cache = _small_shop(shared_base / "shop"), shared_base / "cache"
     env = {k: v for k, v in os.environ.items() if k != VERIFIED_ENV}

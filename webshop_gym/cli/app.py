@@ -259,7 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
                           description="Play one episode with the rule policy and print the instruction, every action, observation and the reward.")
     add_shop_arguments(demo)
     demo.add_argument("--goal", type=types.at_most(types.non_negative_int, types.MAX_COUNT), metavar="INDEX",
-                      help="goal index (default: one drawn with --seed)")
+                      help=f"goal index (default: one drawn with --seed; at most {types.MAX_COUNT:,})")
     demo.add_argument("--seed", type=types.seed, default=0, metavar="SEED", help="episode seed (default 0)")
     demo.add_argument("--max-steps", type=types.at_most(types.positive_int, types.MAX_STEPS), default=15, metavar="N",
                       help=f"step cap (default 15; at most {types.MAX_STEPS:,})")
@@ -294,7 +294,7 @@ def build_parser() -> argparse.ArgumentParser:
                          help="shop directory (default: the embedded shop)")
         if name != "info":
             cmd.add_argument("--num-products", type=types.at_most(types.positive_int, types.MAX_COUNT), metavar="N",
-                             help="keep only the first N product records")
+                             help=f"keep only the first N product records (at most {types.MAX_COUNT:,})")
         if name == "compile":
             cmd.add_argument("--human-goals", action="store_true", help="also the human goal set")
             cmd.add_argument("--price-seed", type=types.seed, action="append", metavar="SEED",
@@ -377,14 +377,14 @@ def main(argv: list[str] | None = None) -> int:
 
     Bad arguments are rejected by the parser (one line, exit status 2).  While a command runs,
     the package's errors and file-system errors become one line ``webshop-gym CMD: error: ...``
-    with exit status 2, Ctrl-C exits with 130, SIGTERM with 143 (both after the command cleaned up
-    its partial output), and only ``--debug`` shows a traceback.
+    with exit status 2, Ctrl-C exits with 130, SIGTERM with 143 and SIGHUP with 129 (each after the
+    command cleaned up its partial output), and only ``--debug`` shows a traceback.
     """
     parser = build_parser()
     args = parser.parse_args(argv)
     debug = args.debug or os.environ.get(DEBUG_ENV, "") not in ("", "0")
     name = " ".join(x for x in (args.command, getattr(args, "data_command", None)) if x)
-    previous = _catch_sigterm()
+    previous = _catch_termination()
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt as exc:
@@ -392,7 +392,7 @@ def main(argv: list[str] | None = None) -> int:
             raise
         terminated = isinstance(exc, Terminated)
         print(f"webshop-gym {name}: {'terminated' if terminated else 'interrupted'}", file=sys.stderr)
-        return 143 if terminated else 130
+        return 128 + exc.signum if terminated else 130
     except BrokenPipeError:  # `webshop-gym ... | head`: the reader left; not an error
         try:
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps Python's exit flush quiet
@@ -406,26 +406,40 @@ def main(argv: list[str] | None = None) -> int:
         print(f"webshop-gym {name}: error: {message}", file=sys.stderr)
         return status
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM arrived: raised like Ctrl-C, so every command cleans up on the way out."""
+    """SIGTERM or SIGHUP arrived: raised like Ctrl-C, so every command cleans up on the way out.
+
+    Attributes:
+        signum: the signal's number (the exit status is 128 + signum: 143 for SIGTERM).
+    """
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
 
 
-def _on_sigterm(signum, frame):
-    raise Terminated()
+def _on_termination(signum, frame):
+    raise Terminated(signum)
 
 
-def _catch_sigterm():
-    """Turn SIGTERM into :class:`Terminated` while a command runs; return the handler to restore."""
+def _catch_termination() -> dict:
+    """Turn SIGTERM and SIGHUP into :class:`Terminated` while a command runs; return the handlers to restore."""
+    previous: dict = {}
     if threading.current_thread() is not threading.main_thread():
-        return None
-    try:
-        return signal.signal(signal.SIGTERM, _on_sigterm)
-    except (ValueError, OSError):  # pragma: no cover - no signals here
-        return None
+        return previous
+    for name in ("SIGTERM", "SIGHUP"):
+        signum = getattr(signal, name, None)
+        if signum is None:  # pragma: no cover - Windows has no SIGHUP
+            continue
+        try:
+            previous[signum] = signal.signal(signum, _on_termination)
+        except (ValueError, OSError):  # pragma: no cover - no signals here
+            pass
+    return previous
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -30,6 +30,7 @@ __all__ = [
     "probability",
     "seconds",
     "seed",
+    "temperature",
 ]
 
 MAX_SEED = 2**63 - 1
@@ -121,6 +122,11 @@ def non_negative_float(text: str) -> float:
 def seconds(text: str) -> float:
     """A duration in seconds: a finite number in [0, one year]."""
     return _float(text, f"a finite number >= 0 (seconds, at most {MAX_SECONDS:,})", lambda x: 0 <= x <= MAX_SECONDS)
+
+
+def temperature(text: str) -> float:
+    """A sampling temperature: a number in (0, 100]."""
+    return _float(text, "a number > 0 and at most 100", lambda x: 0 < x <= 100)
 
 
 def positive_float(text: str) -> float:

@@ -32,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--num-envs", type=types.at_most(types.positive_int, types.MAX_ENVS), default=16, metavar="N",
                         help=f"parallel slots of the vector env (default 16; at most {types.MAX_ENVS:,})")
     parser.add_argument("-n", "--num-goals", type=types.at_most(types.positive_int, types.MAX_COUNT), metavar="N",
-                        help="only the first N goals of the split")
+                        help=f"only the first N goals of the split (at most {types.MAX_COUNT:,})")
     parser.add_argument("--seed", type=types.seed, default=0, metavar="SEED", help="run seed (default 0)")
     parser.add_argument("--max-steps", type=types.at_most(types.positive_int, types.MAX_STEPS), default=15, metavar="N",
                         help=f"step cap per episode (default 15; at most {types.MAX_STEPS:,})")
@@ -53,8 +53,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     hf.add_argument("--max-new-tokens", type=types.at_most(types.positive_int, types.MAX_TOKENS), default=128, metavar="N",
                     help=f"tokens per answer (default 128; at most {types.MAX_TOKENS:,})")
     hf.add_argument("--sample", action="store_true", help="sample instead of greedy decoding")
-    hf.add_argument("--temperature", type=types.positive_float, default=1.0, metavar="T",
-                    help="sampling temperature > 0 (default 1.0)")
+    hf.add_argument("--temperature", type=types.temperature, default=1.0, metavar="T",
+                    help="sampling temperature > 0, at most 100 (default 1.0)")
     hf.add_argument("--top-p", type=types.probability, default=1.0, metavar="P",
                     help="nucleus sampling mass in [0, 1] (default 1.0)")
     hf.add_argument("--top-k", type=types.at_most(types.non_negative_int, types.MAX_TOKENS), default=0, metavar="K",

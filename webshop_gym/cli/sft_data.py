@@ -16,7 +16,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("--policy", default="oracle", choices=["oracle", "rule"], help="teacher policy (default oracle)")
     parser.add_argument("-n", "--num-goals", type=types.at_most(types.positive_int, types.MAX_COUNT), metavar="N",
-                        help="the first N goals of the split (default: all)")
+                        help=f"the first N goals of the split (default: all; at most {types.MAX_COUNT:,})")
     parser.add_argument("--format", default="think-answer", choices=["think-answer", "react", "verl-agent"],
                         help="transcript format (default think-answer)")
     parser.add_argument("--out", required=True, metavar="FILE", type=types.output_file,
@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--min-reward", type=types.probability, default=1.0, metavar="R",
                         help="keep trajectories scoring at least this, in [0, 1] (default 1.0)")
     parser.add_argument("--history", type=_history, default=-1, metavar="N",
-                        help="earlier turns shown per prompt (default -1: the format's own)")
+                        help="earlier turns shown per prompt (default -1: the format's own; at most 1,000)")
     parser.add_argument("--num-envs", type=types.at_most(types.positive_int, types.MAX_ENVS), default=32, metavar="N",
                         help=f"parallel slots (default 32; at most {types.MAX_ENVS:,})")
     parser.add_argument("--max-steps", type=types.at_most(types.positive_int, types.MAX_STEPS), default=15, metavar="N",

@@ -44,8 +44,8 @@ def not_writable(folder: Path, what: str, exc: OSError) -> CacheNotWritable:
     return CacheNotWritable(
         f"cannot write {what} into {folder} ({reason}): the cache folder is not writable. "
         f"Point {CACHE_ENV} at a writable folder (e.g. `export {CACHE_ENV}=$HOME/.cache/webshop-gym`), "
-        "or compile the shop once where the cache is writable (`webshop-gym data compile DIR`) "
-        "and use that cache read-only"
+        "or compile the shop once where the cache is writable (`webshop-gym data compile DIR`, with "
+        "--human-goals and each --price-seed your runs use) and use that cache read-only"
     )
 
 
