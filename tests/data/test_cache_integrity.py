@@ -163,3 +163,44 @@ def test_data_verify_reports_damage(pristine, tmp_path):
 
     empty = _cli(["data", "verify", str(shop)], tmp_path / "empty-cache", base)
     assert empty.returncode == 2 and empty.stderr.startswith("webshop-gym data verify: error: nothing compiled in ")
+
+
+@pytest.mark.parametrize("name", ["4 bytes of asin data", "swapped offset files"])
+def test_a_checked_folder_is_read_again_only_after_a_change(pristine, tmp_path, monkeypatch, name):
+    # a successful content check leaves a stamp (inode, size, mtime of every file): a later
+    # process skips the full read while nothing changed, and reads everything again after a change
+    from webshop_gym.utils import integrity
+
+    _, folder = _copy(pristine, tmp_path)
+    monkeypatch.delenv(VERIFIED_ENV, raising=False)
+    monkeypatch.setattr(integrity, "_checked", set())
+    assert damage(folder) is None and (folder / integrity.STAMP).is_file()
+
+    def refuse(path, buffer):
+        raise AssertionError(f"read {path} although the stamp matches")
+
+    monkeypatch.setattr(integrity, "_checked", set())  # as a new process sees it
+    monkeypatch.delenv(VERIFIED_ENV, raising=False)
+    with monkeypatch.context() as patch:
+        patch.setattr(integrity, "_crc", refuse)
+        assert damage(folder) is None
+    monkeypatch.setattr(integrity, "_checked", set())
+    monkeypatch.delenv(VERIFIED_ENV, raising=False)
+    DAMAGES[name][1](folder)
+    assert re.fullmatch(REASONS[name], damage(folder))
+
+
+def test_a_read_only_folder_gets_no_stamp(pristine, tmp_path, monkeypatch):
+    from webshop_gym.utils import integrity
+
+    _, folder = _copy(pristine, tmp_path)
+    (folder / integrity.STAMP).unlink(missing_ok=True)
+    monkeypatch.delenv(VERIFIED_ENV, raising=False)
+    monkeypatch.setattr(integrity, "_checked", set())
+    mode = folder.stat().st_mode
+    folder.chmod(0o555)
+    try:
+        assert damage(folder) is None
+        assert not (folder / integrity.STAMP).exists()
+    finally:
+        folder.chmod(mode)

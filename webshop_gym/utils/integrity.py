@@ -12,7 +12,11 @@ place: the size and CRC-32 of every file the build wrote.  Loading checks it:
   4 MiB blocks (costs in ``docs/data.md``).  Overwritten bytes and files swapped with one
   another fail here.  Processes started by a process that already checked a folder (the vector
   env's workers, any subprocess) inherit the result through :data:`VERIFIED_ENV` and check
-  sizes only.  ``WEBSHOP_GYM_VERIFY=sizes`` skips the content check at load altogether (a huge
+  sizes only.  A successful check also leaves a stamp, :data:`STAMP`, in a writable folder: the
+  inode, size and modification time of every file.  A later process whose files still match
+  the stamp exactly skips the content check (any write changes a file's modification time, a
+  swapped or replaced file its inode), so a large shop is read in full once per change, not
+  once per process.  ``WEBSHOP_GYM_VERIFY=sizes`` skips the content check at load altogether (a huge
   shop on a cache you trust; ``data verify`` still checks everything).
 
 A damaged folder is removed and built again, with one warning line naming it; where it cannot
@@ -35,12 +39,14 @@ from pathlib import Path
 
 from webshop_gym.error import CacheDamaged
 
-__all__ = ["MANIFEST", "VERIFIED_ENV", "VERIFY_ENV", "damage", "ensure_intact", "verify_tree", "write_manifest"]
+__all__ = ["MANIFEST", "STAMP", "VERIFIED_ENV", "VERIFY_ENV", "damage", "ensure_intact", "verify_tree", "write_manifest"]
 
 log = logging.getLogger("webshop_gym")
 
 MANIFEST = "checksums.json"
 """The manifest's file name inside each built folder."""
+STAMP = ".verified.json"
+"""What a successful content check saw: ``{name: [inode, size, mtime_ns]}`` of the manifest's files."""
 VERIFIED_ENV = "WEBSHOP_GYM_VERIFIED"
 """Folders whose contents this process (or its parent) checked: ``;``-separated tokens."""
 VERIFY_ENV = "WEBSHOP_GYM_VERIFY"
@@ -125,7 +131,8 @@ def damage(folder: str | os.PathLike, contents: bool | None = None) -> str | Non
     token = _token(folder)
     if contents is None:
         contents = (token not in _checked and token not in _inherited()
-                    and os.environ.get(VERIFY_ENV, "").strip().lower() != "sizes")
+                    and os.environ.get(VERIFY_ENV, "").strip().lower() != "sizes"
+                    and not _stamp_matches(folder, files))
     if contents:
         buffer = bytearray(_BLOCK)
         for name, (_, crc) in files.items():
@@ -136,10 +143,44 @@ def damage(folder: str | os.PathLike, contents: bool | None = None) -> str | Non
             if got != crc:
                 return f"{name} does not match its checksum"
         _checked.add(token)
+        _write_stamp(folder, files)
         inherited = _inherited()
         if token not in inherited:  # child processes (workers) need not read it all again
             os.environ[VERIFIED_ENV] = ";".join(sorted(inherited | {token}))
     return None
+
+
+def _stats(folder: Path, files: dict) -> dict[str, list[int]] | None:
+    out = {}
+    for name in [MANIFEST, *files]:
+        try:
+            st = (folder / name).stat()
+        except OSError:
+            return None
+        out[name] = [st.st_ino, st.st_size, st.st_mtime_ns]
+    return out
+
+
+def _stamp_matches(folder: Path, files: dict) -> bool:
+    """Whether the files are exactly as a successful content check saw them (inode, size, mtime)."""
+    try:
+        stamp = json.loads((folder / STAMP).read_text())
+    except (OSError, ValueError):
+        return False
+    return stamp is not None and stamp == _stats(folder, files)
+
+
+def _write_stamp(folder: Path, files: dict) -> None:
+    stats = _stats(folder, files)
+    if stats is None or not os.access(folder, os.W_OK | os.X_OK):
+        return  # a read-only cache: every process checks contents once
+    tmp = folder / f"{STAMP}.{os.getpid()}.tmp"
+    try:
+        tmp.write_text(json.dumps(stats))
+        os.replace(tmp, folder / STAMP)
+    except OSError as exc:  # not writable after all: nothing is lost but the shortcut
+        log.debug("cannot write %s in %s: %s", STAMP, folder, exc)
+        tmp.unlink(missing_ok=True)
 
 
 def _removable(folder: Path) -> bool:
