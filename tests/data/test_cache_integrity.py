@@ -190,17 +190,14 @@ def test_a_checked_folder_is_read_again_only_after_a_change(pristine, tmp_path, 
     assert re.fullmatch(REASONS[name], damage(folder))
 
 
-def test_a_read_only_folder_gets_no_stamp(pristine, tmp_path, monkeypatch):
-    from webshop_gym.utils import integrity
+def test_a_read_only_cache_is_checked_and_gets_no_stamp(pristine, tmp_path):
+    base, shop, _, _, _ = pristine
+    cache, folder = _copy(pristine, tmp_path)
+    from webshop_gym.utils.integrity import STAMP
 
-    _, folder = _copy(pristine, tmp_path)
-    (folder / integrity.STAMP).unlink(missing_ok=True)
-    monkeypatch.delenv(VERIFIED_ENV, raising=False)
-    monkeypatch.setattr(integrity, "_checked", set())
-    mode = folder.stat().st_mode
-    folder.chmod(0o555)
-    try:
-        assert damage(folder) is None
-        assert not (folder / integrity.STAMP).exists()
-    finally:
-        folder.chmod(mode)
+    (folder / STAMP).unlink(missing_ok=True)
+    code = (f"import sys; from webshop_gym.utils.integrity import damage; "
+            f"sys.exit(0 if damage({str(folder)!r}) is None else 1)")
+    done = _as_reader(code, cache, base)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not (folder / STAMP).exists() and not list(folder.glob(STAMP + ".*"))
