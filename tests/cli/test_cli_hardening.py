@@ -90,8 +90,8 @@ def _one_line_error(argv: list[str], capsys, prefix: str) -> str:
 def test_out_of_range_flags_are_one_line_errors(argv, message, capsys, monkeypatch):
     import webshop_gym.server.cli as server_cli
 
-    import webshop_gym.cli as cli
-    import webshop_gym.runs.evaluation as evaluation
+    import webshop_gym.cli.app as cli
+    import webshop_gym.cli.eval as evaluation
 
     def ran(args):
         raise AssertionError("the command ran: the parser let the value through")

@@ -53,6 +53,10 @@ MAX_THREADS = 256
 MAX_SECONDS = 31_536_000
 """Time-outs in seconds (one year)."""
 MAX_TOKENS = 1_048_576
+MAX_RETRIES = 100
+"""Retries of one failing model request (``eval --max-retries``)."""
+MAX_PRICE = 1_000_000
+"""USD per million tokens (``--price-input``, ``--price-output``)."""
 """Token counts of ``hf:`` policies."""
 
 
@@ -122,6 +126,16 @@ def non_negative_float(text: str) -> float:
 def seconds(text: str) -> float:
     """A duration in seconds: a finite number in [0, one year]."""
     return _float(text, f"a finite number >= 0 (seconds, at most {MAX_SECONDS:,})", lambda x: 0 <= x <= MAX_SECONDS)
+
+
+def timeout(text: str) -> float:
+    """A timeout in seconds: a number in (0, one year]."""
+    return _float(text, f"a number of seconds > 0 and at most {MAX_SECONDS:,}", lambda x: 0 < x <= MAX_SECONDS)
+
+
+def price(text: str) -> float:
+    """A price in USD per million tokens: a number in [0, 1,000,000]."""
+    return _float(text, f"a price >= 0 and at most {MAX_PRICE:,} (USD per million tokens)", lambda x: 0 <= x <= MAX_PRICE)
 
 
 def temperature(text: str) -> float:

@@ -178,21 +178,21 @@ def add_served_arguments(parser) -> None:
                             "needs none)")
     group.add_argument("--concurrency", metavar="N", type=_concurrency_type,
                        help="episodes (and model requests) in flight, 1-1024 (default 8)")
-    group.add_argument("--timeout", metavar="S", type=types.positive_float, default=60.0,
-                       help="seconds one request may take (default 60)")
-    group.add_argument("--max-retries", metavar="K", type=types.non_negative_int, default=5,
+    group.add_argument("--timeout", metavar="SECONDS", type=types.timeout, default=60.0,
+                       help=f"seconds one request may take (default 60; at most {types.MAX_SECONDS:,})")
+    group.add_argument("--max-retries", metavar="K", type=types.at_most(types.non_negative_int, types.MAX_RETRIES), default=5,
                        help="retries of a failing request: 429, 5xx, timeouts, dropped connections, malformed "
-                            "bodies; exponential backoff with jitter, Retry-After honoured (default 5)")
+                            "bodies; exponential backoff with jitter, Retry-After honoured (default 5; at most 100)")
     group.add_argument("--no-stop", action="store_true",
                        help="do not send the format's closing tag as a stop sequence (APIs that refuse `stop`)")
     group.add_argument("--resume", action="store_true",
                        help="continue the run in --out: check its settings, play only its missing and errored "
                             "episodes, rewrite it in goal order")
-    group.add_argument("--shard", metavar="I/N", type=_shard_type,
-                       help="play only block I of N (0-based) of the goals; `report` reads the N shard files as one run")
-    group.add_argument("--price-input", metavar="USD", type=types.non_negative_float,
-                       help="price per million prompt tokens (the summary shows the cost)")
-    group.add_argument("--price-output", metavar="USD", type=types.non_negative_float,
+    group.add_argument("--shard", metavar="SHARD", type=_shard_type,
+                       help="I/N: play only block I of N (0-based) of the goals; `report` reads the N shard files as one run")
+    group.add_argument("--price-input", metavar="USD", type=types.price,
+                       help="price per million prompt tokens, at most 1,000,000 (the summary shows the cost)")
+    group.add_argument("--price-output", metavar="USD", type=types.price,
                        help="price per million completion tokens")
 
 

@@ -54,11 +54,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-envs", type=_max_envs, default=DEFAULT_MAX_ENVS, metavar="N",
                         help=f"WebSocket sessions alive at once, 1-{MAX_ENVS:,} (default {DEFAULT_MAX_ENVS}); "
                              "one more gets OpenEnv's CAPACITY_REACHED error frame")
-    parser.add_argument("--idle-timeout", type=types.non_negative_float, default=DEFAULT_IDLE_TIMEOUT,
+    parser.add_argument("--idle-timeout", type=types.seconds, default=DEFAULT_IDLE_TIMEOUT,
                         metavar="SECONDS",
-                        help=f"evict sessions idle this long (default {DEFAULT_IDLE_TIMEOUT:g}; 0: never)")
-    parser.add_argument("--max-steps", type=types.non_negative_int, default=15,
-                        help="actions per episode before it is truncated (default 15; 0: no cap)")
+                        help=f"evict sessions idle this long (default {DEFAULT_IDLE_TIMEOUT:g}; 0: never; at most {types.MAX_SECONDS:,})")
+    parser.add_argument("--max-steps", type=types.at_most(types.non_negative_int, types.MAX_STEPS), default=15,
+                        metavar="N", help=f"actions per episode before it is truncated (default 15; 0: no cap; at most {types.MAX_STEPS:,})")
     parser.add_argument("--seed-goals", action="store_true",
                         help="reset(seed=s) plays goal s (with split: the split's s-th goal) instead of a goal drawn "
                              "with seed s; for trainers that name tasks by seed (verifiers' OpenEnv taskset)")

@@ -30,9 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--merged", metavar="RUN.jsonl", type=types.output_file,
                         help="also write the shard files given (eval --shard i/n, all n of one evaluation) as one "
                              "run file, for replay and serve --runs")
-    parser.add_argument("--price-input", metavar="USD", type=types.non_negative_float,
+    parser.add_argument("--price-input", metavar="USD", type=types.price,
                         help="price per million prompt tokens: served models' runs show their cost")
-    parser.add_argument("--price-output", metavar="USD", type=types.non_negative_float,
+    parser.add_argument("--price-output", metavar="USD", type=types.price,
                         help="price per million completion tokens")
     parser.add_argument("--viewer-url", default="http://127.0.0.1:3000", metavar="URL",
                         help="link failure examples to this `webshop-gym serve --runs` (default http://127.0.0.1:3000; "
