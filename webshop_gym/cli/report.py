@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=types.seed, default=0, metavar="SEED", help="seed of the bootstrap (default 0)")
     parser.add_argument("--title", default=None, metavar="TEXT", help="the report's title")
     parser.add_argument("--no-plots", action="store_true", help="tables only (no matplotlib needed)")
-    parser.add_argument("--merged", metavar="RUN.jsonl", type=types.output_file,
+    parser.add_argument("--merged", metavar="FILE", type=types.output_file,
                         help="also write the shard files given (eval --shard i/n, all n of one evaluation) as one "
                              "run file, for replay and serve --runs")
     parser.add_argument("--price-input", metavar="USD", type=types.price,
