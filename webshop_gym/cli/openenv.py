@@ -45,11 +45,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--goals", metavar="FILE", type=types.existing_file,
                         help="frozen goal set (ours, or a reference goals.json with prices.json beside it)")
     parser.add_argument("--human-goals", action="store_true", help="human instructions instead of synthetic goals")
-    parser.add_argument("--price-seed", type=types.seed, default=0,
+    parser.add_argument("--price-seed", type=types.seed, default=0, metavar="SEED",
                         help="seed of product prices and price caps (default 0 = the reference's seed-0 run)")
-    parser.add_argument("--host", default="127.0.0.1",
+    parser.add_argument("--host", default="127.0.0.1", metavar="HOST", type=types.host,
                         help="address to bind (default 127.0.0.1: this machine only; 0.0.0.0 in a container)")
-    parser.add_argument("--port", type=types.port, default=8000,
+    parser.add_argument("--port", type=types.port, default=8000, metavar="PORT",
                         help="port (default 8000, OpenEnv's; 0: any free port, printed at start)")
     parser.add_argument("--max-envs", type=_max_envs, default=DEFAULT_MAX_ENVS, metavar="N",
                         help=f"WebSocket sessions alive at once, 1-{MAX_ENVS:,} (default {DEFAULT_MAX_ENVS}); "
