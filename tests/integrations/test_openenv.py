@@ -382,7 +382,7 @@ def test_idle_sessions_are_evicted_and_their_slots_reused(serve, default_shop):
     (["--max-envs", "100000"], "argument --max-envs: must be at most 8,192, got '100000'"),
     (["--max-envs", "many"], "argument --max-envs: must be a positive integer, got 'many'"),
     (["--port", "65536"], "argument --port: must be a port number in 0-65535"),
-    (["--idle-timeout", "-3"], "argument --idle-timeout: must be a finite number >= 0, got '-3'"),
+    (["--idle-timeout", "-3"], "argument --idle-timeout: must be a finite number >= 0 (seconds, at most 31,536,000), got '-3'"),
     (["--shop", "/no/such/dir"], "argument --shop: directory '/no/such/dir' does not exist"),
     (["--observation-mode", "pdf"], "argument --observation-mode: invalid choice: 'pdf'"),
     (["--bogus"], "unrecognized arguments: --bogus"),
