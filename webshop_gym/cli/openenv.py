@@ -40,13 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         MAX_ENVS,
     )
 
-    parser.add_argument("--shop", metavar="DIR", type=types.existing_dir,
-                        help="shop directory in the reference format (default: the embedded shop)")
-    parser.add_argument("--goals", metavar="FILE", type=types.existing_file,
-                        help="frozen goal set (ours, or a reference goals.json with prices.json beside it)")
-    parser.add_argument("--human-goals", action="store_true", help="human instructions instead of synthetic goals")
-    parser.add_argument("--price-seed", type=types.seed, default=0, metavar="SEED",
-                        help="seed of product prices and price caps (default 0 = the reference's seed-0 run)")
+    from webshop_gym.cli.app import add_shop_arguments
+
+    add_shop_arguments(parser)
     parser.add_argument("--host", default="127.0.0.1", metavar="HOST", type=types.host,
                         help="address to bind (default 127.0.0.1: this machine only; 0.0.0.0 in a container)")
     parser.add_argument("--port", type=types.port, default=8000, metavar="PORT",
