@@ -34,13 +34,12 @@ def _max_envs(text: str) -> int:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the ``openenv`` flags to ``parser``."""
+    from webshop_gym.cli.app import add_shop_arguments
     from webshop_gym.integrations.openenv.app import (
         DEFAULT_IDLE_TIMEOUT,
         DEFAULT_MAX_ENVS,
         MAX_ENVS,
     )
-
-    from webshop_gym.cli.app import add_shop_arguments
 
     add_shop_arguments(parser)
     parser.add_argument("--host", default="127.0.0.1", metavar="HOST", type=types.host,
