@@ -8,6 +8,8 @@ Subcommands::
     webshop-gym replay LOG                replay a trajectory log and check its rewards
     webshop-gym eval --policy rule ...    Score and SR of a policy over a split
     webshop-gym sft-data --policy oracle ... SFT-ready demonstrations (old name: demos)
+    webshop-gym report RUN [RUN ...]      Score/SR with intervals, comparisons, failure tags, plots
+    webshop-gym openenv                   serve WebShop as an OpenEnv environment (webshop-gym[openenv])
 
 Every subcommand has ``--help``.  Feature modules contribute their subcommands through
 ``add_arguments(parser)`` / ``run(args)`` pairs and import heavy dependencies only when run.
