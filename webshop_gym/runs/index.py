@@ -38,6 +38,7 @@ from webshop_gym.runs.log import (
     LogError,
     _check,
     _type_name,
+    decode_record,
 )
 from webshop_gym.runs.run import CAUSES, RunEpisode, _episode, failure_causes
 
@@ -225,19 +226,8 @@ class RunIndex:
             if not text:
                 self.consumed, self.lines = offset, number
                 continue
-            try:
-                record = json.loads(text)
-            except UnicodeDecodeError as exc:
-                raise LogError(path, number, f"not UTF-8 text (byte {exc.start + 1} of the line)") from None
-            except json.JSONDecodeError as exc:
-                raise LogError(path, number, f"not JSON ({exc.msg} at column {exc.colno})") from None
-            except RecursionError:
-                raise LogError(path, number, "JSON nested too deeply") from None
-            if not isinstance(record, dict):
-                raise LogError(path, number, f"expected a JSON object, got {_type_name(record)}")
-            kind = record.get("type")
-            if kind is None:
-                raise LogError(path, number, "record has no 'type'")
+            record = decode_record(path, number, text)
+            kind = record["type"]
             if kind == "step":
                 self._step(record, number, start, offset)
             elif kind == "episode":

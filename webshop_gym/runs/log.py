@@ -47,6 +47,7 @@ __all__ = [
     "RecordTrajectory",
     "TrajectoryWriter",
     "action_fields",
+    "decode_record",
     "dumps_line",
     "logged_action",
     "read_episodes",
@@ -359,6 +360,29 @@ def _check(path: Path, line: int, record: dict, required: dict) -> None:
         _check_types(path, line, f"{kind} record's shop", record["shop"], _SHOP_FIELDS)
 
 
+def decode_record(path: Path, number: int, text: str | bytes, partial_ok: bool = False) -> dict | None:
+    """One line of a log as a record: a JSON object with a ``type``, or :class:`LogError` naming the line.
+
+    With ``partial_ok`` a line that is not complete JSON (the last line, cut by a crash) gives
+    ``None`` instead.
+    """
+    try:
+        record = json.loads(text)
+    except UnicodeDecodeError as exc:
+        raise LogError(path, number, f"not UTF-8 text (byte {exc.start + 1} of the line)") from None
+    except json.JSONDecodeError as exc:
+        if partial_ok:
+            return None
+        raise LogError(path, number, f"not JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:
+        raise LogError(path, number, "JSON nested too deeply") from None
+    if not isinstance(record, dict):
+        raise LogError(path, number, f"expected a JSON object, got {_type_name(record)}")
+    if record.get("type") is None:
+        raise LogError(path, number, "record has no 'type'")
+    return record
+
+
 def _lines(path: Path):
     """Yield (number, text) per line; a last line cut off by a crash (no newline, not JSON) is dropped."""
     with open(path, "rb") as handle:
@@ -394,19 +418,10 @@ def read_log(path: str | os.PathLike) -> Log:
     for number, text, last in _lines(path):
         if not text.strip():
             continue
-        try:
-            record = json.loads(text)
-        except json.JSONDecodeError as exc:
-            if last:  # the write a crash interrupted
-                break
-            raise LogError(path, number, f"not JSON ({exc.msg} at column {exc.colno})") from None
-        except RecursionError:
-            raise LogError(path, number, "JSON nested too deeply") from None
-        if not isinstance(record, dict):
-            raise LogError(path, number, f"expected a JSON object, got {_type_name(record)}")
-        kind = record.get("type")
-        if kind is None:
-            raise LogError(path, number, "record has no 'type'")
+        record = decode_record(path, number, text, partial_ok=last)
+        if record is None:  # the write a crash interrupted
+            break
+        kind = record["type"]
         if kind == "run":
             if header is not None or episodes:
                 raise LogError(path, number, "a run record must be the first line")
