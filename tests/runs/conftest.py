@@ -100,3 +100,22 @@ def first_with_tag(folder, name: str, tag: str) -> int:
     found = [i for i in range(len(table)) if table.tag_name(i) == tag]
     assert found, f"no {tag!r} episode in {name}: {index.tag_counts()}"
     return found[0]
+
+
+@pytest.fixture
+def make_viewer(default_shop):
+    """A factory of test clients of the run viewer over a folder of runs (apps closed afterwards)."""
+    from webshop_gym.server import create_app
+
+    apps = []
+
+    def make(folder, **config):
+        app = create_app({"TESTING": True, "SHOP": default_shop, "RUNS": str(folder), "SEED": 0, "MAX_SESSIONS": 4,
+                          **config})
+        apps.append(app)
+        return app.test_client()
+
+    yield make
+    for app in apps:
+        app.extensions["webshop_gym"].close()
+        app.extensions["webshop_gym_runs"].close()

@@ -21,22 +21,6 @@ from webshop_gym.runs.run import load_run
 
 
 @pytest.fixture
-def make_viewer(default_shop):
-    apps = []
-
-    def make(folder, **config):
-        app = create_app({"TESTING": True, "SHOP": default_shop, "RUNS": str(folder), "SEED": 0, "MAX_SESSIONS": 4,
-                          **config})
-        apps.append(app)
-        return app.test_client()
-
-    yield make
-    for app in apps:
-        app.extensions["webshop_gym"].close()
-        app.extensions["webshop_gym_runs"].close()
-
-
-@pytest.fixture
 def client(make_viewer, runs_dir):
     return make_viewer(runs_dir)
 

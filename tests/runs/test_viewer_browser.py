@@ -24,15 +24,20 @@ def sync_playwright():
     return require_playwright()
 
 
-@pytest.fixture
-def live_viewer(default_shop, runs_dir):
-    app = create_app({"SHOP": default_shop, "RUNS": str(runs_dir), "SEED": 0, "MAX_SESSIONS": 4})
+def _live(shop, folder):
+    """The viewer over ``folder`` served on 127.0.0.1; yields its base URL."""
+    app = create_app({"SHOP": shop, "RUNS": str(folder), "SEED": 0, "MAX_SESSIONS": 4})
     try:
         with served(app) as base:
             yield base
     finally:
         app.extensions["webshop_gym"].close()
         app.extensions["webshop_gym_runs"].close()
+
+
+@pytest.fixture
+def live_viewer(default_shop, runs_dir):
+    yield from _live(default_shop, runs_dir)
 
 
 def test_view_runs_in_chromium(sync_playwright, live_viewer, runs_dir):
@@ -106,13 +111,7 @@ def test_view_runs_in_chromium(sync_playwright, live_viewer, runs_dir):
 
 @pytest.fixture
 def live_scripted(default_shop, scripted_runs):
-    app = create_app({"SHOP": default_shop, "RUNS": str(scripted_runs), "SEED": 0, "MAX_SESSIONS": 4})
-    try:
-        with served(app) as base:
-            yield base
-    finally:
-        app.extensions["webshop_gym"].close()
-        app.extensions["webshop_gym_runs"].close()
+    yield from _live(default_shop, scripted_runs)
 
 
 def test_episode_diagnosis_in_chromium(sync_playwright, live_scripted, scripted_runs):

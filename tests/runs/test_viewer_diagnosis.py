@@ -11,28 +11,11 @@ import io
 import json
 import shutil
 
-import pytest
 from bs4 import BeautifulSoup
 from webshop_gym.server import create_app
 
 from tests.runs.conftest import first_with_tag, write_run
 from webshop_gym.runs.index import CSV_COLUMNS, EXPORT_COLUMNS, RunIndex, csv_value
-
-
-@pytest.fixture
-def make_viewer(default_shop):
-    apps = []
-
-    def make(folder, **config):
-        app = create_app({"TESTING": True, "SHOP": default_shop, "RUNS": str(folder), "SEED": 0, "MAX_SESSIONS": 4,
-                          **config})
-        apps.append(app)
-        return app.test_client()
-
-    yield make
-    for app in apps:
-        app.extensions["webshop_gym"].close()
-        app.extensions["webshop_gym_runs"].close()
 
 
 def soup_of(response) -> BeautifulSoup:
