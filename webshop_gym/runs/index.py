@@ -33,11 +33,10 @@ from webshop_gym.runs.diagnosis import SOLVED, TAGS, EpisodeFacts, failure_tag
 from webshop_gym.runs.log import (
     _EPISODE_FIELDS,
     _STEP_FIELDS,
-    FORMAT_VERSION,
     Episode,
     LogError,
     _check,
-    _type_name,
+    check_run_record,
     decode_record,
 )
 from webshop_gym.runs.run import CAUSES, RunEpisode, _episode, failure_causes
@@ -235,13 +234,7 @@ class RunIndex:
             elif kind == "run":
                 if self.header or cols.start:
                     raise LogError(path, number, "a run record must be the first line")
-                version = record.get("format")
-                if not isinstance(version, int) or isinstance(version, bool):
-                    raise LogError(path, number, f"run record: 'format' must be an integer, got {_type_name(version)}")
-                if version > FORMAT_VERSION:
-                    raise LogError(path, number, f"written in log format {version}; this webshop-gym reads up to "
-                                                 f"{FORMAT_VERSION} (upgrade webshop-gym)")
-                _check(path, number, record, {"shop": (dict,)})
+                check_run_record(path, number, record)
                 self.header = record
             elif kind == "summary":
                 self.summary = record

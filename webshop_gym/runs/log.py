@@ -47,6 +47,7 @@ __all__ = [
     "RecordTrajectory",
     "TrajectoryWriter",
     "action_fields",
+    "check_run_record",
     "decode_record",
     "dumps_line",
     "logged_action",
@@ -383,6 +384,17 @@ def decode_record(path: Path, number: int, text: str | bytes, partial_ok: bool =
     return record
 
 
+def check_run_record(path: Path, number: int, record: dict) -> None:
+    """A ``run`` record's format version (one this webshop-gym reads) and its ``shop`` field, or :class:`LogError`."""
+    version = record.get("format")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise LogError(path, number, f"run record: 'format' must be an integer, got {_type_name(version)}")
+    if version > FORMAT_VERSION:
+        raise LogError(path, number, f"written in log format {version}; this webshop-gym reads up to "
+                                     f"{FORMAT_VERSION} (upgrade webshop-gym)")
+    _check(path, number, record, {"shop": (dict,)})
+
+
 def _lines(path: Path):
     """Yield (number, text) per line; a last line cut off by a crash (no newline, not JSON) is dropped."""
     with open(path, "rb") as handle:
@@ -425,13 +437,7 @@ def read_log(path: str | os.PathLike) -> Log:
         if kind == "run":
             if header is not None or episodes:
                 raise LogError(path, number, "a run record must be the first line")
-            version = record.get("format")
-            if not isinstance(version, int) or isinstance(version, bool):
-                raise LogError(path, number, f"run record: 'format' must be an integer, got {_type_name(version)}")
-            if version > FORMAT_VERSION:
-                raise LogError(path, number, f"written in log format {version}; this webshop-gym reads up to "
-                                             f"{FORMAT_VERSION} (upgrade webshop-gym)")
-            _check(path, number, record, {"shop": (dict,)})
+            check_run_record(path, number, record)
             header = record
         elif kind == "episode":
             _check(path, number, record, _EPISODE_FIELDS)
