@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from enum import IntEnum
 
-__all__ = ["ActionKind", "MAX_ACTION_LENGTH", "parse_action", "format_click", "format_search", "round_trips"]
+__all__ = ["ActionKind", "CLICK", "INVALID", "SEARCH", "MAX_ACTION_LENGTH", "parse_action", "format_click", "format_search", "round_trips"]
 
 MAX_ACTION_LENGTH = 100_000
 """Longest action accepted (characters); the envs declare it as their action space's ``max_length``."""
@@ -29,6 +29,13 @@ class ActionKind(IntEnum):
     INVALID = 0
     SEARCH = 1
     CLICK = 2
+
+
+# Plain ints for numpy: a numpy operation on an IntEnum member looks up ``__array_ufunc__`` and
+# friends on its class, which runs ``EnumType.__getattr__`` (Python code, before Python 3.12);
+# a Ctrl-C that lands there is raised inside numpy's lookup, and numpy clears it, so the
+# KeyboardInterrupt is lost.  Hot paths therefore never hand an enum member to numpy.
+INVALID, SEARCH, CLICK = (int(k) for k in ActionKind)
 
 
 def parse_action(action) -> tuple[str | None, str | None]:

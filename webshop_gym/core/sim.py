@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from webshop_gym.core.actions import ActionKind, parse_action
+from webshop_gym.core.actions import CLICK, INVALID, SEARCH, parse_action
 from webshop_gym.core.pages import (
     BACK_TO_SEARCH,
     BUY_NOW,
@@ -349,12 +349,12 @@ def step(ctx: SimContext, state: BatchState, slots, actions) -> StepOutcome:
         if arg is None:
             continue
         if name == "search":
-            kind[i] = ActionKind.SEARCH
+            kind[i] = SEARCH
             searches.append((i, slot, arg))
             continue
         if name != "click" or not _is_clickable(ctx, state, slot, arg):
             continue
-        kind[i] = ActionKind.CLICK
+        kind[i] = CLICK
         page = state.page[slot]
         if arg == BUY_NOW:
             buys.append((i, slot))
@@ -419,4 +419,4 @@ def step(ctx: SimContext, state: BatchState, slots, actions) -> StepOutcome:
             state.page[slot] = DONE
             state.done[slot] = True
 
-    return StepOutcome(kind=kind, invalid=kind == ActionKind.INVALID, reward=reward, done=state.done[slots].copy())
+    return StepOutcome(kind=kind, invalid=kind == INVALID, reward=reward, done=state.done[slots].copy())
