@@ -8,7 +8,6 @@ re-creates its pages by replaying the logged actions, within byte budgets.  The 
 
 from __future__ import annotations
 
-import copy
 import json
 import sys
 import threading
@@ -25,7 +24,7 @@ from webshop_gym.error import DataError, Error
 from webshop_gym.runs.index import (
     RunIndex,
 )
-from webshop_gym.runs.replay import fingerprint_difference, load_logged_shop, replay_episode
+from webshop_gym.runs.replay import Replayer, fingerprint_difference, load_logged_shop
 from webshop_gym.runs.run import RunEpisode
 from webshop_gym.utils.bytelru import ByteLRU
 
@@ -37,29 +36,39 @@ SUFFIX = ".jsonl"
 PAGE_WINDOW = 100
 #: Steps between two saved env states of a long episode's replay (a later window starts from one).
 CHECKPOINT = 500
+#: Episodes longer than this are replayed only up to the page shown (and checked that far).
+LONG_EPISODE = 2 * PAGE_WINDOW + 2
 
 
 @dataclass
 class Replayed:
     """Pages of an episode re-created by the env: ``pages[k]`` is the state after ``k`` actions.
 
-    Only a window of steps is kept for a long episode (``pages`` maps step -> HTML).
+    Only a window of steps is kept for a long episode (``pages`` maps step -> HTML), and a long
+    episode is replayed (and compared with its log) only as far as the pages asked for so far:
+    ``made`` states, ``complete`` once the replay reached the log's end.
     """
 
     n: int
     pages: dict[int, str] = field(default_factory=dict)
-    problem: str = ""  # the first difference from the log
+    problem: str = ""  # the first difference from the log (among the ``made`` states replayed)
     unavailable: str = ""  # why no page could be made (the run's shop cannot be loaded, ...)
     made: int = 0  # states the replay reached (fewer than n + 1 when the log goes on after the end)
-    checkpoints: dict[int, Any] = field(default_factory=dict)  # env state after i steps, every CHECKPOINT steps
+    complete: bool = False  # the replay went as far as it can: every step was compared with the log
+    checkpoints: dict[int, Any] = field(default_factory=dict)  # replay snapshots at states i, every CHECKPOINT
+    frontier: Any = None  # the snapshot at state made - 1, to go on from (while not complete)
 
     def has(self, k: int) -> bool:
         """Whether page ``k`` is held."""
         return k in self.pages
 
+    def covers(self, k: int) -> bool:
+        """Whether state ``k`` was reached, or cannot be (the replay ended before it)."""
+        return k < self.made or self.complete
+
     def nbytes(self) -> int:
         """Bytes charged in the page cache."""
-        return sum(len(p) for p in self.pages.values()) + 4096 * len(self.checkpoints) + 1024
+        return sum(len(p) for p in self.pages.values()) + 4096 * (len(self.checkpoints) + 1) + 1024
 
 
 @dataclass
@@ -229,7 +238,7 @@ class RunLibrary:
         """The re-created pages of ``episode`` around step ``k`` (replayed once per window, then cached)."""
         key = (str(index.path), index.header.get("run"), episode.position, episode.log.episode, len(episode.log.steps))
         done = self.pages.get(key)
-        if done is None or (not done.unavailable and not done.has(k) and k < done.made):
+        if done is None or (not done.unavailable and not done.has(k) and (k < done.made or not done.complete)):
             done = self._worker.submit(self._replay, index, episode, k, done).result()
             self.pages.put(key, done, done.nbytes())
         return done
@@ -287,11 +296,12 @@ class RunLibrary:
     def _replay(self, index: RunIndex, episode: RunEpisode, k: int, previous: Replayed | None = None) -> Replayed:
         """Re-create the pages of the window around ``k``; HTML is rendered for the pages kept only.
 
-        The first time, the whole episode is replayed and compared with the log (the env steps in
-        the logged observation mode when observations were logged, else in ``url`` mode, the
-        cheapest), keeping the env's state every :data:`CHECKPOINT` steps; a later window of a
-        long episode starts from the nearest checkpoint, so it costs at most ``CHECKPOINT + 2 x
-        PAGE_WINDOW`` steps.
+        The replay compares every step it takes with the log (the env steps in the logged
+        observation mode when observations were logged, else in ``url`` mode, the cheapest).  A
+        short episode is replayed whole at once.  A long one is replayed only up to the window
+        shown, keeping a snapshot every :data:`CHECKPOINT` states and one where it stopped: a
+        later window behind that point starts from the nearest snapshot (at most ``CHECKPOINT +
+        2 x PAGE_WINDOW`` steps), one beyond it goes on from where the replay stopped.
         """
         from webshop_gym.envs.env import WebShopEnv
 
@@ -307,39 +317,50 @@ class RunLibrary:
         env_mode = mode if logged else "url"
         env = WebShopEnv(shop=shop, max_steps=log.max_steps, observation_mode=env_mode)
         engine = env.unwrapped.engine
-        low, high = k - PAGE_WINDOW, k + PAGE_WINDOW
+        replayer = Replayer(engine, log, mode)
+        long = n > LONG_EPISODE
+        low, high = (k - PAGE_WINDOW, k + PAGE_WINDOW) if long else (0, n)
 
         def wanted(i: int) -> bool:
             return i <= 1 or low <= i <= high or i >= n - 1
 
-        if previous is not None and previous.checkpoints and not previous.unavailable:
-            out = Replayed(n, pages={i: p for i, p in previous.pages.items() if i <= 1 or i >= n - 1},
-                           problem=previous.problem, made=previous.made, checkpoints=previous.checkpoints)
-            start = max(c for c in previous.checkpoints if c <= max(0, low))
-            env.reset(options={"goal_index": episode.goal_index})
-            engine.state, engine.invalid, engine.truncated, engine.instructions = copy.deepcopy(
-                previous.checkpoints[start])
-            for i in range(start, min(previous.made - 1, high) + 1):
-                if wanted(i) and i not in out.pages:
-                    out.pages[i] = engine.observe(0, "html")
-                if i >= n or engine.finished(0):
-                    break
-                env.step(log.steps[i].get("action"))
-            env.close()
-            return out
         out = Replayed(n)
+        if previous is not None and previous.made and not previous.unavailable:
+            out = Replayed(n, pages={i: p for i, p in previous.pages.items() if wanted(i)},
+                           problem=previous.problem, made=previous.made, complete=previous.complete,
+                           checkpoints=previous.checkpoints, frontier=previous.frontier)
+        try:
+            if out.made and k < out.made:  # behind the replay's end: re-create the window from a snapshot
+                start = max(c for c in out.checkpoints if c <= max(0, low))
+                replayer.restore(out.checkpoints[start])
+                for i in range(start, min(out.made - 1, high) + 1):
+                    if wanted(i) and i not in out.pages:
+                        out.pages[i] = engine.observe(0, "html")
+                    if i >= out.made - 1:
+                        break
+                    engine.step([0], [log.steps[i].get("action")])
+                return out
 
-        def keep(obs: str) -> None:
-            i = out.made
-            out.made += 1
-            if wanted(i):
-                out.pages[i] = obs if env_mode == "html" else engine.observe(0, "html")
-            if n > 2 * PAGE_WINDOW + 2 and i % CHECKPOINT == 0:
-                out.checkpoints[i] = copy.deepcopy((engine.state, engine.invalid, engine.truncated, engine.instructions))
+            def keep() -> None:
+                i = replayer.made - 1
+                if wanted(i):
+                    out.pages[i] = engine.observe(0, "html")
+                if long and i % CHECKPOINT == 0:
+                    out.checkpoints[i] = replayer.snapshot()
 
-        _, out.problem = replay_episode(env, log, mode=mode if logged else None, on_state=keep)
-        env.close()
-        return out
+            if out.made:  # go on from where the last replay stopped
+                replayer.restore(out.frontier)
+                replayer.problem = out.problem
+            else:
+                replayer.start()
+                keep()
+            while not replayer.done and replayer.made <= high:
+                replayer.advance(replayer.made, keep)  # one step, then keep its page
+            out.problem, out.made, out.complete = replayer.problem, replayer.made, replayer.done
+            out.frontier = None if out.complete else replayer.snapshot()
+            return out
+        finally:
+            env.close()
 
 
 def init_app(app) -> RunLibrary:

@@ -148,14 +148,15 @@ class Engine:
             return self.renderer.url(self.state, slot)
         return self.html.render(self.state, slot)
 
-    def info(self, slot: int) -> dict:
+    def info(self, slot: int, actions: bool = True) -> dict:
         """The info dict of a slot (deterministic: no timings).
 
         Keys: ``goal_index``, ``instruction``, ``page``, ``steps``, ``invalid_action``,
         ``available_actions`` (the reference's ``{has_search_bar, clickables}``) and
         ``valid_actions`` (complete action strings valid now); after a purchase also
         ``success``, ``reward_info`` (the reward breakdown), ``purchased_asin``,
-        ``purchased_options`` and ``purchased_price``.
+        ``purchased_options`` and ``purchased_price``.  With ``actions=False`` the two action keys
+        are left out (the cheap part, for replays that only compare outcomes).
         """
         state = self.state
         goal = int(state.goal[slot])
@@ -165,9 +166,10 @@ class Engine:
             "page": page_name(int(state.page[slot]), int(state.sub[slot])),
             "steps": int(state.steps[slot]),
             "invalid_action": bool(self.invalid[slot]),
-            "available_actions": self.renderer.available_actions(state, slot),
-            "valid_actions": self.renderer.valid_actions(state, slot),
         }
+        if actions:
+            info["available_actions"] = self.renderer.available_actions(state, slot)
+            info["valid_actions"] = self.renderer.valid_actions(state, slot)
         purchase = state.purchase[slot]
         if purchase is not None:
             info["success"] = bool(state.reward[slot] == 1.0)

@@ -306,3 +306,41 @@ def test_viewer_intervals_leave_errored_episodes_out(runs_dir, tmp_path):
     assert stats["sr"] == sr_interval(table.success[keep])
     assert stats["score"] == score_interval(table.reward[keep], RESAMPLES, 0)
     assert stats["sr"] != sr_interval(table.success)
+
+
+def test_a_long_episode_is_replayed_and_checked_only_as_far_as_the_pages_opened(make_viewer, tmp_path, default_shop):
+    """Opening step 100 of 600 replays 200 steps; a difference planted at step 500 shows once step 450+ is opened."""
+    from webshop_gym import WebShopEnv
+    from webshop_gym.runs.log import RecordTrajectory
+
+    env = RecordTrajectory(WebShopEnv(shop=default_shop, max_steps=None), tmp_path / "long.jsonl")
+    env.reset(options={"goal_index": 0})
+    actions = ["search[shoes]"] + ["click[next >]" if k % 2 == 0 else "click[< prev]" for k in range(599)]
+    for action in actions:
+        env.step(action)
+    env.close()
+    lines = (tmp_path / "long.jsonl").read_text(encoding="utf-8").splitlines()
+    records = [json.loads(line) for line in lines]
+    planted = next(r for r in records if r["type"] == "step" and r["step"] == 500)
+    planted["page"] = "item"  # the env is on a results page there
+    (tmp_path / "long.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    plain = WebShopEnv(shop=default_shop, max_steps=None, observation_mode="html")
+    html, _ = plain.reset(options={"goal_index": 0})
+    pages = [html] + [plain.step(a)[0] for a in actions]
+
+    client = make_viewer(tmp_path)
+    library = client.application.extensions["webshop_gym_runs"]
+    index = library.state(tmp_path / "long.jsonl").index
+    episode = library.episode(index, 0)
+    soup = soup_of(client.get("/runs/long/0?step=100"))
+    replayed = library.replayed(index, episode, 100)
+    assert (replayed.made, replayed.complete, replayed.problem) == (201, False, "")
+    assert "actions 1 to 200 of 600 were replayed and checked" in soup.select_one("#checked").text
+    assert not soup.select(".banner-warn")
+    for k in (100, 450, 60, 599, 600):  # within, beyond (goes on from step 200), behind (from a snapshot), the end
+        response = client.get(f"/runs/long/0/page/{k}")
+        assert response.status_code == 200 and response.get_data(as_text=True) == pages[k], k
+    replayed = library.replayed(index, episode, 600)
+    assert replayed.complete and replayed.made == 601 and replayed.problem.startswith("step 500: page differs")
+    soup = soup_of(client.get("/runs/long/0?step=100"))
+    assert not soup.select("#checked") and "step 500: page differs" in soup.select_one(".banner-warn").text

@@ -7,6 +7,7 @@ breakdowns step by step.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 from typing import Any
@@ -14,7 +15,7 @@ from typing import Any
 from webshop_gym.error import ShopNotFound
 from webshop_gym.runs.log import Episode, Log, LogError, logged_action, read_log
 
-__all__ = ["fingerprint_difference", "load_logged_shop", "replay", "replay_episode", "replay_log"]
+__all__ = ["Replayer", "fingerprint_difference", "load_logged_shop", "replay", "replay_episode", "replay_log"]
 
 _COMPARED = ("reward", "terminated", "truncated", "invalid_action", "page", "observation", "reward_info",
              "purchased_asin", "purchased_options")
@@ -56,31 +57,85 @@ def replay_episode(env, episode: Episode, mode: str | None = None, on_state=None
     Returns:
         (replayed reward, the first difference or ``""``).
     """
-    base = env.unwrapped
-    same = mode is None or mode == base.observation_mode
+    engine = env.unwrapped.engine
+    seen = None if on_state is None else (lambda: on_state(engine.observe(0)))
+    replayer = Replayer(engine, episode, mode)
+    replayer.start(seen)
+    if replayer.problem and on_state is None:
+        return 0.0, replayer.problem
+    replayer.advance(len(episode.steps), seen, stop_at_problem=on_state is None)
+    return replayer.reward, replayer.problem
 
-    def view(obs: str) -> str:
-        return obs if same else base.engine.observe(0, mode)
 
-    obs, _ = env.reset(options={"goal_index": episode.goal_index})
-    if on_state is not None:
-        on_state(obs)
-    problem = ""
-    if "observation" in episode.record and episode.record["observation"] != view(obs):
-        problem = "the first observation differs"
-        if on_state is None:
-            return 0.0, problem
-    reward, ended = 0.0, False
-    for record in episode.steps:
-        if ended:
-            return reward, problem or (f"step {record['step']}: the log goes on after the episode ended at "
-                                       f"step {record['step'] - 1}")
-        obs, reward, terminated, truncated, info = env.step(logged_action(record))
+class Replayer:
+    """Steps a logged episode through slot 0 of an engine, comparing every step with the log.
+
+    It can stop after any step and go on later (the run viewer replays a long episode only up to
+    the page shown), and :meth:`snapshot` / :meth:`restore` save and bring back the env's state.
+    The comparison covers every logged field (reward, flags, page, observation, purchase); the
+    log may not go on after the env ended the episode.
+
+    Attributes:
+        made: states reached so far (the state after ``i`` actions is state ``i``; at most
+            ``len(steps) + 1``).
+        problem: the first difference from the log (``""``: none so far).
+        reward: the reward of the last step taken.
+        done: no further step can be taken (the log's end, or the env ended the episode).
+    """
+
+    def __init__(self, engine, episode: Episode, mode: str | None = None):
+        self.engine = engine
+        self.episode = episode
+        self.mode = mode or engine.observation_mode  # the mode of the logged observations
+        self.made = 0
+        self.problem = ""
+        self.reward = 0.0
+        self.done = False
+
+    def start(self, on_state=None) -> None:
+        """Reset to the episode's goal (state 0) and compare the first observation.
+
+        Args:
+            on_state: called (without arguments) once state 0 is there.
+        """
+        engine, episode = self.engine, self.episode
+        engine.reset([0], [engine.check_goal(episode.goal_index)])
+        self.made, self.problem, self.reward, self.done = 1, "", 0.0, not episode.steps
         if on_state is not None:
-            on_state(obs)
-        ended = terminated or truncated
-        if problem:
-            continue
+            on_state()
+        if "observation" in episode.record and episode.record["observation"] != engine.observe(0, self.mode):
+            self.problem = "the first observation differs"
+
+    def advance(self, stop: int, on_state=None, stop_at_problem: bool = False) -> None:
+        """Take logged actions until state ``stop`` is reached (or the episode cannot go on).
+
+        Args:
+            stop: the state to reach (``len(steps)``: the end of the log).
+            on_state: called (without arguments) once each new state is there.
+            stop_at_problem: stop at the first difference.
+        """
+        engine, steps = self.engine, self.episode.steps
+        while not self.done and self.made <= stop:
+            record = steps[self.made - 1]
+            if engine.finished(0):
+                self.done = True
+                self.problem = self.problem or (f"step {record['step']}: the log goes on after the episode ended at "
+                                                f"step {record['step'] - 1}")
+                return
+            rewards, terminated, truncated = engine.step([0], [logged_action(record)])
+            self.made += 1
+            self.reward = float(rewards[0])
+            self.done = self.made > len(steps)
+            if on_state is not None:
+                on_state()
+            if not self.problem:
+                self.problem = self._difference(record, float(rewards[0]), bool(terminated[0]), bool(truncated[0]))
+                if self.problem and stop_at_problem:
+                    self.done = True
+                    return
+
+    def _difference(self, record: dict, reward: float, terminated: bool, truncated: bool) -> str:
+        info = self.engine.info(0, actions=False)
         replayed = {"reward": reward, "terminated": terminated, "truncated": truncated,
                     "invalid_action": info["invalid_action"], "page": info["page"],
                     "reward_info": info.get("reward_info"), "purchased_asin": info.get("purchased_asin"),
@@ -88,14 +143,23 @@ def replay_episode(env, episode: Episode, mode: str | None = None, on_state=None
         for key in _COMPARED:
             if key not in record:
                 continue
-            value = view(obs) if key == "observation" else replayed[key]
+            value = self.engine.observe(0, self.mode) if key == "observation" else replayed[key]
             if record[key] != value:
                 shown = "" if key in ("observation", "reward_info") else f": logged {record[key]!r}, replayed {value!r}"
-                problem = f"step {record['step']}: {key} differs{shown}"
-                break
-        if problem and on_state is None:
-            return reward, problem
-    return reward, problem
+                return f"step {record['step']}: {key} differs{shown}"
+        return ""
+
+    def snapshot(self) -> tuple:
+        """The env's state and the replay's progress now (for :meth:`restore`)."""
+        engine = self.engine
+        return copy.deepcopy((engine.state, engine.invalid, engine.truncated, engine.instructions,
+                              self.made, self.reward, self.done))
+
+    def restore(self, snapshot: tuple) -> None:
+        """Go back (or forward) to a :meth:`snapshot`; the first difference found so far is kept."""
+        engine = self.engine
+        (engine.state, engine.invalid, engine.truncated, engine.instructions,
+         self.made, self.reward, self.done) = copy.deepcopy(snapshot)
 
 
 def replay(path: str | os.PathLike, shop_path: str | None = None) -> list[dict]:
