@@ -13,6 +13,7 @@ import argparse
 import sys
 
 from webshop_gym.cli import argtypes as types
+from webshop_gym.utils.heap import freeze_loaded
 
 __all__ = ["add_arguments", "config_from_args", "run"]
 
@@ -132,6 +133,7 @@ def run(args: argparse.Namespace) -> int:
             reason = getattr(exc, "strerror", None) or str(exc)
             raise _BindError(f"cannot listen on {args.host}:{args.port}: {reason}") from exc
         store.warm_up()
+        freeze_loaded()  # the shop's objects out of the collector: no full-collection stalls while serving
         goals = store.shop.goals
         host = f"[{args.host}]" if ":" in args.host else args.host
         base = f"http://{host}:{listener.port}"

@@ -140,7 +140,10 @@ class Listener:
 
 def serve(app, host: str = "127.0.0.1", port: int = 8000, ready=None) -> None:
     """Serve ``app`` with uvicorn until interrupted; binds first, then calls ``ready(port)``."""
+    from webshop_gym.utils.heap import freeze_loaded
+
     listener = Listener(app, host, port)
+    freeze_loaded()  # the shop's objects out of the collector: no full-collection stalls while serving
     if ready is not None:
         ready(listener.port)
     listener.run()
