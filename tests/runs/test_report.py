@@ -252,3 +252,32 @@ def test_report_shows_eval_facts(runs_dir, eval_json):
     report = build_report([runs_dir / "oracle.jsonl"], resamples=200)
     expected = f"oracle: {eval_json['oracle']['unreachable']} unreachable goals"
     assert any(note.startswith(expected) for note in report.notes)
+
+
+@pytest.mark.parametrize("name", ["rule", "random", "oracle"])
+def test_a_run_read_without_its_steps_has_the_same_figures_and_episodes(runs_dir, name):
+    """What `report` reads (outcomes only, memory per episode, not per step) equals the full read."""
+    full, light = load_run(runs_dir / f"{name}.jsonl"), load_run(runs_dir / f"{name}.jsonl", steps=False)
+    assert light.figures == full.figures and light.header == full.header and light.summary == full.summary
+    assert len(light.episodes) == len(full.episodes)
+    for a, b in zip(full.episodes, light.episodes):
+        assert (a.goal_index, a.reward, a.success, a.purchased, a.truncated, a.steps, a.invalid_actions, a.causes,
+                a.category, a.reward_info, a.record()) == (
+                b.goal_index, b.reward, b.success, b.purchased, b.truncated, b.steps, b.invalid_actions, b.causes,
+                b.category, b.reward_info, b.record())
+        assert b.log.steps == [] and b.log.outcome["steps"] == len(a.log.steps) and "observation" not in b.log.record
+
+
+def test_a_run_read_without_its_steps_is_checked_line_by_line(runs_dir, tmp_path):
+    lines = (runs_dir / "rule.jsonl").read_text(encoding="utf-8").splitlines()
+    skipped = next(i for i, line in enumerate(lines) if '"step": 2,' in line or '"step": 2}' in line)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join(lines[:skipped] + lines[skipped + 1:]) + "\n", encoding="utf-8")
+    from webshop_gym.runs.log import LogError
+
+    for steps in (True, False):
+        with pytest.raises(LogError, match=r"line \d+: step 3 of episode .*expected step 2"):
+            load_run(bad, steps=steps)
+    torn = tmp_path / "torn.jsonl"  # a crash cut the last line: ignored in both modes
+    torn.write_text("\n".join(lines) + "\n" + lines[-1][:20], encoding="utf-8")
+    assert load_run(torn, steps=False).figures == load_run(torn).figures == load_run(runs_dir / "rule.jsonl").figures

@@ -270,6 +270,10 @@ class Episode:
         record: the episode line.
         line: the episode line's number in the file (1-based).
         step_lines: the step lines' numbers.
+        outcome: read without its steps (``read_log(..., steps=False)``): ``{"steps": number of
+            steps, "invalid": invalid actions, "last": the last step record}`` (``None`` otherwise);
+            ``actions``, ``steps`` and ``step_lines`` are then empty and the episode line has no
+            ``observation``.
     """
 
     episode: str
@@ -281,16 +285,26 @@ class Episode:
     record: dict = field(default_factory=dict)
     line: int = 0
     step_lines: list = field(default_factory=list)
+    outcome: dict | None = None
+
+    @property
+    def last_step(self) -> dict | None:
+        """The last step record (``None`` before the first step)."""
+        if self.outcome is not None:
+            return self.outcome["last"]
+        return self.steps[-1] if self.steps else None
 
     @property
     def reward(self) -> float:
         """The last logged reward (the purchase's, if any)."""
-        return float(self.steps[-1]["reward"]) if self.steps else 0.0
+        last = self.last_step
+        return float(last["reward"]) if last else 0.0
 
     @property
     def finished(self) -> bool:
         """Whether the log shows the episode ending."""
-        return bool(self.steps) and bool(self.steps[-1]["terminated"] or self.steps[-1]["truncated"])
+        last = self.last_step
+        return bool(last) and bool(last["terminated"] or last["truncated"])
 
     @property
     def max_steps(self) -> int | None:
@@ -396,27 +410,29 @@ def check_run_record(path: Path, number: int, record: dict) -> None:
 
 
 def _lines(path: Path):
-    """Yield (number, text) per line; a last line cut off by a crash (no newline, not JSON) is dropped."""
+    """Yield (number, text, last) per line, streaming; a last line cut off by a crash (no newline) comes with ``last``.
+
+    The file is read line by line, so memory does not grow with its size.
+    """
     with open(path, "rb") as handle:
-        data = handle.read()
-    raw = data.split(b"\n")
-    torn = raw[-1] if raw[-1] else None
-    body = raw[:-1]
-    for number, chunk in enumerate(body, 1):
-        try:
-            text = chunk.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise LogError(path, number, f"not UTF-8 text (byte {exc.start + 1} of the line)") from None
-        yield number, text, False
-    if torn is not None:
-        try:
-            yield len(body) + 1, torn.decode("utf-8"), True
-        except UnicodeDecodeError:
-            return
+        for number, chunk in enumerate(handle, 1):
+            torn = not chunk.endswith(b"\n")
+            try:
+                text = (chunk if torn else chunk[:-1]).decode("utf-8")
+            except UnicodeDecodeError as exc:
+                if torn:
+                    return
+                raise LogError(path, number, f"not UTF-8 text (byte {exc.start + 1} of the line)") from None
+            yield number, text, torn
 
 
-def read_log(path: str | os.PathLike) -> Log:
+def read_log(path: str | os.PathLike, steps: bool = True) -> Log:
     """Read and check a log (a line cut off by a crash at the end is ignored).
+
+    With ``steps=False`` every line is still checked, but an episode keeps only its outcome
+    (:attr:`Episode.outcome`: step and invalid-action counts, the last step record) and its
+    episode line without the first observation: memory grows with the episodes, not their steps
+    (what ``report`` needs of a 50,000-episode run).
 
     Raises:
         LogError: a line is not UTF-8 or not a JSON object, a record lacks a field or has one
@@ -448,16 +464,27 @@ def read_log(path: str | os.PathLike) -> Log:
                 raise LogError(path, number, "episode record has no 'shop' (and no run record gives one)")
             if record["episode"] in episodes:
                 raise LogError(path, number, f"episode {record['episode']!r} starts twice")
+            if not steps:
+                record.pop("observation", None)
             episodes[record["episode"]] = Episode(record["episode"], record["goal_index"], shop,
-                                                  record.get("instruction", ""), record=record, line=number)
+                                                  record.get("instruction", ""), record=record, line=number,
+                                                  outcome=None if steps else {"steps": 0, "invalid": 0, "last": None})
         elif kind == "step":
             _check(path, number, record, _STEP_FIELDS)
             episode = episodes.get(record["episode"])
             if episode is None:
                 raise LogError(path, number, f"step of an episode that has not started: {record['episode']!r}")
-            if record["step"] != len(episode.steps) + 1:
+            outcome = episode.outcome
+            taken = len(episode.steps) if outcome is None else outcome["steps"]
+            if record["step"] != taken + 1:
                 raise LogError(path, number, f"step {record['step']} of episode {record['episode']!r}; "
-                                             f"expected step {len(episode.steps) + 1}")
+                                             f"expected step {taken + 1}")
+            if outcome is not None:
+                record.pop("observation", None)
+                outcome["steps"] += 1
+                outcome["invalid"] += bool(record["invalid_action"])
+                outcome["last"] = record
+                continue
             episode.actions.append(logged_action(record))
             episode.steps.append(record)
             episode.step_lines.append(number)

@@ -131,7 +131,7 @@ def build_report(paths: list[str | os.PathLike], resamples: int = RESAMPLES, see
     from webshop_gym.runs.shards import group_shards
 
     files = [Path(p) for p in paths]
-    runs, notes = group_shards([(label, load_run(path)) for label, path in zip(_labels(files), files)])
+    runs, notes = group_shards([(label, load_run(path, steps=False)) for label, path in zip(_labels(files), files)])
     rows = [summarize_run(label, run, resamples, seed) for label, run in runs]
     comparisons = [compare(rows[0], row, resamples, seed) for row in rows[1:]]
     for row in rows:

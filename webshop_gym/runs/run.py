@@ -287,7 +287,7 @@ class RunEpisode:
     @property
     def last(self) -> dict:
         """The last step record (``{}`` when there is none)."""
-        return self.log.steps[-1] if self.log.steps else {}
+        return self.log.last_step or {}
 
     @property
     def reward_info(self) -> dict | None:
@@ -364,12 +364,14 @@ class Run:
 
 
 def _episode(position: int, ep: Episode) -> RunEpisode:
-    last = ep.steps[-1] if ep.steps else {}
+    last = ep.last_step or {}
     purchased = bool(last.get("terminated"))
     truncated = bool(last.get("truncated"))
     reward = float(last.get("reward", 0.0)) if purchased else 0.0
-    invalid = sum(bool(s["invalid_action"]) for s in ep.steps)
-    steps = len(ep.steps)
+    if ep.outcome is not None:
+        invalid, steps = ep.outcome["invalid"], ep.outcome["steps"]
+    else:
+        invalid, steps = sum(bool(s["invalid_action"]) for s in ep.steps), len(ep.steps)
     causes = failure_causes(purchased, truncated, steps, invalid, last.get("reward_info"), reward)
     if ep.record.get("errored"):
         causes = ["errored"]  # not the agent's failure: the model's calls failed
@@ -384,13 +386,19 @@ def run_from_log(log: Log) -> Run:
     return Run(log.path, log.header or {}, episodes, log.summary, summarize([e.record() for e in episodes]))
 
 
-def load_run(path: str | os.PathLike, require_episodes: bool = True) -> Run:
+def load_run(path: str | os.PathLike, require_episodes: bool = True, steps: bool = True) -> Run:
     """Read a run file (or any trajectory log) and compute its figures.
+
+    Args:
+        path: the file.
+        require_episodes: raise for a file without episodes.
+        steps: keep every step record; ``False`` keeps each episode's outcome only (see
+            :func:`~webshop_gym.runs.log.read_log`), for figures of runs of any size.
 
     Raises:
         LogError: the file is malformed, or holds no episode (with ``require_episodes``).
     """
-    log = read_log(path)
+    log = read_log(path, steps=steps)
     if require_episodes and not log.episodes:
         raise LogError(path, None, "no episode in this file (an episode line starts each one)")
     return run_from_log(log)
