@@ -62,10 +62,6 @@ class Replayed:
         """Whether page ``k`` is held."""
         return k in self.pages
 
-    def covers(self, k: int) -> bool:
-        """Whether state ``k`` was reached, or cannot be (the replay ended before it)."""
-        return k < self.made or self.complete
-
     def nbytes(self) -> int:
         """Bytes charged in the page cache."""
         return sum(len(p) for p in self.pages.values()) + 4096 * (len(self.checkpoints) + 1) + 1024
@@ -329,35 +325,27 @@ class RunLibrary:
             out = Replayed(n, pages={i: p for i, p in previous.pages.items() if wanted(i)},
                            problem=previous.problem, made=previous.made, complete=previous.complete,
                            checkpoints=previous.checkpoints, frontier=previous.frontier)
+
+        def keep() -> None:
+            i = replayer.made - 1
+            if wanted(i) and i not in out.pages:
+                out.pages[i] = engine.observe(0, "html")
+            if long and i % CHECKPOINT == 0 and i not in out.checkpoints:
+                out.checkpoints[i] = replayer.snapshot()
+
         try:
-            if out.made and k < out.made:  # behind the replay's end: re-create the window from a snapshot
-                start = max(c for c in out.checkpoints if c <= max(0, low))
-                replayer.restore(out.checkpoints[start])
-                for i in range(start, min(out.made - 1, high) + 1):
-                    if wanted(i) and i not in out.pages:
-                        out.pages[i] = engine.observe(0, "html")
-                    if i >= out.made - 1:
-                        break
-                    engine.step([0], [log.steps[i].get("action")])
-                return out
-
-            def keep() -> None:
-                i = replayer.made - 1
-                if wanted(i):
-                    out.pages[i] = engine.observe(0, "html")
-                if long and i % CHECKPOINT == 0:
-                    out.checkpoints[i] = replayer.snapshot()
-
-            if out.made:  # go on from where the last replay stopped
-                replayer.restore(out.frontier)
+            if out.made:  # from the nearest snapshot behind the window, or from where the replay stopped
+                replayer.restore(out.frontier if k >= out.made else
+                                 out.checkpoints[max(c for c in out.checkpoints if c <= max(0, low))])
                 replayer.problem = out.problem
             else:
                 replayer.start()
-                keep()
+            keep()
             while not replayer.done and replayer.made <= high:
                 replayer.advance(replayer.made, keep)  # one step, then keep its page
-            out.problem, out.made, out.complete = replayer.problem, replayer.made, replayer.done
-            out.frontier = None if out.complete else replayer.snapshot()
+            if replayer.made >= out.made:  # as far as the replay has been, or further: its new end
+                out.problem, out.made, out.complete = replayer.problem, replayer.made, replayer.done
+                out.frontier = None if out.complete else replayer.snapshot()
             return out
         finally:
             env.close()

@@ -211,20 +211,26 @@ def test_unreachable_goals_are_shown(make_viewer, runs_dir, eval_json):
     assert soup.select("#unreachable small")[-1].text == f"SR on the others {eval_json['oracle']['sr_reachable']:.1f}%"
 
 
-def test_long_episode_pages_from_checkpoints(make_viewer, tmp_path, default_shop):
-    """A 1,200-step episode: every page asked for, in any order, is exactly the env's, and windows are cached."""
+def _long_episode(shop, path, steps: int) -> list[str]:
+    """Log one episode of ``steps`` actions (a search, then results pages forwards and back, no step cap)
+    to ``path``; return the env's HTML page after each number of actions (0 to ``steps``)."""
     from webshop_gym import WebShopEnv
     from webshop_gym.runs.log import RecordTrajectory
 
-    env = RecordTrajectory(WebShopEnv(shop=default_shop, max_steps=None), tmp_path / "long.jsonl")
+    actions = ["search[shoes]"] + ["click[next >]" if k % 2 == 0 else "click[< prev]" for k in range(steps - 1)]
+    env = RecordTrajectory(WebShopEnv(shop=shop, max_steps=None), path)
     env.reset(options={"goal_index": 0})
-    actions = ["search[shoes]"] + ["click[next >]" if k % 2 == 0 else "click[< prev]" for k in range(1199)]
     for action in actions:
         env.step(action)
     env.close()
-    plain = WebShopEnv(shop=default_shop, max_steps=None, observation_mode="html")
+    plain = WebShopEnv(shop=shop, max_steps=None, observation_mode="html")
     html, _ = plain.reset(options={"goal_index": 0})
-    pages = [html] + [plain.step(a)[0] for a in actions]
+    return [html] + [plain.step(a)[0] for a in actions]
+
+
+def test_long_episode_pages_from_checkpoints(make_viewer, tmp_path, default_shop):
+    """A 1,200-step episode: every page asked for, in any order, is exactly the env's, and windows are cached."""
+    pages = _long_episode(default_shop, tmp_path / "long.jsonl", 1200)
     client = make_viewer(tmp_path)
     library = client.application.extensions["webshop_gym_runs"]
     for k in (0, 900, 901, 1200, 300, 2, 650):
@@ -310,23 +316,12 @@ def test_viewer_intervals_leave_errored_episodes_out(runs_dir, tmp_path):
 
 def test_a_long_episode_is_replayed_and_checked_only_as_far_as_the_pages_opened(make_viewer, tmp_path, default_shop):
     """Opening step 100 of 600 replays 200 steps; a difference planted at step 500 shows once step 450+ is opened."""
-    from webshop_gym import WebShopEnv
-    from webshop_gym.runs.log import RecordTrajectory
-
-    env = RecordTrajectory(WebShopEnv(shop=default_shop, max_steps=None), tmp_path / "long.jsonl")
-    env.reset(options={"goal_index": 0})
-    actions = ["search[shoes]"] + ["click[next >]" if k % 2 == 0 else "click[< prev]" for k in range(599)]
-    for action in actions:
-        env.step(action)
-    env.close()
+    pages = _long_episode(default_shop, tmp_path / "long.jsonl", 600)
     lines = (tmp_path / "long.jsonl").read_text(encoding="utf-8").splitlines()
     records = [json.loads(line) for line in lines]
     planted = next(r for r in records if r["type"] == "step" and r["step"] == 500)
     planted["page"] = "item"  # the env is on a results page there
     (tmp_path / "long.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    plain = WebShopEnv(shop=default_shop, max_steps=None, observation_mode="html")
-    html, _ = plain.reset(options={"goal_index": 0})
-    pages = [html] + [plain.step(a)[0] for a in actions]
 
     client = make_viewer(tmp_path)
     library = client.application.extensions["webshop_gym_runs"]
