@@ -86,6 +86,25 @@ def locate(reference: str | os.PathLike, shop: str | os.PathLike) -> dict:
     return files
 
 
+def run(python: str, command: str, args: list[str], cwd: str | os.PathLike, what: str, fail) -> dict:
+    """Run this file's ``command`` in the reference's interpreter ``python``; return its JSON result.
+
+    Called from our benchmarks (our interpreter).  A setup problem the reference's side reports
+    (its ``"error"``) goes to ``fail`` (one line, exit 2); a crash exits with its stderr.
+    """
+    import subprocess
+
+    out = Path(cwd) / "result.json"
+    proc = subprocess.run([python, str(Path(__file__).resolve()), command, *args, "--out", str(out)],
+                          capture_output=True, text=True, cwd=cwd)
+    result = json.loads(out.read_text()) if out.is_file() else {}
+    if "error" in result:
+        fail(result["error"])
+    if proc.returncode != 0:
+        sys.exit(f"the reference's {what} failed:\n{proc.stderr[-3000:]}")
+    return result
+
+
 def _java_home() -> tuple[str | None, str]:
     override = os.environ.get("WEBSHOP_GYM_JAVA_HOME")
     if override:

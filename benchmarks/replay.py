@@ -54,6 +54,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import rss_mb, save, table  # noqa: E402
 from _reference import ReferenceSetupError, locate  # noqa: E402
+from _reference import run as run_reference  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL = ROOT.parent / "shared" / "webshop-small"
@@ -242,19 +243,10 @@ def fail(message: str) -> None:
 
 def reference_replay(ref: str, python: str, real: Path, repeat: int) -> dict:
     """The reference's text env on the golden trajectories, ``repeat`` fresh processes (median)."""
-    script = Path(__file__).resolve().parent / "_reference.py"
     runs = []
     for _ in range(repeat):
         with tempfile.TemporaryDirectory() as tmp:
-            out = Path(tmp) / "result.json"
-            cmd = [python, str(script), "replay", "--reference", ref, "--shop", str(real), "--out", str(out)]
-            proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp)
-            result = json.loads(out.read_text()) if out.is_file() else {}
-            if "error" in result:
-                fail(result["error"])
-            if proc.returncode != 0:
-                sys.exit(f"the reference's replay failed:\n{proc.stderr[-3000:]}")
-            runs.append(result)
+            runs.append(run_reference(python, "replay", ["--reference", ref, "--shop", str(real)], tmp, "replay", fail))
     row = dict(runs[len(runs) // 2])
     for key in ("import_s", "load_s", "replay_s", "rss_mb"):
         row[key] = round(statistics.median(r[key] for r in runs), 3)

@@ -34,6 +34,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import save, table  # noqa: E402
 from _reference import ReferenceSetupError, locate  # noqa: E402
+from _reference import run as run_reference  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL = ROOT.parent / "shared" / "webshop-small"
@@ -135,17 +136,10 @@ def reference_rewards(shop, args, goals_path: str) -> dict:
               "options": {f"o{k}": catalog.value_text[v] for k, v in enumerate(selected[i])},
               "price": float(prices[i])} for i in range(len(rows))]
     with tempfile.TemporaryDirectory() as tmp:
-        bought, out = Path(tmp) / "purchases.json", Path(tmp) / "result.json"
+        bought = Path(tmp) / "purchases.json"
         bought.write_text(json.dumps(items))
-        cmd = [args.reference_python, str(Path(__file__).resolve().parent / "_reference.py"), "reward",
-               "--reference", args.reference, "--shop", str(REAL), "--goals", goals_path, "--purchases", str(bought),
-               "--out", str(out)]
-        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp)
-        result = json.loads(out.read_text()) if out.is_file() else {}
-    if "error" in result:
-        fail(result["error"])
-    if proc.returncode != 0:
-        sys.exit(f"the reference's scorer failed:\n{proc.stderr[-3000:]}")
+        result = run_reference(args.reference_python, "reward", ["--reference", args.reference, "--shop", str(REAL),
+                               "--goals", goals_path, "--purchases", str(bought)], tmp, "scorer", fail)
     ours = shop.rewards.score(g, rows, [[int(x) for x in shop.rewards.value_ids(s)] for s in selected], prices).total
     theirs = np.asarray(result.pop("rewards"))
     result["mismatches"] = int(np.sum(np.abs(np.asarray(ours, dtype=float) - theirs) > 1e-9))
