@@ -8,6 +8,9 @@ its outcome, and a comparison of two runs, goal by goal and side by side.  Scree
 
 from __future__ import annotations
 
+import contextlib
+from pathlib import Path
+
 import pytest
 from webshop_gym.server import create_app
 
@@ -22,6 +25,27 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 @pytest.fixture(scope="module")
 def sync_playwright():
     return require_playwright()
+
+
+def _artifacts() -> Path:
+    """The screenshots' folder (``artifacts/runs/``), created."""
+    folder = Path(__file__).resolve().parents[2] / "artifacts" / "runs"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@contextlib.contextmanager
+def _viewer_page(sync_playwright, base: str, problems: list[str]):
+    """A Chromium page; failed requests and console errors under ``base``, and sandbox warnings, go to ``problems``."""
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            watch(page, base, problems)
+            page.on("console", lambda m: problems.append(m.text) if "sandbox" in m.text.lower() else None)
+            yield page
+        finally:
+            browser.close()
 
 
 def _live(shop, folder):
@@ -41,69 +65,58 @@ def live_viewer(default_shop, runs_dir):
 
 
 def test_view_runs_in_chromium(sync_playwright, live_viewer, runs_dir):
-    from pathlib import Path
-
-    artifacts = Path(__file__).resolve().parents[2] / "artifacts" / "runs"
-    artifacts.mkdir(parents=True, exist_ok=True)
+    artifacts = _artifacts()
     base = live_viewer
     rule = load_run(runs_dir / "rule.jsonl")
     position = next(e.position for e in rule.episodes if not e.success and len(e.log.steps) >= 3)
     episode = rule.episodes[position]
     problems: list[str] = []
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 900})
-            watch(page, base, problems)
-            page.on("console", lambda m: problems.append(m.text) if "sandbox" in m.text.lower() else None)
+    with _viewer_page(sync_playwright, base, problems) as page:
+        page.goto(base + "/runs/")
+        assert page.locator("#runs tbody tr").count() == 3
+        page.screenshot(path=str(artifacts / "run-list.png"), full_page=True)
 
-            page.goto(base + "/runs/")
-            assert page.locator("#runs tbody tr").count() == 3
-            page.screenshot(path=str(artifacts / "run-list.png"), full_page=True)
+        page.click("a.run-link:text-is('rule')")
+        page.wait_for_selector("#episodes")
+        assert page.locator("#episodes tbody tr").count() == NUM_GOALS
+        page.click("#episodes th a:text('reward')")
+        page.click("#episodes th a:text('reward')")  # twice: descending
+        page.wait_for_url("**sort=reward&desc=1")
+        rewards = [float(x) for x in page.locator("#episodes td.reward").all_inner_texts()]
+        assert rewards == sorted(rewards, reverse=True)
+        page.select_option("#filter-outcome", "failure")
+        page.click("#apply-filters")
+        page.wait_for_url("**outcome=failure**")
+        assert page.locator("#episodes tbody tr").count() == sum(not e.success for e in rule.episodes)
+        page.screenshot(path=str(artifacts / "run.png"), full_page=True)
 
-            page.click("a.run-link:text-is('rule')")
-            page.wait_for_selector("#episodes")
-            assert page.locator("#episodes tbody tr").count() == NUM_GOALS
-            page.click("#episodes th a:text('reward')")
-            page.click("#episodes th a:text('reward')")  # twice: descending
-            page.wait_for_url("**sort=reward&desc=1")
-            rewards = [float(x) for x in page.locator("#episodes td.reward").all_inner_texts()]
-            assert rewards == sorted(rewards, reverse=True)
-            page.select_option("#filter-outcome", "failure")
-            page.click("#apply-filters")
-            page.wait_for_url("**outcome=failure**")
-            assert page.locator("#episodes tbody tr").count() == sum(not e.success for e in rule.episodes)
-            page.screenshot(path=str(artifacts / "run.png"), full_page=True)
+        page.goto(f"{base}/runs/rule/{position}")
+        frame = page.frame_locator("#page")
+        assert episode.instruction in frame.locator(".instruction").inner_text()
+        page.click("#next")
+        page.wait_for_url("**step=1")
+        frame = page.frame_locator("#page")
+        frame.locator("a.product-link").first.wait_for()  # the results page the agent saw
+        assert page.inner_text("#action") == episode.log.steps[1]["action"]
+        page.screenshot(path=str(artifacts / "episode-step.png"), full_page=True)
+        page.click("#last")
+        page.wait_for_selector(".score-board")
+        assert f"{episode.reward:.3f}" in page.inner_text("#score")
+        assert page.locator("#page").count() == 0  # the breakdown, not the env's bare done page
+        page.screenshot(path=str(artifacts / "episode.png"), full_page=True)
 
-            page.goto(f"{base}/runs/rule/{position}")
-            frame = page.frame_locator("#page")
-            assert episode.instruction in frame.locator(".instruction").inner_text()
-            page.click("#next")
-            page.wait_for_url("**step=1")
-            frame = page.frame_locator("#page")
-            frame.locator("a.product-link").first.wait_for()  # the results page the agent saw
-            assert page.inner_text("#action") == episode.log.steps[1]["action"]
-            page.screenshot(path=str(artifacts / "episode-step.png"), full_page=True)
-            page.click("#last")
-            page.wait_for_selector(".score-board")
-            assert f"{episode.reward:.3f}" in page.inner_text("#score")
-            assert page.locator("#page").count() == 0  # the breakdown, not the env's bare done page
-            page.screenshot(path=str(artifacts / "episode.png"), full_page=True)
-
-            page.goto(base + "/runs/")
-            page.select_option("#compare-a", "rule")
-            page.select_option("#compare-b", "oracle")
-            page.click("#compare")
-            page.wait_for_url("**/runs/rule/vs/oracle")
-            assert page.locator("#goals tbody tr").count() == NUM_GOALS
-            page.screenshot(path=str(artifacts / "compare.png"), full_page=True)
-            page.click(f"#goals tbody tr:nth-child({position + 1}) a:text('side by side')")
-            page.wait_for_selector(".sides")
-            assert page.locator(".side").count() == 2
-            page.frame_locator("#side-2 iframe").locator("button.buy").wait_for()  # the item page it bought from
-            page.screenshot(path=str(artifacts / "compare-goal.png"), full_page=True)
-        finally:
-            browser.close()
+        page.goto(base + "/runs/")
+        page.select_option("#compare-a", "rule")
+        page.select_option("#compare-b", "oracle")
+        page.click("#compare")
+        page.wait_for_url("**/runs/rule/vs/oracle")
+        assert page.locator("#goals tbody tr").count() == NUM_GOALS
+        page.screenshot(path=str(artifacts / "compare.png"), full_page=True)
+        page.click(f"#goals tbody tr:nth-child({position + 1}) a:text('side by side')")
+        page.wait_for_selector(".sides")
+        assert page.locator(".side").count() == 2
+        page.frame_locator("#side-2 iframe").locator("button.buy").wait_for()  # the item page it bought from
+        page.screenshot(path=str(artifacts / "compare-goal.png"), full_page=True)
     assert not problems, problems
     for name in ("run-list", "run", "episode", "compare", "compare-goal"):
         assert (artifacts / f"{name}.png").stat().st_size > 5000
@@ -116,64 +129,53 @@ def live_scripted(default_shop, scripted_runs):
 
 def test_episode_diagnosis_in_chromium(sync_playwright, live_scripted, scripted_runs):
     """Wrong product, wrong option, never retrieved: the diagnosis and the marked pages, as a user sees them."""
-    from pathlib import Path
-
-    artifacts = Path(__file__).resolve().parents[2] / "artifacts" / "runs"
-    artifacts.mkdir(parents=True, exist_ok=True)
+    artifacts = _artifacts()
     base = live_scripted
     index = RunIndex(scripted_runs / "scripted.jsonl")
     index.refresh()
     cases = {tag: first_with_tag(scripted_runs, "scripted", tag) for tag in
              ("opened but wrong product bought", "right product, wrong options", "target never retrieved")}
     problems: list[str] = []
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 900})
-            watch(page, base, problems)
-            page.on("console", lambda m: problems.append(m.text) if "sandbox" in m.text.lower() else None)
+    with _viewer_page(sync_playwright, base, problems) as page:
+        # the run page: tags with example episodes
+        page.goto(base + "/runs/scripted")
+        tags = page.locator("#tags tr.tag-row td:first-child").all_inner_texts()
+        assert set(cases) <= set(tags)
 
-            # the run page: tags with example episodes
-            page.goto(base + "/runs/scripted")
-            tags = page.locator("#tags tr.tag-row td:first-child").all_inner_texts()
-            assert set(cases) <= set(tags)
+        position = cases["opened but wrong product bought"]
+        episode = index.episode(position)
+        page.goto(f"{base}/runs/scripted/{position}")
+        assert page.inner_text("#failure-tag") == "opened but wrong product bought"
+        assert page.inner_text("#target-title") == episode.log.record["target"]["title"]
+        assert page.inner_text("#bought-title") not in ("", episode.log.record["target"]["title"])
+        assert "opened at step 2" in page.inner_text("#seen")
+        # step 1: the results page; the product the agent clicked and the target are marked
+        page.goto(f"{base}/runs/scripted/{position}?step=1")
+        frame = page.frame_locator("#page")
+        clicked = frame.locator(f"a.product-link[data-action='{episode.log.steps[1]['action']}']")
+        assert clicked.evaluate("e => getComputedStyle(e).outlineStyle") == "solid"
+        target = episode.log.record["target"]["asin"].lower()
+        row = frame.locator(f"li:has(> a.product-link[data-action='click[{target}]'])")
+        assert "inset" in row.evaluate("e => getComputedStyle(e).boxShadow")
+        thumbs = frame.locator("span.thumb")
+        assert thumbs.count() and not thumbs.first.is_visible()  # no grey placeholders
+        assert frame.locator("a.product-link").first.is_visible()
+        page.screenshot(path=str(artifacts / "diagnosis-wrong-product.png"), full_page=True)
 
-            position = cases["opened but wrong product bought"]
-            episode = index.episode(position)
-            page.goto(f"{base}/runs/scripted/{position}")
-            assert page.inner_text("#failure-tag") == "opened but wrong product bought"
-            assert page.inner_text("#target-title") == episode.log.record["target"]["title"]
-            assert page.inner_text("#bought-title") not in ("", episode.log.record["target"]["title"])
-            assert "opened at step 2" in page.inner_text("#seen")
-            # step 1: the results page; the product the agent clicked and the target are marked
-            page.goto(f"{base}/runs/scripted/{position}?step=1")
-            frame = page.frame_locator("#page")
-            clicked = frame.locator(f"a.product-link[data-action='{episode.log.steps[1]['action']}']")
-            assert clicked.evaluate("e => getComputedStyle(e).outlineStyle") == "solid"
-            target = episode.log.record["target"]["asin"].lower()
-            row = frame.locator(f"li:has(> a.product-link[data-action='click[{target}]'])")
-            assert "inset" in row.evaluate("e => getComputedStyle(e).boxShadow")
-            thumbs = frame.locator("span.thumb")
-            assert thumbs.count() and not thumbs.first.is_visible()  # no grey placeholders
-            assert frame.locator("a.product-link").first.is_visible()
-            page.screenshot(path=str(artifacts / "diagnosis-wrong-product.png"), full_page=True)
+        position = cases["right product, wrong options"]
+        options = index.episode(position).log.record["target"]["options"]
+        page.goto(f"{base}/runs/scripted/{position}")
+        assert page.inner_text("#failure-tag") == "right product, wrong options"
+        missed = page.inner_text("#miss-options")
+        assert all(f"{k}: {v}" in missed for k, v in options.items())
+        page.click("#last")
+        page.wait_for_selector(".score-board")
+        page.screenshot(path=str(artifacts / "diagnosis-wrong-option.png"), full_page=True)
 
-            position = cases["right product, wrong options"]
-            options = index.episode(position).log.record["target"]["options"]
-            page.goto(f"{base}/runs/scripted/{position}")
-            assert page.inner_text("#failure-tag") == "right product, wrong options"
-            missed = page.inner_text("#miss-options")
-            assert all(f"{k}: {v}" in missed for k, v in options.items())
-            page.click("#last")
-            page.wait_for_selector(".score-board")
-            page.screenshot(path=str(artifacts / "diagnosis-wrong-option.png"), full_page=True)
-
-            position = cases["target never retrieved"]
-            page.goto(f"{base}/runs/scripted/{position}")
-            assert page.inner_text("#failure-tag") == "target never retrieved"
-            assert page.locator("#searches td.rank").all_inner_texts() == ["not in the top 50"]
-            assert "none of the results pages" in page.inner_text("#seen")
-            page.screenshot(path=str(artifacts / "diagnosis-never-retrieved.png"), full_page=True)
-        finally:
-            browser.close()
+        position = cases["target never retrieved"]
+        page.goto(f"{base}/runs/scripted/{position}")
+        assert page.inner_text("#failure-tag") == "target never retrieved"
+        assert page.locator("#searches td.rank").all_inner_texts() == ["not in the top 50"]
+        assert "none of the results pages" in page.inner_text("#seen")
+        page.screenshot(path=str(artifacts / "diagnosis-never-retrieved.png"), full_page=True)
     assert not problems, problems
