@@ -17,6 +17,7 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from webshop_gym.runs.run import CAUSES, Run, load_run, now_iso
 from webshop_gym.runs.stats import Interval, PairedComparison, paired
@@ -46,11 +47,21 @@ class RunSummary:
     categories: dict[str, dict]
     causes: Counter
     any_causes: Counter
+    _index: Any = field(default=None, repr=False, compare=False)
 
     @property
     def figures(self) -> dict:
         """The run's figures (as ``webshop-gym eval`` reports them)."""
         return self.run.figures
+
+    def index(self):
+        """The run file's :class:`~webshop_gym.runs.index.RunIndex` (failure tags, exports), read once."""
+        if self._index is None:
+            from webshop_gym.runs.index import RunIndex
+
+            self._index = RunIndex(self.run.path)
+            self._index.refresh()
+        return self._index
 
 
 @dataclass
@@ -246,13 +257,10 @@ def method(report: Report) -> str:
 def failure_tags(report: Report, examples: int = 5) -> list[dict]:
     """Per run, per failure tag (:mod:`webshop_gym.runs.diagnosis`): episodes and the first ``examples`` positions."""
     from webshop_gym.runs.diagnosis import TAGS
-    from webshop_gym.runs.index import RunIndex
 
     out = []
     for row in report.rows:
-        index = RunIndex(row.run.path)
-        index.refresh()
-        table = index.table()
+        table = row.index().table()
         tags: dict[str, list[int]] = {}
         for i in range(len(table)):
             tags.setdefault(table.tag_name(i), []).append(i)
@@ -340,7 +348,7 @@ def write_episodes(report: Report, csv_path: str | None = None, jsonl_path: str 
     import csv
     import json
 
-    from webshop_gym.runs.index import CSV_COLUMNS, RunIndex, csv_row
+    from webshop_gym.runs.index import CSV_COLUMNS, csv_row
 
     csv_handle = open(csv_path, "w", encoding="utf-8", newline="") if csv_path else None  # noqa: SIM115
     json_handle = open(jsonl_path, "w", encoding="utf-8") if jsonl_path else None  # noqa: SIM115
@@ -349,9 +357,7 @@ def write_episodes(report: Report, csv_path: str | None = None, jsonl_path: str 
         if writer:
             writer.writerow(["run", *CSV_COLUMNS])
         for row in report.rows:
-            index = RunIndex(row.run.path)
-            index.refresh()
-            for record in index.iter_export():
+            for record in row.index().iter_export():
                 if writer:
                     writer.writerow([row.label, *csv_row(record)])
                 if json_handle:
