@@ -18,7 +18,6 @@ import pytest
 
 from webshop_gym import WebShopVectorEnv
 
-
 _RESUMABLE = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
 
 

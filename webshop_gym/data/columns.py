@@ -6,7 +6,6 @@ A compiled catalog is a folder of ``.npy`` files.  Loading maps them read-only i
 
 from __future__ import annotations
 
-import json
 import operator
 from array import array
 from collections.abc import Iterable, Sequence
@@ -191,11 +190,6 @@ def save_array(folder: Path, name: str, array: np.ndarray) -> None:
 def load_array(folder: Path, name: str, mmap: bool = True) -> np.ndarray:
     """Map one array saved by :func:`save_array` read-only."""
     return readonly(_np_load(folder / f"{name}.npy", mmap))
-
-
-def write_json(path: Path, obj) -> None:
-    """Write JSON with stable formatting."""
-    path.write_text(json.dumps(obj, indent=1, sort_keys=True, ensure_ascii=False), encoding="utf-8")
 
 
 def gather_rows(rows: Ragged, index: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
