@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def stop_server(proc: subprocess.Popen) -> None:
@@ -20,6 +21,51 @@ def stop_server(proc: subprocess.Popen) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
     proc.stdout.close()
+
+
+def start_cli_server(args: list[str], url: str, limit: float) -> tuple[subprocess.Popen, int, int | None]:
+    """Start ``python -m webshop_gym.cli ARGS`` and read its output until it names the port it bound.
+
+    Args:
+        args: the subcommand and its flags (with ``--port 0``).
+        url: a regular expression whose group 1 is the port (the line the server prints once bound).
+        limit: seconds to wait for that line.
+
+    Returns:
+        (the process, with ``stdout`` piped; the port; the goal count of its "N products, M ... goals" line).
+    """
+    import re
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "webshop_gym.cli", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
+    port, goals = None, None
+    deadline = time.monotonic() + limit
+    while port is None:
+        line = proc.stdout.readline()
+        if (not line and proc.poll() is not None) or time.monotonic() > deadline:
+            stop_server(proc)
+            raise RuntimeError(f"webshop-gym {args[0]} did not print its URL (status {proc.returncode})")
+        found = re.search(r"(\d+) products, (\d+) \w+ goals", line)
+        if found:
+            goals = int(found.group(2))
+        found = re.search(url, line)
+        if found:
+            port = int(found.group(1))
+    return proc, port, goals
+
+
+def sample_rss(pid: int, stop, out: list[float]) -> None:
+    """Append the RSS (MB) of process ``pid`` and its children to ``out`` every 0.2 s until ``stop`` is set."""
+    import psutil
+
+    proc = psutil.Process(pid)
+    while not stop.is_set():
+        try:
+            out.append(sum(p.memory_info().rss for p in [proc, *proc.children(recursive=True)]) / 2**20)
+        except psutil.Error:
+            return
+        stop.wait(0.2)
 
 
 def rss_mb(pid: int | None = None) -> float:

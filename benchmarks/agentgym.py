@@ -19,23 +19,18 @@ Bounded: at most 1,024 clients x 1,000 steps, a wall-clock limit (``--timeout``)
 from __future__ import annotations
 
 import argparse
-import os
 import random
-import re
-import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 
 import numpy as np
-import psutil
 import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import save, stop_server, table  # noqa: E402
+from _common import sample_rss, save, start_cli_server, stop_server, table  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"
 
 
@@ -99,34 +94,11 @@ class Client(threading.Thread):
         return f"click[{self.rng.choice(clickables)}]"
 
 
-def sample_rss(pid: int, stop: threading.Event, out: list[float]) -> None:
-    proc = psutil.Process(pid)
-    while not stop.is_set():
-        try:
-            out.append(sum(p.memory_info().rss for p in [proc, *proc.children(recursive=True)]) / 2**20)
-        except psutil.Error:
-            return
-        stop.wait(0.2)
-
-
 def run_one(server: str, clients: int, steps: int, shop: str | None, timeout: float, threads: int) -> dict:
-    args = [sys.executable, "-m", "webshop_gym.cli", "serve", "--port", "0", "--agentgym-max-envs", str(max(clients, 1)),
-            "--threads", str(threads), *(["--shop", shop] if shop else []), *(["--dev"] if server == "dev" else [])]
-    env = dict(os.environ)
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT, env=env)
+    args = ["serve", "--port", "0", "--agentgym-max-envs", str(max(clients, 1)), "--threads", str(threads),
+            *(["--shop", shop] if shop else []), *(["--dev"] if server == "dev" else [])]
+    proc, port, goals = start_cli_server(args, r"play at http://127\.0\.0\.1:(\d+)/", 180)
     try:
-        port, goals, line = None, None, ""
-        limit = time.monotonic() + 180
-        while port is None and time.monotonic() < limit:
-            line = proc.stdout.readline()
-            if not line and proc.poll() is not None:
-                raise RuntimeError("serve exited before printing its URL")
-            found = re.search(r"(\d+) products, (\d+) \w+ goals", line)
-            if found:
-                goals = int(found.group(2))
-            found = re.search(r"play at http://127\.0\.0\.1:(\d+)/", line)
-            if found:
-                port = int(found.group(1))
         base = f"http://{HOST}:{port}/agentgym"
         rss: list[float] = []
         stop = threading.Event()

@@ -27,8 +27,6 @@ import json
 import multiprocessing as mp
 import os
 import random
-import re
-import subprocess
 import sys
 import threading
 import time
@@ -38,10 +36,7 @@ import numpy as np
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import save, stop_server, table  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
-
+from _common import sample_rss, save, start_cli_server, stop_server, table  # noqa: E402
 
 # -- the load generator (one process) ----------------------------------------------------------------
 
@@ -114,37 +109,14 @@ def _generator(first: int, count: int, url: str, steps: int, goals: int, connect
 # -- one run -------------------------------------------------------------------------------------------
 
 
-def _sample_rss(pid: int, stop: threading.Event, out: list[float]) -> None:
-    proc = psutil.Process(pid)
-    while not stop.is_set():
-        try:
-            out.append(proc.memory_info().rss / 2**20)
-        except psutil.Error:
-            return
-        stop.wait(0.2)
-
-
 def run_openenv(sessions: int, steps: int, procs: int, shop: str | None, timeout: float) -> dict:
-    args = [sys.executable, "-m", "webshop_gym.cli", "openenv", "--port", "0", "--max-envs", str(sessions),
-            *(["--shop", shop] if shop else [])]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
+    proc, port, goals = start_cli_server(["openenv", "--port", "0", "--max-envs", str(sessions),
+                                          *(["--shop", shop] if shop else [])], r"serving at http://127\.0\.0\.1:(\d+)", 300)
     try:
-        port, goals = None, None
-        limit = time.monotonic() + 300
-        while port is None and time.monotonic() < limit:
-            line = proc.stdout.readline()
-            if not line and proc.poll() is not None:
-                raise RuntimeError("webshop-gym openenv exited before printing its URL")
-            found = re.search(r"(\d+) products, (\d+) \w+ goals", line)
-            if found:
-                goals = int(found.group(2))
-            found = re.search(r"serving at http://127\.0\.0\.1:(\d+)", line)
-            if found:
-                port = int(found.group(1))
         url = f"ws://127.0.0.1:{port}/ws"
         rss: list[float] = []
         stop = threading.Event()
-        sampler = threading.Thread(target=_sample_rss, args=(proc.pid, stop, rss), daemon=True)
+        sampler = threading.Thread(target=sample_rss, args=(proc.pid, stop, rss), daemon=True)
         sampler.start()
         time.sleep(0.5)
         ready_rss = rss[-1] if rss else float("nan")
