@@ -96,9 +96,7 @@ class ChatServer:
 
     def start(self) -> ChatServer:
         handler = _handler(self)
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.server.daemon_threads = True
-        self.server.request_queue_size = 2048
+        self.server = _Server(("127.0.0.1", 0), handler)
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self.thread.start()
         return self
@@ -134,6 +132,13 @@ class ChatServer:
                 return name
             draw -= rate
         return None
+
+
+class _Server(ThreadingHTTPServer):
+    # set on the class: the constructor already listens, with the backlog it finds here (the
+    # default of 5 drops connections under load: the client's connect then times out)
+    request_queue_size = 2048
+    daemon_threads = True
 
 
 def _count_tokens(messages: list[dict]) -> int:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 
 pytest.importorskip("openai", reason="pip install 'webshop-gym[openai]' to run the served-model tests")
@@ -96,6 +98,38 @@ def test_timeouts_are_retried():
         call = policy.decide(policy.new_session(INFO), OBS, INFO).call
         assert call.error.startswith("timed out after 0.2 s") and call.retries == 1 and call.requests == 2
         policy.close()
+
+
+def test_attempts_that_never_connected_are_retried_but_not_counted_as_requests():
+    # "requests" counts what reached a server (what it answers and bills): a refused connection,
+    # or one whose connect times out (a full accept queue drops the SYN), sent nothing
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]  # bound, never listening: connections are refused
+        policy = OpenAIPolicy("scripted", base_url=f"http://127.0.0.1:{port}/v1", backoff=0.01, max_backoff=0.02,
+                              max_retries=2, timeout=5.0)
+        call = policy.decide(policy.new_session(INFO), OBS, INFO).call
+        policy.close()
+    assert call.error.startswith("connection error") and "after 2 retries" in call.error
+    assert call.requests == 0 and call.retries == 2
+    with socket.socket() as full:
+        full.bind(("127.0.0.1", 0))
+        full.listen(0)
+        port = full.getsockname()[1]
+        waiting = []
+        while len(waiting) < 8:  # fill the accept queue until a connect times out
+            try:
+                waiting.append(socket.create_connection(("127.0.0.1", port), timeout=0.2))
+            except TimeoutError:
+                break
+        assert len(waiting) < 8
+        policy = OpenAIPolicy("scripted", base_url=f"http://127.0.0.1:{port}/v1", backoff=0.01, max_backoff=0.02,
+                              max_retries=1, timeout=0.2)
+        call = policy.decide(policy.new_session(INFO), OBS, INFO).call
+        policy.close()
+        for conn in waiting:
+            conn.close()
+    assert call.error.startswith("could not connect within 0.2 s") and call.requests == 0 and call.retries == 1
 
 
 def test_a_bad_request_is_not_retried():

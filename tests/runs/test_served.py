@@ -15,6 +15,7 @@ import pytest
 
 pytest.importorskip("openai", reason="pip install 'webshop-gym[openai]' to run the served-model tests")
 
+from tests.helpers import default_sigint  # noqa: E402
 from tests.openai_server import ChatServer  # noqa: E402
 from webshop_gym.agents import OpenAIPolicy  # noqa: E402
 from webshop_gym.cli.app import main  # noqa: E402
@@ -208,7 +209,8 @@ def test_ctrl_c_loses_nothing_and_resume_finishes_the_run(tmp_path, capsys):
         argv = [sys.executable, "-m", "webshop_gym.cli", "eval", "--policy", "openai:scripted", "--base-url", server.url,
                 "--num-goals", "40", "--concurrency", "4", "--out", str(out), "--quiet"]
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=default_sigint)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and (not out.exists() or out.read_text().count('"type": "episode"') < 5):
             time.sleep(0.05)

@@ -79,8 +79,10 @@ class Call:
         prompt_tokens, completion_tokens: the server's ``usage`` of the successful request
             (``None``: not sent).
         latency_s: wall time of the turn, retries and waits included.
-        requests: HTTP requests sent (1 + retries).
-        retries: requests repeated after a retryable failure.
+        requests: HTTP requests that reached the server: every attempt except those whose
+            connection could not be opened (refused, or its connect or pool wait timed out), which
+            sent nothing a server could answer or bill.
+        retries: attempts repeated after a retryable failure (failed connections included).
         finish_reason: the choice's ``finish_reason``.
         error: why the turn failed (one line), ``None`` when it succeeded.
     """
@@ -327,10 +329,15 @@ class OpenAIPolicy:
                 break
             except _Retryable as exc:
                 reason, wait = str(exc), exc.wait
-            except openai.APITimeoutError:
+            except openai.APITimeoutError as exc:
                 reason, wait = f"timed out after {self.timeout:g} s", None
+                if _never_sent(exc):
+                    call.requests -= 1
+                    reason = f"could not connect within {self.timeout:g} s"
             except openai.APIConnectionError as exc:
                 reason, wait = f"connection error ({_one_line(exc.__cause__ or exc)})", None
+                if _never_sent(exc):
+                    call.requests -= 1
             except openai.APIStatusError as exc:
                 status = exc.status_code
                 reason = f"status {status}: {_status_text(exc)}"
@@ -468,6 +475,17 @@ def _status_text(exc) -> str:
         inner = body.get("error", body)
         message = inner.get("message") if isinstance(inner, dict) else inner
     return _one_line(Exception(message or getattr(exc, "message", "") or "error"))
+
+
+#: The transport errors (httpx's, by class name: the ``openai`` client may bring its own copy of
+#: httpx) raised before a request went out: no server saw it.
+_UNSENT = frozenset({"ConnectError", "ConnectTimeout", "PoolTimeout"})
+
+
+def _never_sent(exc: BaseException) -> bool:
+    """Whether a connection error or time-out happened before the request was sent."""
+    cause = exc.__cause__
+    return cause is not None and any(cls.__name__ in _UNSENT for cls in type(cause).__mro__)
 
 
 def _retry_after(headers) -> float | None:
