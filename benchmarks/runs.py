@@ -52,10 +52,10 @@ def main() -> None:
     from webshop_gym.server import create_app
 
     from webshop_gym import load_shop
-    from webshop_gym.runs.evaluation import evaluate
-    from webshop_gym.runs.plots import draw_all
+    from webshop_gym.evaluation.local import evaluate
+    from webshop_gym.reporting.plots import draw_all
+    from webshop_gym.reporting.report import build_report, to_html
     from webshop_gym.runs.replay import replay
-    from webshop_gym.runs.report import build_report, to_html
     from webshop_gym.runs.run import load_run
 
     shop = load_shop(args.shop, progress=False)

@@ -57,7 +57,7 @@ def run_once(url: str, shop, goals: int, concurrency: int, latency: float, serve
     import psutil
 
     from webshop_gym.agents import OpenAIPolicy
-    from webshop_gym.runs.evaluation import evaluate
+    from webshop_gym.evaluation.local import evaluate
 
     clock = _Clock()
     policy = OpenAIPolicy("scripted", base_url=url, concurrency=concurrency, timeout=60, max_retries=3)
@@ -106,7 +106,7 @@ def loop_only(shop, goals: int, concurrency: int) -> dict:
     from tests.openai_server import scripted_answer
     from webshop_gym.agents.openai import Call, Decision, Session
     from webshop_gym.agents.prompts import Turn, admissible_actions, make_prompt
-    from webshop_gym.runs.evaluation import evaluate
+    from webshop_gym.evaluation.local import evaluate
 
     class Instant:
         name, model = "instant", "instant"
@@ -165,7 +165,7 @@ def main() -> None:
         url = proc.stdout.readline().strip()
         # warm up: the JVM, the search cache of these goals' queries, the client's imports
         warm = OpenAIPolicy("scripted", base_url=url, concurrency=64)
-        from webshop_gym.runs.evaluation import evaluate
+        from webshop_gym.evaluation.local import evaluate
 
         evaluate(warm, shop=shop, split="test", num_goals=args.goals, concurrency=64, keep_episodes=False)
         warm.close()

@@ -45,7 +45,7 @@ PLACEHOLDER = "@@EPISODE-ID@@"
 
 def synthesise(source: Path, out: Path, episodes: int) -> int:
     """Write a run of ``episodes`` episodes repeating ``source``'s under new ids; return its size in bytes."""
-    from webshop_gym.runs.evaluation import summarize
+    from webshop_gym.analysis.figures import summarize
     from webshop_gym.runs.log import dumps_line
     from webshop_gym.runs.run import load_run
 
@@ -128,7 +128,7 @@ def main() -> None:
     load_start = os.getloadavg()
 
     from webshop_gym import load_shop
-    from webshop_gym.runs.evaluation import evaluate
+    from webshop_gym.evaluation.local import evaluate
 
     shop = load_shop(args.shop, progress=False)
     folder = Path(args.folder or tempfile.mkdtemp(prefix="webshop-viewer-bench-"))

@@ -48,9 +48,12 @@ from flask import Blueprint, abort, current_app, redirect, render_template, requ
 from markupsafe import escape
 from webshop_gym.server.run_library import Entry, RunLibrary, get_library
 
+from webshop_gym.analysis.diagnosis import SOLVED, TAG_RULES, TAGS, diagnose
+from webshop_gym.analysis.figures import intervals
+from webshop_gym.analysis.intervals import METHOD, RESAMPLES, fmt
+from webshop_gym.analysis.taxonomy import CAUSES
 from webshop_gym.error import Error
 from webshop_gym.render.html import Nav, stylesheet
-from webshop_gym.runs.diagnosis import SOLVED, TAG_RULES, TAGS, diagnose
 from webshop_gym.runs.index import (
     CSV_COLUMNS,
     IndexTable,
@@ -59,8 +62,7 @@ from webshop_gym.runs.index import (
     export_record,
     seed_groups,
 )
-from webshop_gym.runs.intervals import METHOD, RESAMPLES, fmt, score_interval, sr_interval
-from webshop_gym.runs.run import CAUSES, RunEpisode
+from webshop_gym.runs.run import RunEpisode
 from webshop_gym.utils.bytelru import ByteLRU
 
 __all__ = ["bp", "stats_of"]
@@ -136,13 +138,12 @@ _INTERVALS = ByteLRU(1 << 20)
 
 
 def stats_of(index: RunIndex) -> dict:
-    """Score and SR with the one interval method (:mod:`webshop_gym.runs.intervals`), cached per file state."""
+    """Score and SR with the one interval method (:mod:`webshop_gym.analysis.intervals`), cached per file state."""
     key = (str(index.path), index.size, index.mtime_ns)
     found = _INTERVALS.get(key)
     if found is None:
         t = index.table()
-        scored = t.tag != TAGS.index("errored")  # errored episodes (failed model calls) never enter Score/SR
-        found = {"score": score_interval(t.reward[scored], RESAMPLES, 0), "sr": sr_interval(t.success[scored])}
+        found = intervals(t.reward, t.errored, RESAMPLES, 0)  # errored episodes never enter Score/SR
         _INTERVALS.put(key, found, 1024)
     return found
 
@@ -533,7 +534,7 @@ def compare(a: str, b: str):
                "method": METHOD.format(resamples=RESAMPLES, seed=0)}
     if refused:
         return _render("runs/compare.html", rows=[], counts=Counter(), common=0, page_no=1, pages=1, **context)
-    goals_a, goals_b = ta.by_goal(), tb.by_goal()
+    goals_a, goals_b = ta.by_goal(scored=True), tb.by_goal(scored=True)  # an errored goal is no loss
     common = sorted(set(goals_a) & set(goals_b))
     pa = np.array([goals_a[g] for g in common], np.int64)
     pb = np.array([goals_b[g] for g in common], np.int64)

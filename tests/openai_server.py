@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -84,7 +85,8 @@ class ChatServer:
         self.injected: dict[str, int] = dict.fromkeys(FAULTS, 0)
         self.in_flight = 0
         self.max_in_flight = 0
-        self.server: ThreadingHTTPServer | None = None
+        self.stopping = threading.Event()
+        self.server: _Server | None = None
         self.thread: threading.Thread | None = None
 
     # -- life cycle -------------------------------------------------------------------------------------
@@ -102,9 +104,12 @@ class ChatServer:
         return self
 
     def stop(self) -> None:
+        """Stop serving and wait for every request thread (none is left running after a test)."""
         if self.server is not None:
+            self.stopping.set()  # ends the waits of latency and timeout faults
             self.server.shutdown()
-            self.server.server_close()
+            self.server.close_connections()  # ends the threads waiting on a kept-alive connection
+            self.server.server_close()  # joins the request threads (block_on_close)
             self.server = None
 
     def __enter__(self) -> ChatServer:
@@ -139,6 +144,31 @@ class _Server(ThreadingHTTPServer):
     # default of 5 drops connections under load: the client's connect then times out)
     request_queue_size = 2048
     daemon_threads = True
+    block_on_close = True
+
+    def __init__(self, *args, **kwargs):
+        self.open_connections: set = set()
+        self.connections_lock = threading.Lock()
+        super().__init__(*args, **kwargs)
+
+    def process_request(self, request, client_address):
+        with self.connections_lock:
+            self.open_connections.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request):
+        with self.connections_lock:
+            self.open_connections.discard(request)
+        super().shutdown_request(request)
+
+    def close_connections(self) -> None:
+        with self.connections_lock:
+            connections = list(self.open_connections)
+        for connection in connections:
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
 
 def _count_tokens(messages: list[dict]) -> int:
@@ -210,11 +240,11 @@ def _handler(owner: ChatServer):
                 self.connection.shutdown(2)
                 return
             if fault == "timeout":  # the client gave up long before: nothing is sent
-                time.sleep(owner.hang)
+                owner.stopping.wait(owner.hang)
                 self.close_connection = True
                 return
             if owner.latency:
-                time.sleep(owner.latency)
+                owner.stopping.wait(owner.latency)
             if fault == "malformed":
                 self._send(200, b'{"id": "x", "choices": [ {"message": ')
                 return

@@ -18,6 +18,7 @@ import numpy as np
 from webshop_gym.data.catalog import Catalog, load_catalog
 from webshop_gym.data.goal_files import load_goal_file
 from webshop_gym.data.goals import GoalSet, build_goals
+from webshop_gym.data.records import file_sha256
 from webshop_gym.error import GoalNotFound, ProductNotFound, expect_one_of
 from webshop_gym.reward import RewardBatch, RewardModel
 from webshop_gym.search import (
@@ -73,7 +74,6 @@ class Shop:
         """
         files = self.catalog.meta.get("files")
         if files is None:  # a cache compiled before file hashes were recorded
-            from webshop_gym.data.records import file_sha256
 
             files = {name: file_sha256(Path(p)) for name, p in self.catalog.meta.get("source", {}).items()
                      if Path(p).is_file()}

@@ -11,7 +11,7 @@ import pytest
 
 from webshop_gym import WebShopVectorEnv
 from webshop_gym.error import DependencyNotInstalled
-from webshop_gym.runs.evaluation import evaluate, rollout
+from webshop_gym.evaluation.local import evaluate, rollout
 
 START_INFO = {"instruction": "i need a red soap", "valid_actions": ["search[<query>]"], "steps": 0, "page": "start"}
 START_OBS = "WebShop [SEP] Instruction: [SEP] i need a red soap [SEP] Search"

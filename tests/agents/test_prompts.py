@@ -169,7 +169,7 @@ def test_adapters_import_no_torch():
     import subprocess
     import sys
 
-    code = ("import sys, json; import webshop_gym.agents, webshop_gym.runs.evaluation, webshop_gym.runs.demos; "
+    code = ("import sys, json; import webshop_gym.agents, webshop_gym.evaluation.local, webshop_gym.evaluation.demos; "
             "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert json.loads(out) == []

@@ -117,7 +117,7 @@ def test_a_keyboard_interrupt_anywhere_in_a_step_leaves_the_step(default_shop, n
 @pytest.mark.parametrize("policy", ["random", "rule", "oracle"])
 def test_a_keyboard_interrupt_anywhere_in_an_eval_rollout_ends_it(default_shop, policy):
     """The loop ``eval`` runs (policy, vector env, bookkeeping): 300 injection points spread over it."""
-    from webshop_gym.runs.evaluation import make_policy_factory, rollout
+    from webshop_gym.evaluation.local import make_policy_factory, rollout
 
     def run(trace=None):
         env = WebShopVectorEnv(3, shop=default_shop, eval_mode=True)

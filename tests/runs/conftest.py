@@ -16,7 +16,7 @@ import pytest
 
 from tests.agents.conftest import hf_stack, make_tiny_model, tiny_tokenizer  # noqa: F401  (HF run test)
 from webshop_gym.cli import main
-from webshop_gym.runs.evaluation import evaluate
+from webshop_gym.evaluation.local import evaluate
 from webshop_gym.runs.index import RunIndex
 
 NUM_GOALS = 24

@@ -8,7 +8,7 @@ import pytest
 
 from webshop_gym import WebShopEnv
 from webshop_gym.agents import parse_response
-from webshop_gym.runs.demos import (
+from webshop_gym.evaluation.demos import (
     make_demos,
     rationale,
     split_by_product,
@@ -97,7 +97,7 @@ def test_other_formats(default_shop):
 def test_verification_rejects_tampered_trajectories(think_demos, default_shop):
     from webshop_gym.agents.policies import OraclePolicy
     from webshop_gym.envs.vector_env import WebShopVectorEnv
-    from webshop_gym.runs.evaluation import rollout
+    from webshop_gym.evaluation.local import rollout
 
     env = WebShopVectorEnv(2, shop=default_shop, split="train", eval_mode=True)
     episodes = rollout(env, lambda: OraclePolicy(shop=default_shop), num_goals=2, record=True)

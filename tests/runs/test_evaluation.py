@@ -8,7 +8,8 @@ import pytest
 
 from webshop_gym import WebShopEnv, WebShopVectorEnv
 from webshop_gym.agents.policies import OraclePolicy, RandomPolicy, RulePolicy
-from webshop_gym.runs.evaluation import evaluate, format_table, rollout, summarize
+from webshop_gym.analysis.figures import summarize
+from webshop_gym.evaluation.local import evaluate, format_table, rollout
 
 
 def _sequential(shop, policy, goals, max_steps=15):

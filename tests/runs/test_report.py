@@ -13,10 +13,11 @@ import pytest
 from bs4 import BeautifulSoup
 
 from tests.runs.conftest import NUM_GOALS
+from webshop_gym.analysis.stats import bootstrap_ci, paired, sign_test
+from webshop_gym.analysis.taxonomy import CAUSES
 from webshop_gym.cli.app import main
-from webshop_gym.runs.report import build_report, tables
-from webshop_gym.runs.run import CAUSES, load_run
-from webshop_gym.runs.stats import bootstrap_ci, paired, sign_test
+from webshop_gym.reporting.report import build_report, tables
+from webshop_gym.runs.run import load_run
 
 
 @pytest.fixture(scope="module")
@@ -212,7 +213,7 @@ def test_report_failure_tags_link_to_the_viewer(runs_dir, report_html):
 
 
 def test_report_names_one_interval_method(runs_dir, report_html):
-    from webshop_gym.runs.intervals import score_interval, sr_interval
+    from webshop_gym.analysis.intervals import score_interval, sr_interval
 
     method = report_html.select_one("#method").text
     assert "Wilson" in method and "percentile bootstrap" in method and "2,000 resamples" in method

@@ -1,4 +1,4 @@
-"""The run index (webshop_gym.runs.index), failure tags (webshop_gym.runs.diagnosis) and intervals (webshop_gym.runs.intervals)."""
+"""The run index (webshop_gym.runs.index), failure tags (webshop_gym.analysis.diagnosis) and intervals (webshop_gym.analysis.intervals)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ import shutil
 import numpy as np
 import pytest
 
-from webshop_gym.runs.diagnosis import SOLVED, TAG_RULES, TAGS, EpisodeFacts, failure_tag
+from webshop_gym.analysis.diagnosis import SOLVED, TAG_RULES, TAGS, EpisodeFacts, failure_tag
+from webshop_gym.analysis.intervals import score_interval, sr_interval, wilson
+from webshop_gym.analysis.stats import bootstrap_ci
 from webshop_gym.runs.index import RunIndex
-from webshop_gym.runs.intervals import score_interval, sr_interval, wilson
 from webshop_gym.runs.log import LogError, read_log
 from webshop_gym.runs.run import load_run
-from webshop_gym.runs.stats import bootstrap_ci
 
 
 def test_index_agrees_with_load_run(runs_dir):

@@ -11,10 +11,11 @@ from tests.runs.conftest import NUM_GOALS, write_run
 from webshop_gym import WebShopEnv, __version__
 from webshop_gym.agents.parse import ParsedAction
 from webshop_gym.agents.policies import RulePolicy
+from webshop_gym.analysis.taxonomy import failure_causes
 from webshop_gym.cli.app import main
-from webshop_gym.runs.evaluation import evaluate
+from webshop_gym.evaluation.local import evaluate
 from webshop_gym.runs.log import read_log
-from webshop_gym.runs.run import failure_causes, load_run
+from webshop_gym.runs.run import load_run
 
 FIGURES = ("score", "sr", "mean_reward", "mean_steps", "valid_rate", "breakdown", "counts")
 

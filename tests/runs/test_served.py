@@ -19,7 +19,7 @@ from tests.helpers import default_sigint  # noqa: E402
 from tests.openai_server import ChatServer  # noqa: E402
 from webshop_gym.agents import OpenAIPolicy  # noqa: E402
 from webshop_gym.cli.app import main  # noqa: E402
-from webshop_gym.runs.evaluation import evaluate  # noqa: E402
+from webshop_gym.evaluation.local import evaluate  # noqa: E402
 from webshop_gym.runs.log import read_log  # noqa: E402
 from webshop_gym.runs.replay import replay  # noqa: E402
 from webshop_gym.runs.run import load_run  # noqa: E402
@@ -122,7 +122,7 @@ def test_same_file_whatever_the_concurrency(tmp_path, capsys):
 
 
 def test_python_api_with_demos_too(default_shop):
-    from webshop_gym.runs.demos import make_demos
+    from webshop_gym.evaluation.demos import make_demos
 
     with ChatServer() as server:
         policy = OpenAIPolicy("scripted", base_url=server.url, concurrency=4)
@@ -294,7 +294,7 @@ def test_without_the_openai_package_one_line_with_the_pip_command(monkeypatch, c
 
 
 def test_demos_by_name_with_the_base_url_from_the_environment(default_shop, monkeypatch):
-    from webshop_gym.runs.demos import make_demos
+    from webshop_gym.evaluation.demos import make_demos
 
     with ChatServer() as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.url)

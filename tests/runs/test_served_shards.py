@@ -11,8 +11,8 @@ pytest.importorskip("openai", reason="pip install 'webshop-gym[openai]' to run t
 from tests.openai_server import ChatServer  # noqa: E402
 from tests.runs.test_served import _episodes, _eval  # noqa: E402
 from webshop_gym.cli.app import main  # noqa: E402
+from webshop_gym.reporting.report import build_report, tables  # noqa: E402
 from webshop_gym.runs.replay import replay  # noqa: E402
-from webshop_gym.runs.report import build_report, tables  # noqa: E402
 from webshop_gym.runs.run import load_run  # noqa: E402
 from webshop_gym.runs.shards import merge_shards  # noqa: E402
 

@@ -15,7 +15,7 @@ from tests.runs.conftest import NUM_GOALS
 from tests.runs.test_runs import ScriptedLLM
 from webshop_gym import WebShopEnv
 from webshop_gym.cli.app import build_parser
-from webshop_gym.runs.evaluation import evaluate
+from webshop_gym.evaluation.local import evaluate
 from webshop_gym.runs.log import RecordTrajectory
 from webshop_gym.runs.run import load_run
 

@@ -274,7 +274,7 @@ def test_seeds_of_one_setting_aggregate(make_viewer, tmp_path):
     assert cells[4] == "0, 1, 2" and cells[5] == "random-0, random-1, random-2"
     scores = [f["score"] for f in figures]
     assert cells[6] == f"{statistics.mean(scores):.1f} ± {statistics.stdev(scores):.1f}"
-    from webshop_gym.runs.report import build_report, tables
+    from webshop_gym.reporting.report import build_report, tables
 
     report = build_report([tmp_path / f"random-{seed}.jsonl" for seed in (0, 1, 2)], resamples=200)
     header, rows = tables(report)["seeds"]
@@ -286,8 +286,8 @@ def test_viewer_intervals_leave_errored_episodes_out(runs_dir, tmp_path):
     # the run page's Score/SR intervals are over the scored episodes, as eval and the report count them
     from webshop_gym.server.runs import stats_of
 
+    from webshop_gym.analysis.intervals import RESAMPLES, score_interval, sr_interval
     from webshop_gym.runs.index import RunIndex
-    from webshop_gym.runs.intervals import RESAMPLES, score_interval, sr_interval
 
     original = RunIndex(runs_dir / "rule.jsonl")
     original.refresh()

@@ -19,9 +19,9 @@ policy is built.
 * An empty or non-text answer parses as an invalid action for that turn.
 
 Two ways to drive it: :meth:`OpenAIPolicy.decide` plays one turn of one episode (thread-safe
-across episodes; :mod:`webshop_gym.runs.served` keeps up to ``concurrency`` episodes in
+across episodes; :mod:`webshop_gym.evaluation.served` keeps up to ``concurrency`` episodes in
 flight with it), and :meth:`OpenAIPolicy.act_batch` is the batch-policy protocol of
-:func:`~webshop_gym.runs.evaluation.rollout` and :func:`~webshop_gym.runs.demos.make_demos` (the slots'
+:func:`~webshop_gym.evaluation.local.rollout` and :func:`~webshop_gym.evaluation.demos.make_demos` (the slots'
 requests are sent together, ``concurrency`` at a time; a failed call there is an invalid action).
 """
 
@@ -43,7 +43,7 @@ from webshop_gym.agents.batch import unbatch_infos
 from webshop_gym.agents.grammar import find_blocks
 from webshop_gym.agents.parse import ParsedAction
 from webshop_gym.agents.prompts import PromptFormat, Turn, admissible_actions, make_prompt
-from webshop_gym.error import DependencyNotInstalled, Error
+from webshop_gym.error import DependencyNotInstalled, Error, InvalidArgument, close_match
 
 __all__ = ["MAX_CONCURRENCY", "Call", "Decision", "OpenAIPolicy", "ServedModelError", "Session", "require_openai"]
 
@@ -274,7 +274,6 @@ class OpenAIPolicy:
         except openai.APIStatusError as exc:
             raise ServedModelError(f"{where} answered GET /models with status {exc.status_code}") from None
         if served and self.model not in served:
-            from webshop_gym.error import close_match
 
             hint = close_match(self.model, served)
             shown = ", ".join(served[:10]) + (" ..." if len(served) > 10 else "")
@@ -447,7 +446,6 @@ class OpenAIPolicy:
 
 
 def _check_number(name: str, value, low=None, high=None, integer: bool = False, strict_low: bool = False) -> None:
-    from webshop_gym.error import InvalidArgument
 
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     if ok and integer:

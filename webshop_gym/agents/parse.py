@@ -47,7 +47,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from webshop_gym.agents import grammar
-from webshop_gym.error import InvalidAction, expect_one_of
+from webshop_gym.error import InvalidAction, close_match, expect_one_of
 
 __all__ = [
     "FORMATS",
@@ -334,7 +334,6 @@ def parse_or_raise(text: str, admissible: Sequence[str] | None, fmt="think-answe
         shown = text if len(text) <= 200 else text[:200] + "..."
         hint = ""
         if admissible:
-            from webshop_gym.error import close_match
 
             match = close_match(result.action, admissible)
             hint = f"; did you mean {match!r}?" if match else ""

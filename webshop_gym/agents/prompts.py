@@ -29,6 +29,7 @@ from typing import Any
 
 from webshop_gym.agents.batch import unbatch_infos
 from webshop_gym.agents.parse import ParsedAction, parse_detailed, parse_or_raise
+from webshop_gym.error import expect_one_of
 
 __all__ = [
     "EpisodeHistory",
@@ -452,7 +453,6 @@ def make_prompt(name: str | PromptFormat, **kwargs) -> PromptFormat:
     """Build a prompt format by name: ``think-answer``, ``verl-agent`` or ``react``."""
     if isinstance(name, PromptFormat):
         return name
-    from webshop_gym.error import expect_one_of
 
     expect_one_of("format", name, list(FORMATS))
     return FORMATS[name](**kwargs)

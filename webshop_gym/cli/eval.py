@@ -1,7 +1,7 @@
 """``webshop-gym eval``: evaluate a policy over a split (Score, SR, steps, breakdown), locally or served.
 
-The flags and their checks live here; the work is :func:`webshop_gym.runs.evaluation.evaluate`
-(and :func:`webshop_gym.runs.served.evaluate_served` for ``openai:MODEL`` policies).
+The flags and their checks live here; the work is :func:`webshop_gym.evaluation.local.evaluate`
+(and :func:`webshop_gym.evaluation.served.evaluate_served` for ``openai:MODEL`` policies).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from webshop_gym.error import Error
-from webshop_gym.runs.evaluation import evaluate, format_table
-from webshop_gym.runs.served import parse_shard
+from webshop_gym.evaluation.local import evaluate, format_table
+from webshop_gym.evaluation.served import parse_shard
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -116,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
         keep_episodes=args.episodes, out=args.out, run_settings={"arguments": _arguments(args)}, **hf_kwargs,
     )
     if "tokens" in result and (args.price_input is not None or args.price_output is not None):
-        from webshop_gym.runs.served import cost
+        from webshop_gym.analysis.figures import cost
 
         result["cost"] = cost(result["tokens"], args.price_input, args.price_output)
     table = format_table(result)
@@ -216,7 +216,7 @@ def check_served_arguments(args) -> None:
 
 
 def served_kwargs(args) -> dict:
-    """:func:`~webshop_gym.runs.evaluation.evaluate` keyword arguments of an ``openai:MODEL`` policy."""
+    """:func:`~webshop_gym.evaluation.local.evaluate` keyword arguments of an ``openai:MODEL`` policy."""
     return {"base_url": args.base_url, "api_key_env": args.api_key_env, "prompt": args.prompt,
             "max_new_tokens": args.max_new_tokens, "temperature": args.temperature if args.sample else 0.0,
             "top_p": args.top_p if args.sample else 1.0, "closest": args.closest, "timeout": args.timeout,

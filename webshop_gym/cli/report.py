@@ -1,4 +1,4 @@
-"""``webshop-gym report``: an evaluation report of runs, built by :func:`webshop_gym.runs.report.build_report`."""
+"""``webshop-gym report``: an evaluation report of runs, built by :func:`webshop_gym.reporting.report.build_report`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,13 @@ import os
 import sys
 from pathlib import Path
 
-from webshop_gym.runs.report import RESAMPLES, build_report, to_html, to_markdown, write_episodes
+from webshop_gym.reporting.report import (
+    RESAMPLES,
+    build_report,
+    to_html,
+    to_markdown,
+    write_episodes,
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -76,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         write_episodes(report, csv_path=args.csv, jsonl_path=args.jsonl)
     plots: dict[str, bytes] | None = None
     if not args.no_plots and (fmt == "html" or args.out):
-        from webshop_gym.runs.plots import draw_all
+        from webshop_gym.reporting.plots import draw_all
 
         plots = draw_all(report.rows)
     written: list[str] = []

@@ -1,4 +1,4 @@
-"""``webshop-gym sft-data`` (old name ``demos``): SFT-ready demonstrations, written by :func:`webshop_gym.runs.demos.make_demos`."""
+"""``webshop-gym sft-data`` (old name ``demos``): SFT-ready demonstrations, written by :func:`webshop_gym.evaluation.demos.make_demos`."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from webshop_gym.runs.demos import make_demos, write_demos
+from webshop_gym.evaluation.demos import make_demos, write_demos
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -30,10 +30,12 @@ from pathlib import Path
 import numpy as np
 
 from webshop_gym.data.goals import GOAL_SHUFFLE_SEED, NO_PRICE_CAP
+from webshop_gym.data.records import find_shop_files
 from webshop_gym.engine import Engine
 from webshop_gym.error import GoalNotFound, ShopNotFound
 from webshop_gym.render.text import BASE_URL, Renderer
 from webshop_gym.shop import Shop, load_shop
+from webshop_gym.utils.paths import cache_dir
 
 __all__ = ["SHOP_ENV", "GoalList", "SessionMap", "SimServer", "random_idx", "shop_folder"]
 
@@ -116,9 +118,6 @@ def shop_folder(file_path: str | os.PathLike, attr_path: str | os.PathLike | Non
     Raises:
         ShopNotFound: a named file does not exist.
     """
-    from webshop_gym.data.records import find_shop_files
-    from webshop_gym.utils.paths import cache_dir
-
     products = Path(file_path).expanduser().resolve()
     if not products.is_file():
         raise ShopNotFound(f"file_path {str(file_path)!r} is not a file (expected the reference's items_shuffle*.json)")

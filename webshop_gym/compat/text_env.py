@@ -21,6 +21,7 @@ import weakref
 from typing import Any
 
 from webshop_gym.compat.sim_server import SimServer
+from webshop_gym.core.pages import START
 from webshop_gym.error import Error
 
 __all__ = ["ImageFeaturesUnavailable", "WebAgentTextEnv"]
@@ -225,8 +226,6 @@ class WebAgentTextEnv(_Base):
         ``"Instruction: <text>"`` on the search page and ``"Instruction:<text>"`` on the others
         (their headings differ by a space).
         """
-        from webshop_gym.core.pages import START
-
         state, slot = self._engine.state, self._slot
         text = self.server.shop.goals.instruction[int(state.goal[slot])]
         return ("Instruction: " if state.page[slot] == START else "Instruction:") + text

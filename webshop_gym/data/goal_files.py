@@ -34,6 +34,7 @@ from webshop_gym.data.goals import (
     Instructions,
     Options,
 )
+from webshop_gym.data.jsonstream import JsonStream
 from webshop_gym.data.records import file_sha256
 from webshop_gym.error import DataError
 from webshop_gym.utils.paths import build_atomically, is_built
@@ -156,7 +157,6 @@ def _read_goal_file(path: Path, catalog: Catalog, folder: Path) -> None:
 
 
 def _stream_goal_file(path: Path, catalog: Catalog, writer: _RecordWriter) -> None:
-    from webshop_gym.data.jsonstream import JsonStream
 
     with JsonStream(path) as stream:
         first = stream._peek()

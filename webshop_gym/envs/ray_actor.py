@@ -21,6 +21,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from webshop_gym.utils.paths import CACHE_ENV, default_shop_dir
+from webshop_gym.utils.paths import cache_dir as node_cache
+
 __all__ = ["ShardEngine", "remote_shop_arguments", "shop_fingerprint"]
 
 
@@ -50,7 +53,6 @@ def remote_shop_arguments(shop) -> dict:
     custom Lucene index (``load_shop(index=...)``) is passed on as well.
     """
     from webshop_gym.envs.workers import shop_arguments
-    from webshop_gym.utils.paths import default_shop_dir
 
     args = shop_arguments(shop)
     try:
@@ -116,8 +118,6 @@ class ShardEngine:
         self.error: tuple[str, str] | None = None
         try:
             from webshop_gym.search import java as _java
-            from webshop_gym.utils.paths import CACHE_ENV
-            from webshop_gym.utils.paths import cache_dir as node_cache
 
             if cache_dir:
                 os.environ[CACHE_ENV] = str(cache_dir)

@@ -29,7 +29,15 @@ from pathlib import Path
 
 import numpy as np
 
-from webshop_gym.runs.diagnosis import SOLVED, TAGS, EpisodeFacts, failure_tag
+from webshop_gym.analysis.figures import summarize
+from webshop_gym.analysis.taxonomy import (
+    CAUSES,
+    SOLVED,
+    TAGS,
+    EpisodeFacts,
+    failure_causes,
+    failure_tag,
+)
 from webshop_gym.runs.log import (
     _EPISODE_FIELDS,
     _STEP_FIELDS,
@@ -39,7 +47,7 @@ from webshop_gym.runs.log import (
     check_run_record,
     decode_record,
 )
-from webshop_gym.runs.run import CAUSES, RunEpisode, _episode, failure_causes
+from webshop_gym.runs.run import RunEpisode, _episode
 
 __all__ = ["CSV_COLUMNS", "EXPORT_COLUMNS", "IndexTable", "RunIndex", "csv_row", "csv_value", "export_record", "seed_groups",
            "setting_key"]
@@ -83,13 +91,14 @@ class IndexTable:
 
     Attributes:
         goal, reward, steps, invalid: numpy arrays.
-        success, purchased, truncated: boolean arrays.
-        tag: index into :data:`~webshop_gym.runs.diagnosis.TAGS` (-1: solved).
+        success, purchased, truncated, errored: boolean arrays (an errored episode: a served
+            model's calls failed; it is left out of the figures).
+        tag: index into :data:`~webshop_gym.analysis.diagnosis.TAGS` (-1: solved).
         cause: index of the main failure cause in :data:`~webshop_gym.runs.run.CAUSES` (-1: none).
         causes: bit ``c`` set when cause ``c`` applies.
         category: index into ``categories``.
         instructions, instructions_lower: lists of str.
-        figures: :func:`~webshop_gym.runs.evaluation.summarize` of the episodes.
+        figures: :func:`~webshop_gym.evaluation.local.summarize` of the episodes.
     """
 
     goal: np.ndarray
@@ -99,6 +108,7 @@ class IndexTable:
     success: np.ndarray
     purchased: np.ndarray
     truncated: np.ndarray
+    errored: np.ndarray
     tag: np.ndarray
     cause: np.ndarray
     causes: np.ndarray
@@ -123,14 +133,15 @@ class IndexTable:
         names = [CAUSES[main]] if main >= 0 else []
         return names + [c for j, c in enumerate(CAUSES) if mask >> j & 1 and j != main]
 
-    def by_goal(self) -> dict[int, int]:
-        """Position by goal index (the last one when a goal repeats)."""
-        return {int(g): i for i, g in enumerate(self.goal.tolist())}
+    def by_goal(self, scored: bool = False) -> dict[int, int]:
+        """Position by goal index (the last one when a goal repeats); ``scored``: errored episodes left out."""
+        errored = self.errored.tolist()
+        return {int(g): i for i, g in enumerate(self.goal.tolist()) if not (scored and errored[i])}
 
     def nbytes(self) -> int:
         """Bytes held, roughly (arrays plus the instruction strings)."""
         arrays = sum(a.nbytes for a in (self.goal, self.reward, self.steps, self.invalid, self.success, self.purchased,
-                                         self.truncated, self.tag, self.cause, self.causes, self.category))
+                                         self.truncated, self.errored, self.tag, self.cause, self.causes, self.category))
         return arrays + sum(2 * (len(s) + 50) for s in self.instructions)
 
 
@@ -331,7 +342,6 @@ class RunIndex:
             return self._table
 
     def _build_table(self) -> IndexTable:
-        from webshop_gym.runs.evaluation import summarize
 
         cols = self._cols
         n = len(cols.start)
@@ -366,7 +376,8 @@ class RunIndex:
                                             cols.errored[i]))
             tag[i] = -1 if name == SOLVED else tag_ids[name]
             category[i] = category_ids.setdefault(cols.category[i], len(category_ids))
-            rec = {"reward": got, "steps": steps, "invalid_actions": invalid, "purchased": term, "truncated": trunc}
+            rec = {"reward": got, "steps": steps, "invalid_actions": invalid, "purchased": term, "truncated": trunc,
+                   "errored": cols.errored[i]}
             if term and info:
                 rec["reward_info"] = {k: v for k, v in info.items() if not (isinstance(v, float) and math.isnan(v))}
             if cols.reachable[i] is not None:
@@ -377,6 +388,7 @@ class RunIndex:
         return IndexTable(
             goal=np.asarray(cols.goal, np.int64), reward=reward, steps=np.asarray(cols.steps, np.int64),
             invalid=np.asarray(cols.invalid, np.int64), success=success, purchased=purchased, truncated=truncated,
+            errored=np.asarray(cols.errored, bool),
             tag=tag, cause=cause, causes=causes, category=category, categories=list(category_ids),
             instructions=list(cols.instruction), instructions_lower=[s.lower() for s in cols.instruction],
             figures=figures)

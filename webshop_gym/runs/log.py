@@ -40,6 +40,7 @@ import numpy as np
 from webshop_gym.error import DataError
 
 __all__ = [
+    "episode_lines",
     "FORMAT_VERSION",
     "Episode",
     "Log",
@@ -502,3 +503,22 @@ def read_episodes(path: str | os.PathLike) -> list[Episode]:
 # -- replaying ----------------------------------------------------------------------------------
 
 
+def episode_lines(path) -> dict[str, list[str]]:
+    """A run file's lines by episode id (``"run"``: the run line); later episodes of an id replace earlier ones."""
+    out: dict[str, list[str]] = {}
+    with open(path, encoding="utf-8") as handle:
+        for text in handle:
+            if not text.endswith("\n"):
+                break  # a write cut off by a crash
+            line = text.rstrip("\n")
+            if not line.strip():
+                continue
+            record = json.loads(line)
+            kind = record.get("type")
+            if kind == "run":
+                out["run"] = [line]
+            elif kind == "episode":
+                out[record["episode"]] = [line]
+            elif kind == "step" and record.get("episode") in out:
+                out[record["episode"]].append(line)
+    return out

@@ -12,8 +12,10 @@ import json
 import os
 from typing import Any
 
+from webshop_gym.envs.env import WebShopEnv
 from webshop_gym.error import ShopNotFound
 from webshop_gym.runs.log import Episode, Log, LogError, logged_action, read_log
+from webshop_gym.shop import load_shop
 
 __all__ = ["Replayer", "fingerprint_difference", "load_logged_shop", "replay", "replay_episode", "replay_log"]
 
@@ -23,8 +25,6 @@ _COMPARED = ("reward", "terminated", "truncated", "invalid_action", "page", "obs
 
 def load_logged_shop(record: dict, shop_path: str | None = None):
     """Load the shop a log's shop record names (or ``shop_path`` instead of its folder)."""
-    from webshop_gym.shop import load_shop
-
     price_seed = record.get("price_seed") or 0
     return load_shop(shop_path or record.get("path"), goals=record.get("goals"),
                      human_goals=bool(record.get("human_goals")), seed=int(price_seed), progress=False)
@@ -186,8 +186,6 @@ def replay(path: str | os.PathLike, shop_path: str | None = None) -> list[dict]:
 
 def replay_log(log: Log, shop_path: str | None) -> list[dict]:
     """Replay every episode of an already read log (see :func:`replay`)."""
-    from webshop_gym.envs.env import WebShopEnv
-
     path = log.path
     if not log.episodes:
         raise LogError(path, None, "no episode in this log (an episode line starts each one)")

@@ -8,9 +8,9 @@ and checks it, ``webshop-gym serve --runs DIR`` shows it in the browser and ``we
 report`` turns it into an evaluation report.  The layout and the failure-cause rules are in
 ``docs/runs.md``.
 
-:class:`RunWriter` is fed the episode records of :func:`webshop_gym.runs.evaluation.rollout`
+:class:`RunWriter` is fed the episode records of :func:`webshop_gym.evaluation.local.rollout`
 (``record=True``); :func:`load_run` reads a run back into :class:`RunEpisode` rows with the
-figures :func:`webshop_gym.runs.evaluation.summarize` computes.
+figures :func:`webshop_gym.evaluation.local.summarize` computes.
 """
 
 from __future__ import annotations
@@ -25,6 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from webshop_gym import __version__
+from webshop_gym.analysis.figures import summarize
+from webshop_gym.analysis.taxonomy import failure_causes
 from webshop_gym.runs.log import (
     FORMAT_VERSION,
     Episode,
@@ -38,18 +41,14 @@ from webshop_gym.runs.log import (
 )
 
 __all__ = [
-    "CAUSES",
     "Run",
     "RunEpisode",
     "RunWriter",
-    "failure_causes",
     "load_run",
     "model_outputs",
     "summary_difference",
 ]
 
-#: Failure causes, in the order the rules test them (``docs/runs.md``).
-CAUSES = ("type", "attributes", "options", "price", "invalid actions", "step cap", "no purchase")
 #: The figures of an evaluation kept in a run's summary line.
 SUMMARY_KEYS = ("episodes", "score", "sr", "mean_reward", "mean_steps", "valid_rate", "breakdown", "counts",
                 "unreachable", "sr_reachable", "policy", "wall_s", "steps_per_s", "env_steps",
@@ -118,7 +117,6 @@ class RunWriter:
         self.run_id = uuid.uuid4().hex
         self.mode = settings.get("observation_mode", "text")
         self.max_steps = settings.get("max_steps")
-        from webshop_gym import __version__
 
         header = {"type": "run", "format": FORMAT_VERSION, "run": self.run_id, "created": now_iso(),
                   "package": f"webshop-gym {__version__}", **settings,
@@ -133,7 +131,7 @@ class RunWriter:
         self.written = 0
 
     def add(self, episode: dict) -> None:
-        """Take one finished episode record of :func:`~webshop_gym.runs.evaluation.rollout` (``record=True``)."""
+        """Take one finished episode record of :func:`~webshop_gym.evaluation.local.rollout` (``record=True``)."""
         goal = int(episode["goal_index"])
         self._held[goal] = self._lines(episode)
         for key in ("trajectory", "final_observation", "final_info"):
@@ -208,36 +206,6 @@ class RunWriter:
 # -- reading ------------------------------------------------------------------------------------
 
 
-def failure_causes(purchased: bool, truncated: bool, steps: int, invalid_actions: int,
-                   reward_info: dict | None, reward: float) -> list[str]:
-    """Why an episode did not succeed, most important first (``[]`` for a success).
-
-    After a purchase, every part of the reward that fell short, in the order type (``r_type``
-    below 1), attributes (``r_att`` below 1), options (``r_option`` below 1), price
-    (``r_price`` false).  Without a purchase, one cause: ``invalid actions`` when at least half
-    of the episode's actions were invalid, else ``step cap`` when the step cap ended it, else
-    ``no purchase`` (the log ends without a purchase).
-    """
-    if purchased:
-        if reward == 1.0:
-            return []
-        info = reward_info or {}
-        causes = []
-        if float(info.get("r_type", 1.0)) < 1.0:
-            causes.append("type")
-        if float(info.get("r_att", 1.0)) < 1.0:
-            causes.append("attributes")
-        r_option = info.get("r_option")
-        if r_option is not None and not (isinstance(r_option, float) and math.isnan(r_option)) and float(r_option) < 1.0:
-            causes.append("options")
-        if "r_price" in info and not info["r_price"]:
-            causes.append("price")
-        return causes or ["type"]  # a reward below 1 with no part short: only r_type can do that
-    if steps and invalid_actions * 2 >= steps:
-        return ["invalid actions"]
-    return ["step cap"] if truncated else ["no purchase"]
-
-
 @dataclass
 class RunEpisode:
     """One episode of a run, with what the report and the viewer show.
@@ -295,7 +263,7 @@ class RunEpisode:
         return self.last.get("reward_info") if self.purchased else None
 
     def record(self) -> dict:
-        """The episode as :func:`~webshop_gym.runs.evaluation.rollout` reports it (for ``summarize``)."""
+        """The episode as :func:`~webshop_gym.evaluation.local.rollout` reports it (for ``summarize``)."""
         out: dict[str, Any] = {"goal_index": self.goal_index, "reward": self.reward, "success": self.success,
                                "steps": self.steps, "invalid_actions": self.invalid_actions,
                                "purchased": self.purchased, "truncated": self.truncated}
@@ -380,8 +348,6 @@ def _episode(position: int, ep: Episode) -> RunEpisode:
 
 def run_from_log(log: Log) -> Run:
     """A :class:`Run` of a read log."""
-    from webshop_gym.runs.evaluation import summarize
-
     episodes = [_episode(i, ep) for i, ep in enumerate(log.episodes)]
     return Run(log.path, log.header or {}, episodes, log.summary, summarize([e.record() for e in episodes]))
 

@@ -16,7 +16,10 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from webshop_gym.runs.run import Run, RunEpisode, load_run
+from webshop_gym.analysis.figures import summarize
+from webshop_gym.error import Error
+from webshop_gym.runs.log import dumps_line, episode_lines
+from webshop_gym.runs.run import Run, RunEpisode, load_run, now_iso
 
 __all__ = ["group_shards", "merge_runs", "merge_shards", "shard_key"]
 
@@ -40,8 +43,6 @@ def merge_runs(runs: Sequence[Run]) -> tuple[Run, list[str]]:
     Raises:
         ValueError: the runs are not shards of one evaluation, or two hold the same goal.
     """
-    from webshop_gym.runs.evaluation import summarize
-
     keys = {shard_key(r.header) for r in runs}
     if None in keys or len(keys) != 1:
         raise ValueError("only shards of one evaluation (eval --shard i/n, same settings) can be merged")
@@ -109,25 +110,18 @@ def _common_name(labels: list[str]) -> str:
 
 def merge_shards(paths: Sequence[str | os.PathLike], out: str | os.PathLike) -> Run:
     """Write the shards' merged run file to ``out`` (episodes in goal order, a summary line); return the run."""
-    from webshop_gym.runs.log import dumps_line
-    from webshop_gym.runs.run import now_iso
-
     runs = [load_run(p) for p in paths]
     try:
         merged, notes = merge_runs(runs)
     except ValueError as exc:
-        from webshop_gym.error import Error
 
         raise Error(f"cannot merge: {exc}") from None
     if notes:
-        from webshop_gym.error import Error
 
         raise Error(f"cannot merge: {'; '.join(notes)}")
     lines: dict[str, list[str]] = {}
     for path in paths:
-        from webshop_gym.runs.served import _episode_lines
-
-        lines.update({k: v for k, v in _episode_lines(path).items() if k != "run"})
+        lines.update({k: v for k, v in episode_lines(path).items() if k != "run"})
     header = {"type": "run", "format": runs[0].header.get("format", 2), "run": runs[0].header.get("run"),
               **{k: v for k, v in merged.header.items() if k not in ("type", "format", "run")}}
     tmp = Path(str(out) + ".tmp")

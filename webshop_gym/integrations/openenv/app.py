@@ -15,6 +15,10 @@ import os
 import socket
 from typing import TYPE_CHECKING
 
+from webshop_gym.error import DependencyNotInstalled, Error, InvalidArgument
+from webshop_gym.utils.checks import check_int
+from webshop_gym.utils.heap import freeze_loaded
+
 if TYPE_CHECKING:
     from webshop_gym.shop import Shop
 
@@ -51,19 +55,15 @@ def create_app(shop: Shop | str | os.PathLike | None = None, *, goals: str | os.
     Returns:
         The app; ``app.state.webshop_pool`` is the :class:`~webshop_gym.integrations.openenv.environment.SlotPool`.
     """
-    from webshop_gym.utils.checks import check_int
-
     try:
         from openenv.core.env_server.http_server import create_fastapi_app
         from openenv.core.env_server.types import ConcurrencyConfig
     except ImportError as exc:
-        from webshop_gym.error import DependencyNotInstalled
 
         raise DependencyNotInstalled(
             f"the OpenEnv server needs OpenEnv ({exc}): pip install 'webshop-gym[openenv]'") from exc
     from fastapi.responses import JSONResponse
 
-    from webshop_gym.error import Error, InvalidArgument
     from webshop_gym.shop import Shop, load_shop
 
     from .environment import NoFreeSlot, SlotPool, WebShopEnvironment
@@ -140,8 +140,6 @@ class Listener:
 
 def serve(app, host: str = "127.0.0.1", port: int = 8000, ready=None) -> None:
     """Serve ``app`` with uvicorn until interrupted; binds first, then calls ``ready(port)``."""
-    from webshop_gym.utils.heap import freeze_loaded
-
     listener = Listener(app, host, port)
     freeze_loaded()  # the shop's objects out of the collector: no full-collection stalls while serving
     if ready is not None:

@@ -30,7 +30,7 @@ from openenv.core.env_server.types import EnvironmentMetadata
 from webshop_gym.engine import Engine
 from webshop_gym.error import EpisodeFinished, Error, InvalidArgument
 from webshop_gym.shop import Shop
-from webshop_gym.utils.checks import check_seed
+from webshop_gym.utils.checks import check_goal_index, check_seed
 
 from .models import WebShopAction, WebShopObservation, WebShopState
 
@@ -230,7 +230,6 @@ class WebShopEnvironment(Environment[WebShopAction, WebShopObservation, WebShopS
         if goal_index is not None:
             goal = pool.engine.check_goal(goal_index)
         elif index is not None:
-            from webshop_gym.utils.checks import check_goal_index
 
             goal = goal_range[check_goal_index(index, len(goal_range), name=f"index within split {split!r}")]
         else:
@@ -337,8 +336,6 @@ class WebShopEnvironment(Environment[WebShopAction, WebShopObservation, WebShopS
         Raises:
             GoalNotFound: ``index`` outside the split (an ``IndexError``: OpenEnv answers 400).
         """
-        from webshop_gym.utils.checks import check_goal_index
-
         goals = self._split_range(split)
         goal = goals[check_goal_index(index, len(goals), name=f"index within split {split!r}")]
         return {"id": f"{split}-{index}", "split": split, "index": int(index), "goal_index": int(goal),

@@ -1,6 +1,6 @@
 """Evaluate a served model: many episodes in flight on one shared engine, fault-tolerant, resumable.
 
-:func:`evaluate_served` is what :func:`webshop_gym.runs.evaluation.evaluate` runs for a policy that
+:func:`evaluate_served` is what :func:`webshop_gym.evaluation.local.evaluate` runs for a policy that
 plays episodes turn by turn over the network (:class:`~webshop_gym.agents.openai.OpenAIPolicy`,
 ``openai:MODEL``).  Episodes advance independently: up to ``concurrency`` of them are in flight,
 each with at most one model request outstanding and its turns in order.  All of them step one
@@ -32,7 +32,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from webshop_gym.analysis.figures import summarize
+from webshop_gym.engine import Engine
 from webshop_gym.error import Error
+from webshop_gym.evaluation.episode import episode_seed, slim_info
+from webshop_gym.runs.log import dumps_line, episode_lines
+from webshop_gym.runs.replay import fingerprint_difference
+from webshop_gym.runs.run import SUMMARY_KEYS, RunWriter, load_run, now_iso
 
 __all__ = ["ResumeMismatch", "evaluate_served", "is_served", "parse_shard", "play", "shard_goals"]
 
@@ -73,12 +79,6 @@ def shard_goals(goals: Sequence[int], shard: tuple[int, int] | None) -> list[int
 
 
 # -- the loop ----------------------------------------------------------------------------------------
-
-
-def _slim(info: dict) -> dict:
-    from webshop_gym.runs.evaluation import _SLIM_KEYS
-
-    return {k: info[k] for k in _SLIM_KEYS if k in info}
 
 
 class _Progress:
@@ -139,7 +139,7 @@ def play(
         shop: the :class:`~webshop_gym.shop.Shop`.
         goals: the goal indices to play.
         concurrency: episodes (and requests) in flight at most (default: the policy's).
-        seed: base of the per-episode seeds (:func:`~webshop_gym.runs.evaluation.episode_seed`).
+        seed: base of the per-episode seeds (:func:`~webshop_gym.evaluation.local.episode_seed`).
         max_steps: step cap per episode.
         observation_mode: what the policy sees.
         on_episode: called with each finished record (with its ``trajectory``), in finishing order.
@@ -147,14 +147,11 @@ def play(
         stats: filled with ``requests_max_in_flight`` and ``engine_steps``.
 
     Returns:
-        Records as :func:`~webshop_gym.runs.evaluation.rollout` makes them, plus ``errored`` (and
+        Records as :func:`~webshop_gym.evaluation.local.rollout` makes them, plus ``errored`` (and
         ``error``), ``tokens`` ``{"prompt", "completion"}`` (``None`` when the server sent no
         usage), ``requests``, ``retries``, ``latency_s``; trajectory entries add ``usage``,
         ``latency_s``, ``retries``, ``reasoning``, ``finish_reason``.
     """
-    from webshop_gym.engine import Engine
-    from webshop_gym.runs.evaluation import episode_seed
-
     goals = [int(g) for g in goals]
     n = max(1, min(int(concurrency or getattr(policy, "concurrency", 8)), len(goals) or 1))
     engine = Engine(shop, n, observation_mode=observation_mode, max_steps=max_steps)
@@ -252,12 +249,12 @@ def play(
                 if call.error is not None:
                     episode.update(errored=True, error=call.error, reward=0.0, success=False,
                                    steps=int(episode["_info"]["steps"]), purchased=False, truncated=False,
-                                   final_observation=episode["_obs"], final_info=_slim(episode["_info"]))
+                                   final_observation=episode["_obs"], final_info=slim_info(episode["_info"]))
                     current[slot] = None
                     finish(slot, episode)
                     restart.append(slot)
                     continue
-                entry: dict[str, Any] = {"observation": episode["_obs"], "info": _slim(episode["_info"]),
+                entry: dict[str, Any] = {"observation": episode["_obs"], "info": slim_info(episode["_info"]),
                                          "action": decision.action, "usage": call.usage(),
                                          "latency_s": round(call.latency_s, 6), "retries": call.retries,
                                          "reasoning": call.reasoning, "finish_reason": call.finish_reason}
@@ -280,7 +277,7 @@ def play(
                     reward = float(rewards[k]) if terminated[k] else 0.0
                     episode.update(reward=reward, success=bool(reward == 1.0), steps=int(info["steps"]),
                                    purchased=bool(terminated[k]), truncated=bool(truncated[k]),
-                                   final_observation=engine.observe(slot), final_info=_slim(info))
+                                   final_observation=engine.observe(slot), final_info=slim_info(info))
                     for key in ("reward_info", "purchased_asin", "purchased_options", "purchased_price"):
                         if key in info:
                             episode[key] = info[key]
@@ -347,7 +344,7 @@ def evaluate_served(
     check: bool = True,
     **policy_kwargs: Any,
 ) -> dict:
-    """:func:`~webshop_gym.runs.evaluation.evaluate` for a served policy (see the module docstring).
+    """:func:`~webshop_gym.evaluation.local.evaluate` for a served policy (see the module docstring).
 
     Args:
         policy: ``"openai:MODEL"`` or an object with ``new_session`` and ``decide``.
@@ -368,12 +365,10 @@ def evaluate_served(
         **policy_kwargs: :class:`~webshop_gym.agents.openai.OpenAIPolicy` arguments for ``openai:MODEL``.
 
     Returns:
-        The result :func:`~webshop_gym.runs.evaluation.evaluate` returns, with ``errored``,
-        ``tokens``, ``requests``, ``retries`` (see :func:`~webshop_gym.runs.evaluation.summarize`)
+        The result :func:`~webshop_gym.evaluation.local.evaluate` returns, with ``errored``,
+        ``tokens``, ``requests``, ``retries`` (see :func:`~webshop_gym.evaluation.local.summarize`)
         and ``concurrency``.
     """
-    from webshop_gym.runs.evaluation import summarize
-
     if resume and out is None:
         raise Error("--resume needs --out (the run file to continue)")
     if concurrency is not None and not 1 <= int(concurrency) <= 1024:
@@ -401,7 +396,6 @@ def evaluate_served(
         started = time.perf_counter()
         stats: dict = {}
         if out is not None:
-            from webshop_gym.runs.run import RunWriter
 
             writer = RunWriter(out, shop, todo, append=bool(kept) or (resume and Path(out).is_file()),
                                **settings)
@@ -463,7 +457,6 @@ def _run_line(spec, agent, split, seed, max_steps, concurrency, observation_mode
 
 
 def _compare_header(path, header: dict, shop, settings: dict, goals: list[int]) -> None:
-    from webshop_gym.runs.replay import fingerprint_difference
 
     where = f"--resume: {path}"
     if not header:
@@ -488,8 +481,6 @@ def _compare_header(path, header: dict, shop, settings: dict, goals: list[int]) 
 
 def _resume_plan(path, shop, goals: list[int], settings: dict) -> dict[int, Any]:
     """Check the run line; return the finished, not errored episodes of ``goals`` by goal."""
-    from webshop_gym.runs.run import load_run
-
     run = load_run(path, require_episodes=False)
     _compare_header(path, run.header, shop, settings, goals)
     keep: dict[int, Any] = {}
@@ -505,7 +496,7 @@ def _resume_plan(path, shop, goals: list[int], settings: dict) -> dict[int, Any]
 
 def _keep_only(path, goals: list[int], keep: dict[int, Any]) -> list[dict]:
     """Rewrite the run file with only the episodes kept (goal order); return their records."""
-    lines = _episode_lines(path)
+    lines = episode_lines(path)
     tmp = Path(str(path) + ".tmp")
     with open(tmp, "w", encoding="utf-8") as handle:
         handle.write(lines["run"][0] + "\n")
@@ -517,27 +508,6 @@ def _keep_only(path, goals: list[int], keep: dict[int, Any]) -> list[dict]:
         os.fsync(handle.fileno())
     os.replace(tmp, path)
     return [keep[g].record() for g in goals if g in keep]
-
-
-def _episode_lines(path) -> dict[str, list[str]]:
-    """A run file's lines by episode id (``"run"``: the run line); later episodes of an id replace earlier ones."""
-    out: dict[str, list[str]] = {}
-    with open(path, encoding="utf-8") as handle:
-        for text in handle:
-            if not text.endswith("\n"):
-                break  # a write cut off by a crash
-            line = text.rstrip("\n")
-            if not line.strip():
-                continue
-            record = json.loads(line)
-            kind = record.get("type")
-            if kind == "run":
-                out["run"] = [line]
-            elif kind == "episode":
-                out[record["episode"]] = [line]
-            elif kind == "step" and record.get("episode") in out:
-                out[record["episode"]].append(line)
-    return out
 
 
 def _in_goal_order(path) -> bool:
@@ -554,10 +524,7 @@ def _in_goal_order(path) -> bool:
 
 def _rewrite_in_goal_order(path, goals: list[int], result: dict) -> None:
     """Rewrite a run file with its episodes in goal order and the summary line (atomically)."""
-    from webshop_gym.runs.log import dumps_line
-    from webshop_gym.runs.run import SUMMARY_KEYS, now_iso
-
-    lines = _episode_lines(path)
+    lines = episode_lines(path)
     header = json.loads(lines["run"][0])
     tmp = Path(str(path) + ".tmp")
     with open(tmp, "w", encoding="utf-8") as handle:
@@ -571,41 +538,6 @@ def _rewrite_in_goal_order(path, goals: list[int], result: dict) -> None:
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(tmp, path)
-
-
-# -- accounting ------------------------------------------------------------------------------------------
-
-
-def accounting(episodes: Sequence[dict]) -> dict:
-    """Errored episodes, tokens, requests and retries over episode records (errored ones included).
-
-    Returns:
-        ``errored`` (episodes), ``tokens``: ``prompt``, ``completion``, ``total`` (sums of what
-        the server reported), ``per_episode`` (total / episodes), ``unknown`` (episodes whose
-        server sent no usage for some turn); ``requests`` and ``retries``.
-    """
-    prompt = completion = unknown = 0
-    for e in episodes:
-        tokens = e.get("tokens") or {}
-        if tokens.get("prompt") is None or tokens.get("completion") is None:
-            unknown += 1
-        prompt += int(tokens.get("prompt") or 0)
-        completion += int(tokens.get("completion") or 0)
-    n = len(episodes)
-    return {
-        "errored": sum(bool(e.get("errored")) for e in episodes),
-        "tokens": {"prompt": prompt, "completion": completion, "total": prompt + completion,
-                   "per_episode": (prompt + completion) / n if n else None, "unknown": unknown},
-        "requests": sum(int(e.get("requests") or 0) for e in episodes),
-        "retries": sum(int(e.get("retries") or 0) for e in episodes),
-    }
-
-
-def cost(tokens: dict | None, price_input: float | None, price_output: float | None) -> float | None:
-    """The cost of ``tokens`` at prices per million prompt / completion tokens (``None`` without prices)."""
-    if not tokens or (price_input is None and price_output is None):
-        return None
-    return (tokens.get("prompt", 0) * (price_input or 0.0) + tokens.get("completion", 0) * (price_output or 0.0)) / 1e6
 
 
 def accounting_rows(result: dict) -> list[tuple[str, str]]:

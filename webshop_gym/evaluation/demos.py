@@ -35,6 +35,12 @@ from typing import Any
 
 import numpy as np
 
+from webshop_gym.agents.prompts import Turn, admissible_actions, make_prompt
+from webshop_gym.envs.env import WebShopEnv
+from webshop_gym.envs.vector_env import WebShopVectorEnv
+from webshop_gym.evaluation.local import make_policy_factory, rollout
+from webshop_gym.shop import Shop, load_shop
+
 __all__ = ["DemoSet", "make_demos", "rationale", "split_by_product", "verify_trajectory", "write_demos"]
 
 _PRICE_CAP = re.compile(r"price lower than ([0-9]+(?:\.[0-9]+)?) dollars")
@@ -197,7 +203,6 @@ def split_by_product(asins: Sequence[str], eval_fraction: float, seed: int = 0) 
 
 
 def _transcripts(fmt, trajectory: Sequence[dict]) -> list[tuple[int | None, list[dict]]]:
-    from webshop_gym.agents.prompts import Turn, admissible_actions
 
     turns: list[Turn] = []
     chosen: list[str] = []
@@ -248,7 +253,7 @@ def make_demos(
 
     Args:
         shop: a :class:`~webshop_gym.shop.Shop`, a shop directory or None (the embedded shop).
-        policy: ``oracle`` or ``rule`` (or any policy :func:`~webshop_gym.runs.evaluation.evaluate` takes).
+        policy: ``oracle`` or ``rule`` (or any policy :func:`~webshop_gym.evaluation.local.evaluate` takes).
         n: the first ``n`` goals of the split (None: all of them).
         split: ``train`` (default), ``eval``, ``test`` or ``all``.
         fmt: ``think-answer``, ``react`` or ``verl-agent``.
@@ -266,12 +271,6 @@ def make_demos(
     Returns:
         A :class:`DemoSet`.
     """
-    from webshop_gym.agents.prompts import make_prompt
-    from webshop_gym.envs.env import WebShopEnv
-    from webshop_gym.envs.vector_env import WebShopVectorEnv
-    from webshop_gym.runs.evaluation import make_policy_factory, rollout
-    from webshop_gym.shop import Shop, load_shop
-
     started = time.perf_counter()
     if not isinstance(shop, Shop):
         shop = load_shop(shop, goals=goals, human_goals=human_goals, seed=price_seed, progress=False)

@@ -4,7 +4,7 @@ For each run: Score and SR with bootstrap 95% confidence intervals, mean steps, 
 purchase rates, the mean reward breakdown, SR by product category and the failure causes
 (rules in ``docs/runs.md``).  Every later run is compared with the first on their common goals:
 goals won / lost / tied, paired-bootstrap intervals of the Score and SR differences, a sign
-test and McNemar's test (:mod:`webshop_gym.runs.stats`).  Plots (:mod:`webshop_gym.runs.plots`,
+test and McNemar's test (:mod:`webshop_gym.analysis.stats`).  Plots (:mod:`webshop_gym.reporting.plots`,
 matplotlib: ``pip install 'webshop-gym[report]'``) show the reward histogram, SR by category,
 the steps distribution, the failure causes and the breakdown means.  The HTML file is
 self-contained (images embedded as data URIs); Markdown refers to PNG files written beside it.
@@ -19,8 +19,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from webshop_gym.runs.run import CAUSES, Run, load_run, now_iso
-from webshop_gym.runs.stats import Interval, PairedComparison, paired
+from webshop_gym.analysis.figures import cost
+from webshop_gym.analysis.intervals import METHOD, score_interval, sr_interval
+from webshop_gym.analysis.stats import Interval, PairedComparison, paired
+from webshop_gym.analysis.taxonomy import CAUSES, TAG_RULES, TAGS
+from webshop_gym.render.html import template_environment
+from webshop_gym.reporting.plots import PLOTS
+from webshop_gym.runs.index import CSV_COLUMNS, RunIndex, csv_row, seed_groups
+from webshop_gym.runs.run import Run, load_run, now_iso
+from webshop_gym.runs.shards import group_shards
 
 __all__ = ["Report", "RunSummary", "build_report", "to_html", "to_markdown"]
 
@@ -57,7 +64,6 @@ class RunSummary:
     def index(self):
         """The run file's :class:`~webshop_gym.runs.index.RunIndex` (failure tags, exports), read once."""
         if self._index is None:
-            from webshop_gym.runs.index import RunIndex
 
             self._index = RunIndex(self.run.path)
             self._index.refresh()
@@ -106,7 +112,6 @@ def summarize_run(label: str, run: Run, resamples: int = RESAMPLES, seed: int = 
         c["successes"] += int(e.success)
     for c in categories.values():
         c["sr"] = 100.0 * c["successes"] / c["episodes"]
-    from webshop_gym.runs.intervals import score_interval, sr_interval
 
     return RunSummary(
         label, run, score_interval(rewards, resamples, seed), sr_interval([e.success for e in scored]),
@@ -139,8 +144,6 @@ def build_report(paths: list[str | os.PathLike], resamples: int = RESAMPLES, see
     prompt / completion tokens) give a served model's runs their cost; ``viewer`` (the base URL of
     ``serve --runs``) links failure examples to the viewer's episodes.
     """
-    from webshop_gym.runs.shards import group_shards
-
     files = [Path(p) for p in paths]
     runs, notes = group_shards([(label, load_run(path, steps=False)) for label, path in zip(_labels(files), files)])
     rows = [summarize_run(label, run, resamples, seed) for label, run in runs]
@@ -178,7 +181,7 @@ def _p(value: float) -> str:
 def tables(report: Report) -> dict[str, tuple[list[str], list[list[str]]]]:
     """The report's tables as (header, rows) of strings, shared by HTML and Markdown."""
     out: dict[str, tuple[list[str], list[list[str]]]] = {}
-    header = ["policy", "split", "episodes", "Score [95% CI]", "SR % [95% CI]", "mean steps", "valid %",
+    header = ["run", "policy", "split", "episodes", "Score [95% CI]", "SR % [95% CI]", "mean steps", "valid %",
               "purchased %", "r_type", "r_att", "r_option", "r_price"]
     rows = []
     for row in report.rows:
@@ -204,9 +207,8 @@ def tables(report: Report) -> dict[str, tuple[list[str], list[list[str]]]]:
                          f"{p.solved_a_only} / {p.solved_b_only} / {p.solved_both}", _ci(p.sr_diff), _p(p.mcnemar_p)])
         out["paired"] = (header, rows)
     if any("tokens" in row.figures for row in report.rows):
-        from webshop_gym.runs.served import cost
 
-        header = ["errored episodes", "tokens / episode", "prompt tokens", "completion tokens", "requests",
+        header = ["run", "errored episodes", "tokens / episode", "prompt tokens", "completion tokens", "requests",
                   "retries", "wall time (s)", "cost"]
         rows = []
         for row in report.rows:
@@ -236,7 +238,6 @@ def tables(report: Report) -> dict[str, tuple[list[str], list[list[str]]]]:
                          f"{fp.get('products', '?')} products, {fp.get('goals', '?')} {fp.get('goal_kind', '')} goals",
                          str(fp.get("goal_set", "?")), str(h.get("package", "?")), str(h.get("created", "?"))])
     out["settings"] = (["run", "seed", "max steps", "prompt", "shop", "goal set", "package", "written"], settings)
-    from webshop_gym.runs.index import seed_groups
 
     groups = seed_groups([(row.label, row.run.header, row.figures) for row in report.rows])
     if groups:
@@ -248,16 +249,12 @@ def tables(report: Report) -> dict[str, tuple[list[str], list[list[str]]]]:
 
 
 def method(report: Report) -> str:
-    """How the report's intervals are computed (the one method of :mod:`webshop_gym.runs.intervals`)."""
-    from webshop_gym.runs.intervals import METHOD
-
+    """How the report's intervals are computed (the one method of :mod:`webshop_gym.analysis.intervals`)."""
     return METHOD.format(resamples=report.resamples, seed=report.seed) + "; paired differences by the paired bootstrap"
 
 
 def failure_tags(report: Report, examples: int = 5) -> list[dict]:
-    """Per run, per failure tag (:mod:`webshop_gym.runs.diagnosis`): episodes and the first ``examples`` positions."""
-    from webshop_gym.runs.diagnosis import TAGS
-
+    """Per run, per failure tag (:mod:`webshop_gym.analysis.diagnosis`): episodes and the first ``examples`` positions."""
     out = []
     for row in report.rows:
         table = row.index().table()
@@ -287,12 +284,8 @@ TABLE_TITLES = {
 
 def to_html(report: Report, plots: dict[str, bytes] | None) -> str:
     """The report as one self-contained HTML document (plots as data URIs)."""
-    from webshop_gym.render.html import template_environment
-    from webshop_gym.runs.plots import PLOTS
-
     images = [{"title": PLOTS[name][0], "src": "data:image/png;base64," + base64.b64encode(png).decode("ascii")}
               for name, png in (plots or {}).items()]
-    from webshop_gym.runs.diagnosis import TAG_RULES
 
     template = template_environment().get_template("report.html")
     return template.render(report=report, tables=tables(report), titles=TABLE_TITLES, images=images,
@@ -309,8 +302,6 @@ def _md_cell(text: str) -> str:
 
 def to_markdown(report: Report, images: dict[str, str] | None) -> str:
     """The report as Markdown; ``images`` maps plot names to the relative paths of their PNG files."""
-    from webshop_gym.runs.plots import PLOTS
-
     lines = [f"# {_md_cell(report.title)}", "",
              f"{len(report.rows)} run(s); {_md_cell(method(report))}; written {report.created}.", ""]
     lines += [f"> {_md_cell(note)}" for note in report.notes]
@@ -348,7 +339,6 @@ def write_episodes(report: Report, csv_path: str | None = None, jsonl_path: str 
     import csv
     import json
 
-    from webshop_gym.runs.index import CSV_COLUMNS, csv_row
 
     csv_handle = open(csv_path, "w", encoding="utf-8", newline="") if csv_path else None  # noqa: SIM115
     json_handle = open(jsonl_path, "w", encoding="utf-8") if jsonl_path else None  # noqa: SIM115

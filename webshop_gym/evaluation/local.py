@@ -16,7 +16,7 @@ order, each to one slot, until every slot is idle) and returns the figures paper
 
 Policies: a name (``random``, ``rule``, ``oracle``, ``hf:PATH`` for a local Hugging Face model
 directory, ``openai:MODEL`` for a model behind an OpenAI-compatible endpoint, played with many
-episodes in flight by :mod:`webshop_gym.runs.served`), a zero-argument factory returning a per-slot policy (``reset(info)``,
+episodes in flight by :mod:`webshop_gym.evaluation.served`), a zero-argument factory returning a per-slot policy (``reset(info)``,
 ``act(obs, info)``: one object per slot, reset whenever its slot starts an episode, i.e.
 ``info["steps"] == 0``), or a batch policy (``act_batch(observations, infos)``, e.g.
 :class:`~webshop_gym.agents.hf.HFPolicy`).  A policy with a ``seed_episode(seed)`` method is
@@ -34,17 +34,24 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
+from webshop_gym.agents.batch import unbatch_infos
+from webshop_gym.agents.policies import make_policy
+from webshop_gym.analysis.figures import BREAKDOWN, summarize
+from webshop_gym.envs.vector_env import WebShopVectorEnv
+from webshop_gym.error import InvalidArgument
+from webshop_gym.evaluation.episode import episode_seed, slim_info
+from webshop_gym.evaluation.served import (
+    accounting_rows,
+    evaluate_served,
+    is_served,
+    make_served_policy,
+)
+from webshop_gym.runs.run import RunWriter, model_outputs
+from webshop_gym.shop import Shop, load_shop
+from webshop_gym.utils import progress as _progress
 
-__all__ = ["BREAKDOWN", "episode_seed", "evaluate", "format_table", "make_policy_factory", "rollout"]
+__all__ = ["evaluate", "format_table", "make_policy_factory", "rollout"]
 
-BREAKDOWN = ("r_type", "r_att", "r_option", "r_price")
-_SLIM_KEYS = ("goal_index", "instruction", "page", "steps", "invalid_action", "available_actions", "valid_actions")
-
-
-def episode_seed(seed: int, goal_index: int) -> int:
-    """The seed of one episode's policy: a function of the run seed and the goal only."""
-    return int(np.random.SeedSequence([int(seed), int(goal_index)]).generate_state(1)[0])
 
 
 def make_policy_factory(policy, shop=None, seed: int = 0, **hf_kwargs: Any):
@@ -61,7 +68,6 @@ def make_policy_factory(policy, shop=None, seed: int = 0, **hf_kwargs: Any):
         A zero-argument callable returning a per-slot policy, or a batch policy.
     """
     if isinstance(policy, str) and policy.startswith("openai:"):  # a batch policy here; evaluate() runs it concurrently
-        from webshop_gym.runs.served import make_served_policy
 
         return make_served_policy(policy, seed=seed, **hf_kwargs)
     if hf_kwargs and not (isinstance(policy, str) and policy.startswith("hf:")):
@@ -76,7 +82,6 @@ def make_policy_factory(policy, shop=None, seed: int = 0, **hf_kwargs: Any):
         from webshop_gym.agents.hf import HFPolicy
 
         return HFPolicy.from_pretrained(policy[3:], **{"seed": seed, **hf_kwargs})
-    from webshop_gym.agents.policies import make_policy
 
     if policy == "oracle":
         return lambda: make_policy("oracle", shop=shop)
@@ -132,10 +137,6 @@ class _Driver:
         return actions
 
 
-def _slim(info: dict) -> dict:
-    return {k: info[k] for k in _SLIM_KEYS if k in info}
-
-
 def rollout(
     env,
     policy,
@@ -172,7 +173,6 @@ def rollout(
         return _rollout(env, policy, seed, num_goals, record, on_episode, stats)
     from tqdm import tqdm
 
-    from webshop_gym.utils import progress as _progress
 
     goals = len(env.engine.goal_range)
     total = goals if num_goals is None else min(int(num_goals), goals)
@@ -187,7 +187,6 @@ def rollout(
 
 
 def _rollout(env, policy, seed, num_goals, record, on_episode, stats) -> list[dict]:
-    from webshop_gym.agents.batch import unbatch_infos
 
     if not getattr(env, "eval_mode", False):
         raise ValueError("rollout needs a WebShopVectorEnv created with eval_mode=True")
@@ -219,11 +218,10 @@ def _rollout(env, policy, seed, num_goals, record, on_episode, stats) -> list[di
             raise RuntimeError(f"every slot is idle but only {len(results)} of {total} goals finished")
         actions = driver.act(active, observations, per)
         if record:
-            from webshop_gym.runs.run import model_outputs
 
             said = model_outputs(driver.batch, active)
             for i in active:
-                entry = {"observation": observations[i], "info": _slim(per[i]), "action": actions[i]}
+                entry = {"observation": observations[i], "info": slim_info(per[i]), "action": actions[i]}
                 if i in said:
                     entry["model"] = said[i]
                 current[i]["trajectory"].append(entry)
@@ -250,7 +248,7 @@ def _rollout(env, policy, seed, num_goals, record, on_episode, stats) -> list[di
                 if key in info:
                     episode[key] = info[key]
             if record:
-                episode.update(final_observation=observations[i], final_info=_slim(info))
+                episode.update(final_observation=observations[i], final_info=slim_info(info))
             current[i] = None
             pending[i] = True
             goal = episode["goal_index"]
@@ -263,59 +261,6 @@ def _rollout(env, policy, seed, num_goals, record, on_episode, stats) -> list[di
     if stats is not None:
         stats.update(policy=driver.name, env_steps=env_steps)
     return [results[g] for g in sorted(results)]
-
-
-def _mean(values: Sequence[float]) -> float | None:
-    return float(np.mean(values)) if len(values) else None
-
-
-def summarize(episodes: Sequence[dict]) -> dict:
-    """Score, SR and the other figures of a list of episode records (see the module docstring).
-
-    Errored episodes (a served model's calls failed: ``errored`` true) are left out of every
-    figure and counted apart; a served model's records also give the token, request and retry
-    totals (:func:`webshop_gym.runs.served.accounting`).
-    """
-    everything = episodes
-    episodes = [e for e in episodes if not e.get("errored")]
-    n = len(episodes)
-    rewards = np.array([e["reward"] for e in episodes], float)
-    steps = np.array([e["steps"] for e in episodes], float)
-    invalid = int(sum(e["invalid_actions"] for e in episodes))
-    total_steps = int(steps.sum())
-    bought = [e for e in episodes if e.get("purchased")]
-    breakdown = {}
-    for key in BREAKDOWN:
-        values = [float(e["reward_info"][key]) for e in bought if key in e.get("reward_info", {})]
-        breakdown[key] = _mean(values)
-    breakdown["purchase_rate"] = 100.0 * len(bought) / n if n else None
-    out = {
-        "episodes": n,
-        "score": 100.0 * float(rewards.mean()) if n else None,
-        "sr": 100.0 * float((rewards == 1.0).mean()) if n else None,
-        "mean_reward": float(rewards.mean()) if n else None,
-        "mean_steps": float(steps.mean()) if n else None,
-        "valid_rate": 100.0 * (1 - invalid / total_steps) if total_steps else None,
-        "breakdown": breakdown,
-        "counts": {
-            "episodes": n,
-            "successes": int((rewards == 1.0).sum()),
-            "purchased": len(bought),
-            "truncated": int(sum(e.get("truncated", False) for e in episodes)),
-            "steps": total_steps,
-            "invalid_actions": invalid,
-        },
-    }
-    if any("reachable" in e for e in episodes):
-        reachable = [e for e in episodes if e.get("reachable", True)]
-        out["unreachable"] = n - len(reachable)
-        out["sr_reachable"] = 100.0 * float(np.mean([e["reward"] == 1.0 for e in reachable])) if reachable else None
-    if any("errored" in e or "tokens" in e for e in everything):
-        from webshop_gym.runs.served import accounting
-
-        out.update(accounting(everything))
-        out["counts"]["errored"] = out["errored"]
-    return out
 
 
 def evaluate(
@@ -361,7 +306,7 @@ def evaluate(
         out: write the run (every episode, every step) to this JSONL file (:mod:`webshop_gym.runs.run`).
         run_settings: extra fields for the run file's ``run`` line (e.g. the command's arguments).
         concurrency: a served policy's episodes in flight (``openai:MODEL``; default: its own).
-        resume: a served policy: continue the run in ``out`` (:mod:`webshop_gym.runs.served`).
+        resume: a served policy: continue the run in ``out`` (:mod:`webshop_gym.evaluation.served`).
         shard: a served policy: ``(i, n)``, play the ``i``-th of ``n`` blocks of the goals.
         **hf_kwargs: :class:`~webshop_gym.agents.hf.HFPolicy` arguments for ``hf:PATH``, or
             :class:`~webshop_gym.agents.openai.OpenAIPolicy` arguments for ``openai:MODEL``.
@@ -374,12 +319,8 @@ def evaluate(
         >>> result = evaluate("rule", split="test", num_envs=8, num_goals=8)  # doctest: +SKIP
         >>> round(result["score"], 1), result["counts"]["episodes"]  # doctest: +SKIP
     """
-    from webshop_gym.envs.vector_env import WebShopVectorEnv
-    from webshop_gym.shop import Shop, load_shop
-
     if not isinstance(shop, Shop):
         shop = load_shop(shop, goals=goals, human_goals=human_goals, seed=price_seed, progress=False)
-    from webshop_gym.runs.served import evaluate_served, is_served
 
     if is_served(policy_factory):  # a model behind an API: episodes in flight, not a vector env
         return evaluate_served(policy_factory, shop, split=split, seed=seed, max_steps=max_steps, num_goals=num_goals,
@@ -387,7 +328,6 @@ def evaluate(
                                out=out, run_settings=run_settings, concurrency=concurrency, resume=resume,
                                shard=shard, **hf_kwargs)
     if resume or shard is not None or concurrency is not None:
-        from webshop_gym.error import InvalidArgument
 
         raise InvalidArgument("concurrency, resume and shard apply to served policies (openai:MODEL) only")
     split = None if split == "all" else split
@@ -406,7 +346,6 @@ def evaluate(
     writer = None
     try:
         if out is not None:
-            from webshop_gym.runs.run import RunWriter
 
             writer = RunWriter(out, shop, list(env.engine.goal_range)[:total], **_run_line(
                 policy_factory, policy, hf_kwargs, split, seed, max_steps, num_envs, num_workers, observation_mode,
@@ -502,7 +441,6 @@ def format_table(result: dict) -> str:
     if "unreachable" in result:
         rows.append(("unreachable goals", f"{result['unreachable']} (SR on the others {_fmt(result['sr_reachable'], 1)})"))
     if "tokens" in result:
-        from webshop_gym.runs.served import accounting_rows
 
         rows += accounting_rows(result)
     slots = f"{result['concurrency']} in flight" if "concurrency" in result else f"{result['num_envs']} envs"

@@ -1,9 +1,7 @@
-"""Why an episode failed: a failure tag from documented rules, and the named misses of a purchase.
+"""Why an episode failed: the named misses of a purchase, and where the target was.
 
-The **failure tag** (one per episode, :data:`TAGS`, rules in ``docs/runs.md``) is computed from
-the log alone (no shop needed), so the run index can give every episode one while reading the
-file once (:mod:`webshop_gym.runs.index`).  Its inputs are an :class:`EpisodeFacts`: what the
-episode did, where the target appeared and what was bought.
+The failure tag and causes themselves (the taxonomy) are :mod:`webshop_gym.analysis.taxonomy`'s;
+this module gathers their inputs from an episode's steps (:func:`facts_of_steps`).
 
 :func:`diagnose` explains one episode for its page: the bought product's title beside the
 target's, the chosen options and price beside the asked ones, which attributes and options
@@ -16,105 +14,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["SOLVED", "TAGS", "TAG_RULES", "EpisodeFacts", "diagnose", "failure_tag", "facts_of_steps"]
+from webshop_gym.analysis.taxonomy import SOLVED, TAG_RULES, TAGS, EpisodeFacts, failure_tag
+from webshop_gym.reward.reference import FUZZY_THRESHOLD, option_reward
 
-SOLVED = "solved"
-#: Failure tags, in the order their rules are tried (``docs/runs.md``).
-TAGS = (
-    "errored",
-    "invalid-action loop",
-    "never searched",
-    "step cap",
-    "no purchase",
-    "target never retrieved",
-    "retrieved but not opened",
-    "opened but wrong product bought",
-    "wrong product bought",
-    "right product, wrong options",
-    "price over the cap",
-    "right product, other part short",
-)
-#: Each tag's rule, in words (shown on the run page and in the report).
-TAG_RULES = {
-    "errored": "the episode record says the model calls failed (\"errored\": true)",
-    "invalid-action loop": "no purchase, and at least half of the actions were invalid",
-    "never searched": "no purchase, and no valid search action",
-    "step cap": "no purchase: the step cap ended the episode",
-    "no purchase": "the log ends without a purchase or a cap (an unfinished episode)",
-    "target never retrieved": "bought another product; the target was on none of the results pages the agent saw",
-    "retrieved but not opened": "bought another product; the target was on a results page but never clicked",
-    "opened but wrong product bought": "the agent opened the target's page, then bought another product",
-    "wrong product bought": "bought another product (the log has no target or no observations to say more)",
-    "right product, wrong options": "bought the target with options that miss the asked ones",
-    "price over the cap": "bought the target (options right) above the price cap",
-    "right product, other part short": "bought the target as asked, yet a part of the reward fell short "
-                                       "(attributes or type: the target does not meet its own goal)",
-}
-
-
-@dataclass
-class EpisodeFacts:
-    """What the tag rules look at (all from the log).
-
-    Attributes:
-        purchased, truncated, steps, invalid: the episode's outcome and actions.
-        reward: the final reward.
-        searched: a valid ``search[...]`` action was taken.
-        target: the target's asin (``""`` when the log does not say).
-        bought: the purchased asin (``""`` without a purchase).
-        seen_step: the first step whose results page showed the target (0: never; ``None``:
-            unknown, observations were not logged).
-        opened: a valid click opened the target's page.
-        reward_info: the purchase's breakdown.
-        errored: the episode record says the model calls failed.
-    """
-
-    purchased: bool
-    truncated: bool
-    steps: int
-    invalid: int
-    reward: float
-    searched: bool = False
-    target: str = ""
-    bought: str = ""
-    seen_step: int | None = None
-    opened: bool = False
-    reward_info: dict = field(default_factory=dict)
-    errored: bool = False
-
-
-def failure_tag(f: EpisodeFacts) -> str:
-    """The episode's tag: :data:`SOLVED` or the first of :data:`TAGS` whose rule holds."""
-    if f.errored:
-        return "errored"
-    if f.purchased and f.reward == 1.0:
-        return SOLVED
-    if not f.purchased:
-        if f.steps and f.invalid * 2 >= f.steps:
-            return "invalid-action loop"
-        if not f.searched:
-            return "never searched"
-        return "step cap" if f.truncated else "no purchase"
-    same = bool(f.target) and f.bought.upper() == f.target.upper()
-    if not same:
-        if not f.target:
-            return "wrong product bought"
-        if f.opened:
-            return "opened but wrong product bought"
-        if f.seen_step is None:
-            return "wrong product bought"
-        return "retrieved but not opened" if f.seen_step else "target never retrieved"
-    info = f.reward_info or {}
-    r_option = info.get("r_option")
-    if r_option is not None and float(r_option) < 1.0:
-        return "right product, wrong options"
-    if "r_price" in info and not info["r_price"]:
-        return "price over the cap"
-    return "right product, other part short"
-
+__all__ = ["SOLVED", "TAGS", "TAG_RULES", "EpisodeFacts", "attribute_misses", "diagnose", "facts_of_steps", "failure_tag",
+           "option_misses"]
 
 def _click_target(action: Any) -> str | None:
     if isinstance(action, str) and action.startswith("click[") and action.endswith("]"):
@@ -187,8 +93,6 @@ def option_misses(chosen: dict, asked) -> list[dict]:
     Each asked option is scored alone with :func:`webshop_gym.reward.reference.option_reward`
     against every chosen value, so "matched" is exactly what the reward counted.
     """
-    from webshop_gym.reward.reference import option_reward
-
     chosen = dict(chosen or {})
     values = [str(v) for v in chosen.values()]
     out = []
@@ -203,7 +107,6 @@ def attribute_misses(product: dict, attributes: Sequence[str]) -> list[dict]:
     """Per asked attribute: ``{"attribute", "matched", "where"}`` with the reward's own rule."""
     from thefuzz import fuzz
 
-    from webshop_gym.reward.reference import FUZZY_THRESHOLD
 
     title = product.get("Title", "").lower()
     bullets = " ".join(product.get("BulletPoints") or []).lower()

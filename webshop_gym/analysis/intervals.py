@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from webshop_gym.runs.stats import Interval
+from webshop_gym.analysis.stats import Interval
 
 __all__ = ["METHOD", "RESAMPLES", "Interval", "fmt", "score_interval", "sr_interval", "wilson"]
 

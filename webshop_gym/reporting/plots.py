@@ -1,6 +1,6 @@
 """The report's plots (matplotlib, drawn off-screen into PNG bytes; no pyplot state).
 
-Each function takes the report's per-run rows (:class:`webshop_gym.runs.report.RunSummary`) and
+Each function takes the report's per-run rows (:class:`webshop_gym.reporting.report.RunSummary`) and
 returns PNG bytes: Score and SR with their intervals, the reward histogram, SR by product
 category (with Wilson intervals), the distribution of steps, failure causes and the mean reward
 breakdown, one bar (group) per run.  Legends sit outside the axes; a chart shows the unit of
@@ -14,6 +14,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from webshop_gym.analysis.intervals import wilson
+from webshop_gym.analysis.taxonomy import CAUSES
 from webshop_gym.error import DependencyNotInstalled
 
 __all__ = ["PLOTS", "draw_all", "require_matplotlib"]
@@ -96,8 +98,6 @@ def reward_histogram(rows) -> bytes:
 
 def sr_by_category(rows) -> bytes:
     """SR per product category of the goal's target, with Wilson 95% intervals as error bars."""
-    from webshop_gym.runs.intervals import wilson
-
     categories = sorted({c for row in rows for c in row.categories})
     fig, ax = _figure("Success rate by product category (95% Wilson intervals)", width=max(7.0, 1.1 * len(categories)))
     series, errors = [], []
@@ -152,8 +152,6 @@ def steps_distribution(rows) -> bytes:
 
 def failure_causes(rows) -> bytes:
     """Episodes per main failure cause (counts, as the failure-cause table gives them)."""
-    from webshop_gym.runs.run import CAUSES
-
     fig, ax = _figure("Main failure cause")
     series = [(row.label, [row.causes.get(c, 0) for c in CAUSES]) for row in rows]
     _grouped(ax, list(CAUSES), series, fmt="{:.0f}")

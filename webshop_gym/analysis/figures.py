@@ -1,0 +1,136 @@
+"""A run's figures, defined once: Score, SR, their intervals, and every count beside them.
+
+Every reader of a run (``eval``'s printout and JSON, the run file's summary line, ``report``
+and its exports, the viewer's pages, the protocols) computes a run's figures here, from the same
+episode records, and never again elsewhere.  The rules:
+
+* **Scored episodes.**  An *errored* episode (a served model's calls failed: ``errored`` true)
+  is not the agent's result: it is left out of every figure and counted apart (``errored``).
+* **Score** = 100 x mean final reward; **SR** = % of episodes with reward exactly 1.0;
+  ``mean_steps``, ``valid_rate`` (% of steps whose action was valid), the mean reward
+  ``breakdown`` over purchases and the ``purchase_rate``; ``counts`` of episodes, successes,
+  purchases, truncations, steps and invalid actions.
+* **Reachable goals.**  When episodes say whether their goal can be solved at all
+  (``reachable``), ``unreachable`` counts the others and ``sr_reachable`` is SR on the rest.
+* **Model calls.**  A served model's episodes add ``tokens`` (prompt, completion, total, per
+  episode, episodes without usage), ``requests`` and ``retries`` (:func:`accounting`; errored
+  episodes included: they were paid for) and, at given prices, the :func:`cost`.
+* **Intervals.**  :func:`intervals` gives the 95% intervals of Score and SR over the scored
+  episodes (:mod:`webshop_gym.analysis.intervals`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from webshop_gym.analysis.intervals import RESAMPLES, Interval, score_interval, sr_interval
+
+__all__ = ["BREAKDOWN", "accounting", "cost", "intervals", "scored", "summarize"]
+
+#: The reward parts whose means over purchases a run's figures give.
+BREAKDOWN = ("r_type", "r_att", "r_option", "r_price")
+
+
+def scored(episodes: Sequence[dict]) -> list[dict]:
+    """The episodes that count in the figures: every one but the errored."""
+    return [e for e in episodes if not e.get("errored")]
+
+
+def intervals(rewards: Sequence[float] | np.ndarray, errored: Sequence[bool] | np.ndarray | None = None,
+              resamples: int = RESAMPLES, seed: int = 0) -> dict[str, Interval | None]:
+    """``{"score", "sr"}``: the 95% intervals of Score and SR over the scored episodes (``None`` without any).
+
+    Args:
+        rewards: every episode's final reward (errored ones included).
+        errored: per episode, whether it errored (left out); ``None``: none did.
+        resamples, seed: the Score bootstrap's resamples and seed.
+    """
+    rewards = np.asarray(rewards, float)
+    if errored is not None:
+        rewards = rewards[~np.asarray(errored, bool)]
+    return {"score": score_interval(rewards, resamples, seed), "sr": sr_interval(rewards == 1.0)}
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return float(np.mean(values)) if len(values) else None
+
+
+def summarize(episodes: Sequence[dict]) -> dict:
+    """Score, SR and the other figures of a list of episode records (see the module docstring).
+
+    Errored episodes (a served model's calls failed: ``errored`` true) are left out of every
+    figure and counted apart; a served model's records also give the token, request and retry
+    totals (:func:`accounting`).
+    """
+    everything = episodes
+    episodes = scored(episodes)
+    n = len(episodes)
+    rewards = np.array([e["reward"] for e in episodes], float)
+    steps = np.array([e["steps"] for e in episodes], float)
+    invalid = int(sum(e["invalid_actions"] for e in episodes))
+    total_steps = int(steps.sum())
+    bought = [e for e in episodes if e.get("purchased")]
+    breakdown = {}
+    for key in BREAKDOWN:
+        values = [float(e["reward_info"][key]) for e in bought if key in e.get("reward_info", {})]
+        breakdown[key] = _mean(values)
+    breakdown["purchase_rate"] = 100.0 * len(bought) / n if n else None
+    out = {
+        "episodes": n,
+        "score": 100.0 * float(rewards.mean()) if n else None,
+        "sr": 100.0 * float((rewards == 1.0).mean()) if n else None,
+        "mean_reward": float(rewards.mean()) if n else None,
+        "mean_steps": float(steps.mean()) if n else None,
+        "valid_rate": 100.0 * (1 - invalid / total_steps) if total_steps else None,
+        "breakdown": breakdown,
+        "counts": {
+            "episodes": n,
+            "successes": int((rewards == 1.0).sum()),
+            "purchased": len(bought),
+            "truncated": int(sum(e.get("truncated", False) for e in episodes)),
+            "steps": total_steps,
+            "invalid_actions": invalid,
+        },
+    }
+    if any("reachable" in e for e in episodes):
+        reachable = [e for e in episodes if e.get("reachable", True)]
+        out["unreachable"] = n - len(reachable)
+        out["sr_reachable"] = 100.0 * float(np.mean([e["reward"] == 1.0 for e in reachable])) if reachable else None
+    if any("errored" in e or "tokens" in e for e in everything):
+        out.update(accounting(everything))
+        out["counts"]["errored"] = out["errored"]
+    return out
+
+
+def accounting(episodes: Sequence[dict]) -> dict:
+    """Errored episodes, tokens, requests and retries over episode records (errored ones included).
+
+    Returns:
+        ``errored`` (episodes), ``tokens``: ``prompt``, ``completion``, ``total`` (sums of what
+        the server reported), ``per_episode`` (total / episodes), ``unknown`` (episodes whose
+        server sent no usage for some turn); ``requests`` and ``retries``.
+    """
+    prompt = completion = unknown = 0
+    for e in episodes:
+        tokens = e.get("tokens") or {}
+        if tokens.get("prompt") is None or tokens.get("completion") is None:
+            unknown += 1
+        prompt += int(tokens.get("prompt") or 0)
+        completion += int(tokens.get("completion") or 0)
+    n = len(episodes)
+    return {
+        "errored": sum(bool(e.get("errored")) for e in episodes),
+        "tokens": {"prompt": prompt, "completion": completion, "total": prompt + completion,
+                   "per_episode": (prompt + completion) / n if n else None, "unknown": unknown},
+        "requests": sum(int(e.get("requests") or 0) for e in episodes),
+        "retries": sum(int(e.get("retries") or 0) for e in episodes),
+    }
+
+
+def cost(tokens: dict | None, price_input: float | None, price_output: float | None) -> float | None:
+    """The cost of ``tokens`` at prices per million prompt / completion tokens (``None`` without prices)."""
+    if not tokens or (price_input is None and price_output is None):
+        return None
+    return (tokens.get("prompt", 0) * (price_input or 0.0) + tokens.get("completion", 0) * (price_output or 0.0)) / 1e6

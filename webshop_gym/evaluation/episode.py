@@ -1,0 +1,20 @@
+"""What every evaluation loop (local, served, demos) shares about one episode: its seed and the info it keeps."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["SLIM_KEYS", "episode_seed", "slim_info"]
+
+#: The ``info`` keys a policy is handed each step (the rest stays with the engine).
+SLIM_KEYS = ("goal_index", "instruction", "page", "steps", "invalid_action", "available_actions", "valid_actions")
+
+
+def episode_seed(seed: int, goal_index: int) -> int:
+    """The seed of one episode's policy: a function of the run seed and the goal only."""
+    return int(np.random.SeedSequence([int(seed), int(goal_index)]).generate_state(1)[0])
+
+
+def slim_info(info: dict) -> dict:
+    """``info`` cut to :data:`SLIM_KEYS`."""
+    return {k: info[k] for k in SLIM_KEYS if k in info}
