@@ -18,7 +18,7 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
@@ -53,7 +53,7 @@ class ChatServer:
         latency: seconds each successful request waits before answering.
         faults: ``{"429": rate, "500": rate, "timeout": rate, "malformed": rate, "drop": rate}``:
             the share of requests that get each fault (drawn from a seeded generator).
-        fail_when: every request whose prompt contains this text answers 500.
+        fail_when: every request whose prompt contains this text (or one of these texts) answers 500.
         retry_after: the ``Retry-After`` value of the 429s (seconds, as text).
         hang: seconds a ``timeout`` fault waits before answering (longer than the client's timeout).
         usage: send ``usage`` (else none: the client must mark tokens unknown).
@@ -63,7 +63,7 @@ class ChatServer:
     """
 
     def __init__(self, models=("scripted",), latency: float = 0.0, faults: dict | None = None,
-                 fail_when: str | None = None, retry_after: str = "0.01", hang: float = 2.0, usage: bool = True,
+                 fail_when: str | Sequence[str] | None = None, retry_after: str = "0.01", hang: float = 2.0, usage: bool = True,
                  reasoning: str | None = None, answer: Callable | None = None, seed: int = 0):
         self.models = list(models)
         self.latency = float(latency)
@@ -71,7 +71,7 @@ class ChatServer:
         unknown = set(self.faults) - set(FAULTS)
         if unknown:
             raise ValueError(f"unknown faults {sorted(unknown)}; expected {FAULTS}")
-        self.fail_when = fail_when
+        self.fail_when = [fail_when] if isinstance(fail_when, str) else list(fail_when or [])
         self.retry_after = retry_after
         self.hang = float(hang)
         self.usage = usage
@@ -127,7 +127,7 @@ class ChatServer:
 
     def _fault(self, body: dict) -> str | None:
         prompt = json.dumps(body.get("messages", []))
-        if self.fail_when and self.fail_when in prompt:
+        if self.fail_when and any(text in prompt for text in self.fail_when):
             return "500"
         with self.lock:
             draw = float(self.rng.random())
