@@ -300,3 +300,49 @@ def test_demos_by_name_with_the_base_url_from_the_environment(default_shop, monk
         monkeypatch.setenv("OPENAI_BASE_URL", server.url)
         demos = make_demos(shop=default_shop, policy="openai:scripted", n=3, num_envs=3, min_reward=0.0)
         assert demos.counts["trajectories_kept"] == 3 and len(server.requests) == 9
+
+
+@pytest.mark.parametrize("url, why", [("", "is not an http(s) URL with a host"), ("http://[::1", "is not a URL"),
+                                      ("ftp://host/v1", "is not an http(s) URL"), ("http://h:99999/v1", "is not a URL")])
+def test_a_bad_base_url_is_one_line(tmp_path, capsys, url, why):
+    with pytest.raises(SystemExit) as exit_:
+        main(["eval", "--policy", "openai:scripted", "--base-url", url, "--num-goals", "1",
+              "--out", str(tmp_path / "r.jsonl"), "--quiet"])
+    err = capsys.readouterr().err.strip()
+    assert exit_.value.code == 2 and why in err.splitlines()[-1] and "Traceback" not in err
+    assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_without_an_endpoint_no_key_goes_anywhere(tmp_path, capsys, monkeypatch):
+    # before: an empty or missing --base-url went to the default hosted API with $OPENAI_API_KEY
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
+    code = main(["eval", "--policy", "openai:scripted", "--num-goals", "1", "--quiet"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "no endpoint" in err and "--base-url" in err and len(err.splitlines()) == 1
+
+
+def test_a_run_whose_every_episode_errored_exits_non_zero(tmp_path, capsys):
+    with ChatServer(faults={"500": 1.0}) as server:
+        code = _eval(server, tmp_path / "run.jsonl", "--max-retries", "0", goals=3)
+    captured = capsys.readouterr()
+    assert code == 1
+    assert captured.err.strip().splitlines()[-1].startswith("webshop-gym eval: no episode could be scored: all 3 errored")
+
+
+def test_max_completion_tokens_replaces_max_tokens(tmp_path, capsys):
+    with ChatServer() as server:
+        assert _eval(server, tmp_path / "run.jsonl", "--max-completion-tokens", "77", goals=1) == 0
+        bodies = list(server.requests)
+    assert bodies and all(b["max_completion_tokens"] == 77 and "max_tokens" not in b for b in bodies)
+    assert main(["eval", "--policy", "rule", "--max-completion-tokens", "7", "--num-goals", "1"]) == 2
+    assert "apply to openai:MODEL policies only" in capsys.readouterr().err
+
+
+def test_no_progress_bar_in_a_redirected_stderr(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("WEBSHOP_GYM_PROGRESS", raising=False)
+    with ChatServer() as server:
+        assert main(["eval", "--policy", "openai:scripted", "--base-url", server.url, "--num-goals", "4",
+                     "--out", str(tmp_path / "run.jsonl")]) == 0
+    err = capsys.readouterr().err
+    assert "\r" not in err and "ep/s" not in err and "it/s" not in err

@@ -32,6 +32,7 @@ import math
 import os
 import threading
 import time
+import urllib.parse
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -226,7 +227,12 @@ class OpenAIPolicy:
                 if api_key_env != "OPENAI_API_KEY" and api_key_env not in os.environ:
                     raise ServedModelError(f"--api-key-env: the environment variable {api_key_env!r} is not set")
                 api_key = os.environ.get(api_key_env) or "EMPTY"  # local servers take any key
-            base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+            if base_url is None:
+                base_url = os.environ.get("OPENAI_BASE_URL") or None
+                if base_url is None:
+                    raise ServedModelError("no endpoint: give base_url (--base-url URL) or set $OPENAI_BASE_URL; "
+                                           "the API key is sent only to the endpoint given")
+            base_url = check_base_url(base_url)
             client = openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=self.timeout)
         self.client = client
         self.base_url = str(getattr(client, "base_url", base_url or "")).rstrip("/")
@@ -473,6 +479,25 @@ def _status_text(exc) -> str:
         inner = body.get("error", body)
         message = inner.get("message") if isinstance(inner, dict) else inner
     return _one_line(Exception(message or getattr(exc, "message", "") or "error"))
+
+
+def check_base_url(url: str) -> str:
+    """An API root as given (``http(s)://host[:port]/path``), or :class:`InvalidArgument` in one line.
+
+    An empty URL is refused rather than read as "the default endpoint": the API key goes only to
+    the endpoint the user named.
+    """
+    text = str(url).strip()
+    try:
+        parts = urllib.parse.urlsplit(text)
+        port = parts.port  # raises for a port out of range or not a number
+        host = parts.hostname
+    except ValueError as exc:
+        raise InvalidArgument(f"base_url {url!r} is not a URL ({exc})") from None
+    if parts.scheme not in ("http", "https") or not host:
+        raise InvalidArgument(f"base_url {url!r} is not an http(s) URL with a host, e.g. http://127.0.0.1:8000/v1")
+    del port
+    return text
 
 
 #: The transport errors (httpx's, by class name: the ``openai`` client may bring its own copy of

@@ -45,7 +45,8 @@ def intervals(rewards: Sequence[float] | np.ndarray, errored: Sequence[bool] | n
     Args:
         rewards: every episode's final reward (errored ones included).
         errored: per episode, whether it errored (left out); ``None``: none did.
-        resamples, seed: the Score bootstrap's resamples and seed.
+        resamples: the Score bootstrap's resamples.
+        seed: the bootstrap's seed.
     """
     rewards = np.asarray(rewards, float)
     if errored is not None:

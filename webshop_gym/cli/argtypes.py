@@ -133,6 +133,19 @@ def timeout(text: str) -> float:
     return _float(text, f"a number of seconds > 0 and at most {MAX_SECONDS:,}", lambda x: 0 < x <= MAX_SECONDS)
 
 
+def base_url(text: str) -> str:
+    """An OpenAI-compatible API's root: an http(s) URL with a host (checked, never sent before)."""
+    from webshop_gym.agents.openai import (
+        check_base_url,  # served runs' module: not loaded by other commands
+    )
+    from webshop_gym.error import InvalidArgument
+
+    try:
+        return check_base_url(text)
+    except InvalidArgument as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def price(text: str) -> float:
     """A price in USD per million tokens: a number in [0, 1,000,000]."""
     return _float(text, f"a price >= 0 and at most {MAX_PRICE:,} (USD per million tokens)", lambda x: 0 <= x <= MAX_PRICE)

@@ -121,10 +121,11 @@ def run(args: argparse.Namespace) -> int:
         result["cost"] = cost(result["tokens"], args.price_input, args.price_output)
     table = format_table(result)
     text = json.dumps(result, indent=1, default=_json_default)
+    status = _unscored_status(result)
     if args.json == "-":
         print(table, file=sys.stderr)
         print(text)
-        return 0
+        return status
     print(table)
     summary = {k: result[k] for k in ("policy", "split", "score", "sr", "mean_steps", "valid_rate", "breakdown",
                                       "errored", "tokens", "requests", "retries", "cost") if k in result}
@@ -132,6 +133,16 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
             handle.write(text + "\n")
+    return status
+
+
+def _unscored_status(result: dict) -> int:
+    """1 (and one line on stderr) when every episode errored: the run has no figure to report."""
+    errored = int(result.get("errored") or 0)
+    if errored and not result["counts"]["episodes"]:
+        print(f"webshop-gym eval: no episode could be scored: all {errored} errored (the model's calls failed; "
+              "see the run file's 'error' fields, then --resume)", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -171,8 +182,12 @@ def add_served_arguments(parser) -> None:
 
     group = parser.add_argument_group("openai:MODEL policies (also --prompt, --max-new-tokens, --sample, "
                                       "--temperature, --top-p, --closest)")
-    group.add_argument("--base-url", metavar="URL",
-                       help="the API's root, e.g. http://127.0.0.1:8000/v1 (default $OPENAI_BASE_URL, else OpenAI's)")
+    group.add_argument("--base-url", metavar="URL", type=types.base_url,
+                       help="the API's root, e.g. http://127.0.0.1:8000/v1 or https://api.openai.com/v1 (default "
+                            "$OPENAI_BASE_URL; one of the two is required: the API key is sent only there)")
+    group.add_argument("--max-completion-tokens", metavar="N", type=types.at_most(types.positive_int, types.MAX_TOKENS),
+                       help="send max_completion_tokens=N instead of max_tokens (APIs that refuse max_tokens, "
+                            "e.g. OpenAI's reasoning models); replaces --max-new-tokens")
     group.add_argument("--api-key-env", metavar="NAME", default="OPENAI_API_KEY",
                        help="environment variable holding the API key (default OPENAI_API_KEY; a local server "
                             "needs none)")
@@ -203,7 +218,8 @@ def check_served_arguments(args) -> None:
         given = [flag for flag, value in (("--base-url", args.base_url), ("--concurrency", args.concurrency),
                                           ("--resume", args.resume), ("--shard", args.shard),
                                           ("--price-input", args.price_input), ("--price-output", args.price_output),
-                                          ("--no-stop", args.no_stop)) if value not in (None, False)]
+                                          ("--no-stop", args.no_stop),
+                                          ("--max-completion-tokens", args.max_completion_tokens)) if value not in (None, False)]
         if given:
             raise Error(f"{', '.join(given)} apply to openai:MODEL policies only, not {args.policy!r}")
         return
@@ -221,4 +237,6 @@ def served_kwargs(args) -> dict:
             "max_new_tokens": args.max_new_tokens, "temperature": args.temperature if args.sample else 0.0,
             "top_p": args.top_p if args.sample else 1.0, "closest": args.closest, "timeout": args.timeout,
             "max_retries": args.max_retries, "stop": not args.no_stop,
-            "concurrency": args.concurrency or 8, "resume": args.resume, "shard": args.shard}
+            "concurrency": args.concurrency or 8, "resume": args.resume, "shard": args.shard,
+            **({"request_options": {"max_completion_tokens": args.max_completion_tokens}}
+               if args.max_completion_tokens else {})}

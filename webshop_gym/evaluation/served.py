@@ -39,6 +39,7 @@ from webshop_gym.evaluation.episode import episode_seed, slim_info
 from webshop_gym.runs.log import dumps_line, episode_lines
 from webshop_gym.runs.replay import fingerprint_difference
 from webshop_gym.runs.run import SUMMARY_KEYS, RunWriter, load_run, now_iso
+from webshop_gym.utils import progress
 
 __all__ = ["ResumeMismatch", "evaluate_served", "is_served", "parse_shard", "play", "shard_goals"]
 
@@ -89,7 +90,8 @@ class _Progress:
         if desc is not None:
             from tqdm import tqdm
 
-            self.bar = tqdm(total=total, desc=desc, unit="ep", file=sys.stderr, dynamic_ncols=True)
+            self.bar = tqdm(total=total, desc=desc, unit="ep", file=sys.stderr, dynamic_ncols=True,
+                            disable=progress.disable())  # on a terminal only, as every bar of the package
         self.started = time.perf_counter()
         self.done = self.successes = self.errored = self.retries = self.tokens = 0
         self.in_flight = 0
