@@ -58,7 +58,8 @@ class ChatServer:
         hang: seconds a ``timeout`` fault waits before answering (longer than the client's timeout).
         usage: send ``usage`` (else none: the client must mark tokens unknown).
         reasoning: send this as ``reasoning_content`` besides the answer.
-        answer: replaces :func:`scripted_answer` (``messages -> content``; may return None or a list).
+        answer: replaces :func:`scripted_answer` (``messages -> content``; may return None or a list,
+            or bytes: a raw response body).
         seed: seed of the fault draws.
     """
 
@@ -251,6 +252,9 @@ def _handler(owner: ChatServer):
             messages = body.get("messages", [])
             fmt = "react" if "Thought:" in str(messages[0].get("content", "")) else "think-answer"
             content = owner.answer(messages) if owner.answer else scripted_answer(messages, fmt)
+            if isinstance(content, bytes):  # a raw response body, sent as it is
+                self._send(200, content)
+                return
             stops = body.get("stop") or []
             if isinstance(content, str):
                 for stop in stops:  # like vLLM: cut at the stop string, which is not returned

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -346,3 +347,58 @@ def test_no_progress_bar_in_a_redirected_stderr(tmp_path, capsys, monkeypatch):
                      "--out", str(tmp_path / "run.jsonl")]) == 0
     err = capsys.readouterr().err
     assert "\r" not in err and "ep/s" not in err and "it/s" not in err
+
+
+def test_no_answer_aborts_the_run(tmp_path, capsys):
+    # a lone surrogate escape in the answer, and a body nested past the JSON parser's recursion limit
+    nested = b'{"choices": [{"message": {"content": "x", "extra": ' + b"[" * 100_000 + b"]" * 100_000 + b"}}]}"
+
+    def answer(messages):
+        turn = len(messages)
+        if turn == 2:
+            return '<answer>search[\ud800 shoes]</answer>'
+        return nested if turn == 4 else "<answer>click[buy now]</answer>"
+
+    out = tmp_path / "run.jsonl"
+    with ChatServer(answer=answer) as server:
+        assert _eval(server, out, "--max-retries", "1", "--max-steps", "3", "--json", str(tmp_path / "r.json"),
+                     goals=3) in (0, 1)
+        assert main(["eval", "--policy", "openai:scripted", "--base-url", server.url, "--num-goals", "3",
+                     "--out", str(out), "--resume", *FAST, "--max-retries", "1", "--max-steps", "3"]) in (0, 1)
+    log = read_log(out)
+    assert [e.goal_index for e in log.episodes] == [0, 1, 2]
+    first = log.episodes[0].steps[0]
+    assert first["model"]["response"].startswith("<answer>search[\ufffd shoes]") and first["action"] == "search[\ufffd shoes]"
+    assert all(e.record.get("errored") for e in log.episodes)  # the nested body: retried, then errored
+    assert "JSON nested too deeply" in log.episodes[0].record["error"]
+    assert all(r["match"] for r in replay(out))
+    capsys.readouterr()
+
+
+def test_absurd_usage_counts_are_unknown_and_readers_refuse_them(tmp_path, capsys):
+    from webshop_gym.runs.log import LogError
+
+    out = tmp_path / "run.jsonl"
+    with ChatServer() as server:
+        original = server.server.RequestHandlerClass._json
+
+        def huge(self, status, obj, headers=None):
+            if isinstance(obj, dict) and "usage" in obj:
+                obj["usage"]["prompt_tokens"] = 10**400
+            return original(self, status, obj, headers)
+
+        server.server.RequestHandlerClass._json = huge
+        assert _eval(server, out, "--json", str(tmp_path / "r.json"), goals=2) == 0
+    result = json.loads((tmp_path / "r.json").read_text())
+    assert result["tokens"]["unknown"] == 2 and result["tokens"]["prompt"] == 0
+    assert main(["report", str(out), "--no-plots", "--format", "md", "--out", str(tmp_path / "r.md")]) == 0
+    for bad, message in (('"prompt": ' + "9" * 400, "'tokens.prompt' must be an integer in [0, 1,000,000,000,000]"),
+                         ('"prompt": "12"', "'tokens.prompt' must be an integer in [0, 1,000,000,000,000] or null, got a string")):
+        text = out.read_text()
+        head = text.index('"tokens": {"prompt": ')
+        end = text.index(",", head + len('"tokens": {'))
+        (tmp_path / "bad.jsonl").write_text(text[:head] + '"tokens": {' + bad + text[end:])
+        with pytest.raises(LogError, match=re.escape(message)):
+            read_log(tmp_path / "bad.jsonl")
+        assert main(["report", str(tmp_path / "bad.jsonl"), "--no-plots", "--format", "md"]) == 2
+        assert message in capsys.readouterr().err

@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import threading
 import time
 import urllib.parse
@@ -350,6 +351,9 @@ class OpenAIPolicy:
                     call.error = reason  # a bad request, a refused key, a prompt over the context: not retried
                     break
                 wait = _retry_after(exc.response.headers)
+            except Exception as exc:  # anything else the answer or the client raised: this turn fails, not the run
+                call.error = f"unexpected {type(exc).__name__}: {_one_line(exc)}"[:500]
+                break
             if attempt >= self.max_retries:
                 call.error = reason + (f" (after {attempt} retries)" if attempt else "")
                 break
@@ -366,6 +370,8 @@ class OpenAIPolicy:
             data = json.loads(content)
         except (ValueError, UnicodeDecodeError):
             raise _Retryable(f"malformed response body (not JSON: {content[:60]!r})") from None
+        except RecursionError:
+            raise _Retryable("malformed response body (JSON nested too deeply)") from None
         choices = data.get("choices") if isinstance(data, dict) else None
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise _Retryable("malformed response body (no choices)")
@@ -379,7 +385,7 @@ class OpenAIPolicy:
         reasoning = message.get("reasoning_content")
         if reasoning is None:
             reasoning = message.get("reasoning")
-        call.reasoning = reasoning if isinstance(reasoning, str) else None
+        call.reasoning = _well_formed(reasoning) if isinstance(reasoning, str) else None
         call.finish_reason = choice.get("finish_reason") if isinstance(choice.get("finish_reason"), str) else None
         if text and self.stop and call.finish_reason == "stop" and self.prompt.answer_tag:
             text = _close_answer(text, self.prompt.answer_tag)
@@ -533,16 +539,29 @@ def _text_of(content) -> tuple[str, bool]:
     if content is None:
         return "", False
     if isinstance(content, str):
-        return content, False
+        return _well_formed(content), False
     if isinstance(content, list):  # content parts
         parts = [p.get("text") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
         if parts:
-            return "".join(parts), False
+            return _well_formed("".join(parts)), False
     return "", True
 
 
+#: A usage count above this is no real count (the field is recorded as unknown, as the run file's readers require).
+MAX_USAGE = 10**12
+
+
 def _count(value) -> int | None:
-    return int(value) if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+    ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_USAGE
+    return int(value) if ok else None
+
+
+def _well_formed(text: str) -> str:
+    """``text`` with lone surrogates (broken escapes in an answer) replaced by U+FFFD."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _close_answer(text: str, tag: str) -> str:

@@ -341,6 +341,10 @@ _OPTIONAL = {"instruction": (str,), "shop": (dict,), "max_steps": (int, _NONE), 
              # a served model's accounting (eval --policy openai:MODEL)
              "errored": (bool,), "error": (str,), "usage": (dict, _NONE), "tokens": (dict,), "requests": (int,),
              "retries": (int,), "latency_s": (int, float), "reasoning": (str, _NONE)}
+#: The largest token, request or retry count a run file may hold (a bigger one is a corrupt field:
+#: the client records an absurd ``usage`` from a server as unknown).
+MAX_COUNT = 10**12
+_COUNT_FIELDS = {"tokens": ("prompt", "completion"), "usage": ("prompt_tokens", "completion_tokens")}
 _SHOP_FIELDS = {"path": (str, _NONE), "goals": (str, _NONE), "human_goals": (bool,), "price_seed": (int, _NONE)}
 _NAMES = {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list",
           dict: "an object", _NONE: "null"}
@@ -374,6 +378,18 @@ def _check(path: Path, line: int, record: dict, required: dict) -> None:
                                    f"{', '.join(OBSERVATION_MODES)}")
     if "shop" in record:
         _check_types(path, line, f"{kind} record's shop", record["shop"], _SHOP_FIELDS)
+    for key in ("requests", "retries"):
+        if key in record and not 0 <= record[key] <= MAX_COUNT:
+            raise LogError(path, line, f"{kind} record: {key!r} must be in [0, {MAX_COUNT:,}], got {record[key]}")
+    for key, parts in _COUNT_FIELDS.items():
+        counts = record.get(key)
+        for part in parts if isinstance(counts, dict) else ():
+            value = counts.get(part)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or not 0 <= value <= MAX_COUNT):
+                shown = f"{value}" if isinstance(value, int) and not isinstance(value, bool) else _type_name(value)
+                raise LogError(path, line, f"{kind} record: '{key}.{part}' must be an integer in [0, {MAX_COUNT:,}] "
+                                           f"or null, got {shown[:40]}")
 
 
 def decode_record(path: Path, number: int, text: str | bytes, partial_ok: bool = False) -> dict | None:
