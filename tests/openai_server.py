@@ -144,7 +144,7 @@ class _Server(ThreadingHTTPServer):
     # set on the class: the constructor already listens, with the backlog it finds here (the
     # default of 5 drops connections under load: the client's connect then times out)
     request_queue_size = 2048
-    daemon_threads = True
+    daemon_threads = False  # tracked, so that server_close() joins them (socketserver skips daemon threads)
     block_on_close = True
 
     def __init__(self, *args, **kwargs):

@@ -80,6 +80,7 @@ class _Columns:
         self.errored: list[bool] = []
         self.reachable: list[bool | None] = []
         self.record_extra: list[dict | None] = []  # reachable / reason / errored for exports
+        self.accounting: list[dict | None] = []  # a served model's errored / tokens / requests / retries
 
 
 _INFO_KEYS = ("r_type", "r_att", "r_option", "r_price")
@@ -287,6 +288,8 @@ class RunIndex:
         cols.reachable.append(bool(record["reachable"]) if "reachable" in record else None)
         extra = {k: record[k] for k in ("reachable", "reason", "errored") if k in record}
         cols.record_extra.append(extra or None)
+        accounting = {k: record[k] for k in ("errored", "tokens", "requests", "retries") if k in record}
+        cols.accounting.append(accounting or None)
 
     def _step(self, record: dict, number: int, start: int, end: int) -> None:
         path, cols = self.path, self._cols
@@ -308,6 +311,7 @@ class RunIndex:
         cols.bought[i] = str(record.get("purchased_asin") or "") if terminated else ""
         if record.get("errored"):
             cols.errored[i] = True
+            cols.accounting[i] = {**(cols.accounting[i] or {}), "errored": True}
         action = record.get("action")
         if not invalid and isinstance(action, str):
             if action.startswith("search[") and action.endswith("]"):
@@ -376,8 +380,8 @@ class RunIndex:
                                             cols.errored[i]))
             tag[i] = -1 if name == SOLVED else tag_ids[name]
             category[i] = category_ids.setdefault(cols.category[i], len(category_ids))
-            rec = {"reward": got, "steps": steps, "invalid_actions": invalid, "purchased": term, "truncated": trunc,
-                   "errored": cols.errored[i]}
+            rec = {"reward": got, "steps": steps, "invalid_actions": invalid, "purchased": term, "truncated": trunc}
+            rec.update(cols.accounting[i] or {})  # a served model's episode: errored, tokens, requests, retries
             if term and info:
                 rec["reward_info"] = {k: v for k, v in info.items() if not (isinstance(v, float) and math.isnan(v))}
             if cols.reachable[i] is not None:
