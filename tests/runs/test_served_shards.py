@@ -96,3 +96,25 @@ def test_report_writes_the_merged_run(shard_runs, tmp_path, capsys):
                  "--no-plots", "--bootstrap", "100", "--format", "md"]) == 2
     assert capsys.readouterr().err.strip().endswith(
         "error: cannot merge: only shards of one evaluation (eval --shard i/n, same settings) can be merged")
+
+
+def test_shards_that_do_not_make_one_run_are_one_line(tmp_path, capsys):
+    with ChatServer() as server:
+        for n, shard, name in (("12", "0/2", "a"), ("16", "1/2", "b"), ("12", "1/2", "c")):
+            assert _eval(server, tmp_path / f"{name}.jsonl", "--shard", shard, goals=int(n)) == 0
+    capsys.readouterr()
+    a, b, c = (str(tmp_path / f"{x}.jsonl") for x in "abc")
+    cases = [([a, b], "a and b are shards of evaluations of different goals (--num-goals/--goals 12 vs 16)"),
+             ([a, a], "shard 0 of 2 is given twice"),
+             ([a, c, "--merged", a], f"--merged {a} is one of the runs read"),
+             ([a, b, "--merged", str(tmp_path / "m.jsonl")], "different goals")]
+    before = (tmp_path / "a.jsonl").read_bytes()
+    for args, message in cases:
+        assert main(["report", *args, "--no-plots", "--format", "md", "--out", str(tmp_path / "r.md")]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and message in err and "internal error" not in err
+    assert (tmp_path / "a.jsonl").read_bytes() == before and not (tmp_path / "m.jsonl").exists()
+    assert main(["report", a, c, "--merged", str(tmp_path / "m.jsonl"), "--no-plots", "--format", "md",
+                 "--out", str(tmp_path / "r.md")]) == 0
+    assert [e.goal_index for e in load_run(tmp_path / "m.jsonl").episodes] == list(range(12))
+    capsys.readouterr()

@@ -71,6 +71,11 @@ def run(args: argparse.Namespace) -> int:
         from webshop_gym.error import Error
 
         raise Error("an HTML report goes to a file: pass --out FILE.html (or redirect stdout)")
+    if args.merged:
+        from webshop_gym.error import Error
+
+        if Path(args.merged).resolve() in {Path(r).resolve() for r in args.runs}:
+            raise Error(f"--merged {args.merged} is one of the runs read: choose another file")
     report = build_report(args.runs, resamples=args.bootstrap, seed=args.seed, title=args.title,
                           price_input=args.price_input, price_output=args.price_output, viewer=args.viewer_url or None)
     if args.merged:

@@ -28,13 +28,26 @@ _PER_SHARD = ("run", "created", "shard", "goals", "num_goals", "arguments", "con
               "package")
 
 
-def shard_key(header: dict) -> str | None:
-    """What the shards of one evaluation share (``None`` for a run that is not a shard)."""
+def shard_key(header: dict, goals: bool = True) -> str | None:
+    """What the shards of one evaluation share (``None`` for a run that is not a shard).
+
+    Args:
+        header: the run line.
+        goals: include the goals the whole evaluation was asked for (``--num-goals``,
+            ``--goals``), which every shard of it shares.
+    """
     if not isinstance(header.get("shard"), list):
         return None
     common = {k: v for k, v in header.items() if k not in _PER_SHARD}
     common["shards"] = header["shard"][1]
+    if goals:
+        common["evaluation goals"] = _asked_goals(header)
     return json.dumps(common, sort_keys=True, default=str)
+
+
+def _asked_goals(header: dict) -> list:
+    arguments = header.get("arguments") if isinstance(header.get("arguments"), dict) else {}
+    return [arguments.get("num_goals"), arguments.get("goals")]
 
 
 def merge_runs(runs: Sequence[Run]) -> tuple[Run, list[str]]:
@@ -83,10 +96,16 @@ def merge_runs(runs: Sequence[Run]) -> tuple[Run, list[str]]:
 def group_shards(labelled: Sequence[tuple[str, Run]]) -> tuple[list[tuple[str, Run]], list[str]]:
     """Merge the shards among ``(label, run)`` pairs (in the place of the first shard of each); other runs stay."""
     groups: dict[str, list[int]] = {}
-    for i, (_, run) in enumerate(labelled):
+    asked: dict[str, tuple[str, list]] = {}
+    for i, (label, run) in enumerate(labelled):
         key = shard_key(run.header)
         if key is not None:
             groups.setdefault(key, []).append(i)
+            first = asked.setdefault(shard_key(run.header, goals=False), (label, _asked_goals(run.header)))
+            if first[1] != _asked_goals(run.header):
+                raise Error(f"{first[0]} and {label} are shards of evaluations of different goals "
+                            f"(--num-goals/--goals {_goals_text(first[1])} vs {_goals_text(_asked_goals(run.header))}): "
+                            "their shards do not make one run")
     out, notes = [], []
     for i, (label, run) in enumerate(labelled):
         key = shard_key(run.header)
@@ -96,11 +115,19 @@ def group_shards(labelled: Sequence[tuple[str, Run]]) -> tuple[list[tuple[str, R
         members = groups[key]
         if members[0] != i:
             continue
-        merged, problems = merge_runs([labelled[k][1] for k in members])
         name = _common_name([labelled[k][0] for k in members])
+        try:
+            merged, problems = merge_runs([labelled[k][1] for k in members])
+        except ValueError as exc:
+            raise Error(f"{name}: {exc}") from None
         notes += [f"{name}: {p}" for p in problems]
         out.append((name, merged))
     return out, notes
+
+
+def _goals_text(asked: list) -> str:
+    num_goals, goals = asked
+    return " ".join(str(x) for x in (num_goals, goals) if x is not None) or "all"
 
 
 def _common_name(labels: list[str]) -> str:
@@ -110,7 +137,12 @@ def _common_name(labels: list[str]) -> str:
 
 def merge_shards(paths: Sequence[str | os.PathLike], out: str | os.PathLike) -> Run:
     """Write the shards' merged run file to ``out`` (episodes in goal order, a summary line); return the run."""
+    inputs = {Path(p).resolve() for p in paths}
+    if Path(out).resolve() in inputs:
+        raise Error(f"cannot merge into {out}: it is one of the shards read (choose another file)")
     runs = [load_run(p) for p in paths]
+    if len({shard_key(r.header) for r in runs}) > 1 and len({shard_key(r.header, goals=False) for r in runs}) == 1:
+        raise Error("cannot merge: the shards come from evaluations of different goals (--num-goals/--goals)")
     try:
         merged, notes = merge_runs(runs)
     except ValueError as exc:
