@@ -1,6 +1,7 @@
 """A local OpenAI-compatible chat server for tests and benchmarks (a thread on 127.0.0.1).
 
-It answers ``GET /v1/models`` and ``POST /v1/chat/completions`` with a scripted shopping policy
+It answers ``GET /v1/models`` and ``POST /v1/chat/completions`` (streamed as server-sent events when
+the request asks for ``"stream": true``, as verifiers' interception proxy does) with a scripted shopping policy
 that reads the prompt as a model would (the instruction and the admissible actions of the last
 user turn): search the instruction, open the first result, buy.  It can wait a fixed latency
 per request, inject faults at set rates (429 with ``Retry-After``, 500, a timeout, a malformed
@@ -274,7 +275,35 @@ def _handler(owner: ChatServer):
                 reply["usage"] = usage
             with owner.lock:
                 owner.responses.append({"content": content, "usage": usage})
-            self._json(200, reply)
+            if body.get("stream"):
+                self._stream(reply, content, usage if (body.get("stream_options") or {}).get("include_usage") else None)
+            else:
+                self._json(200, reply)
+
+        def _stream(self, reply: dict, content, usage: dict | None) -> None:
+            """The answer as server-sent events, as vLLM and OpenAI stream it: a role chunk, the content
+            in a few pieces, a chunk with the finish reason, the usage chunk when asked for, ``[DONE]``."""
+            head = {k: reply[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+            text = content if isinstance(content, str) else ""
+            pieces = [text[i : i + 16] for i in range(0, len(text), 16)]
+            deltas = [{"role": "assistant", "content": ""}, *({"content": p} for p in pieces)]
+            if owner.reasoning is not None:
+                deltas.insert(1, {"reasoning_content": owner.reasoning})
+            events = [head | {"choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
+            events.append(head | {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+            if usage is not None:
+                events.append(head | {"choices": [], "usage": usage})
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Connection", "close")  # the body ends when the connection closes
+            self.end_headers()
+            self.close_connection = True
+            for event in events:
+                self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+                self.wfile.flush()
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
 
     return Handler
 

@@ -23,6 +23,7 @@ from openenv.core.generic_client import GenericEnvClient  # noqa: E402
 
 from webshop_gym import WebShopEnv  # noqa: E402
 from webshop_gym.cli.app import main  # noqa: E402
+from webshop_gym.error import InvalidArgument  # noqa: E402
 from webshop_gym.integrations.openenv import WebShopAction, WebShopEnvClient, WebShopObservation  # noqa: E402
 from webshop_gym.integrations.openenv.app import Listener, create_app  # noqa: E402
 
@@ -190,6 +191,60 @@ def test_typed_client_plays_what_webshopenv_plays(default_server, default_shop):
             client.step("click[back to search]")
         again = client.reset(split="test", index=3)
         assert again.observation.goal_index == 3 and client.state().split == "test"
+
+
+def test_unknown_reset_arguments_are_refused_naming_the_known_ones(default_server):
+    _, url = default_server
+    with GenericEnvClient(base_url=url).sync() as client:  # a generic client: the server refuses it
+        with pytest.raises(RuntimeError, match=r"unknown reset argument 'goal_idx': reset takes seed, episode_id, "
+                                               r"goal_index, split, index \(did you mean 'goal_idx' -> 'goal_index'\?\)"):
+            client.reset(goal_idx=3)
+        assert client.reset(goal_index=3).observation["goal_index"] == 3  # the session lives on
+    with WebShopEnvClient(base_url=url).sync() as client:  # the typed client refuses it before sending
+        with pytest.raises(InvalidArgument, match="unknown reset arguments 'foo', 'goal_idx'"):
+            client.reset(goal_idx=3, foo=1)
+        state = client.state()
+        assert state.goal_index is None and state.max_steps == 15
+    answer = requests.post(f"{url}/reset", json={"goal_idx": 3}, timeout=10)
+    assert answer.status_code == 422 and "unknown reset argument 'goal_idx'" in answer.json()["detail"]
+
+
+@pytest.mark.parametrize("fmt", ["think-answer", "react", "verl-agent"])
+def test_prompts_and_parsed_replies_from_observations_are_eval_s(default_server, default_shop, fmt):
+    from webshop_gym.agents.prompts import Turn, make_prompt
+    from webshop_gym.integrations.openenv import build_prompt, parse_action, prompt_messages
+
+    _, url = default_server
+    env, prompt = WebShopEnv(shop=default_shop), make_prompt(fmt)
+    obs, info = env.reset(options={"goal_index": 4})
+    turns, typed_turns = [], []
+    with GenericEnvClient(base_url=url).sync() as generic, WebShopEnvClient(base_url=url).sync() as typed:
+        result, typed_result = generic.reset(goal_index=4), typed.reset(goal_index=4)
+        replies = [f"<answer>Search[{info['instruction'][:30]}]</answer>", "<think>first</think><answer>{}</answer>",
+                   "Thought: buy\nAction: Click [Buy Now].", "<action>click[buy now]</action>"]
+        for reply in replies:
+            admissible = info["valid_actions"]
+            if "{}" in reply:
+                reply = reply.format(next(a for a in admissible if a.startswith("click[b0")))
+            expected = make_prompt(fmt).messages(obs, info, turns)
+            assert prompt_messages(result.observation, fmt, turns) == expected
+            assert prompt_messages(typed_result, fmt, typed_turns) == expected  # a StepResult of the typed client
+            assert build_prompt(result.observation, fmt, turns) == prompt.build(obs, info, turns)
+            parsed = parse_action(reply, result.observation, fmt)
+            assert parsed == prompt.parse_detailed(reply, admissible)
+            turns.append(Turn(obs, parsed.action, reply, tuple(admissible)))
+            typed_turns.append({"observation": obs, "action": parsed.action, "response": reply,
+                                "valid_actions": admissible})
+            obs, reward, terminated, truncated, info = env.step(parsed.action)
+            result, typed_result = generic.step({"action": parsed.action}), typed.step(parsed.action)
+            assert (result.observation["text"], result.reward) == (obs, reward)
+            if terminated:
+                break
+    assert parse_action("<answer>Search[Red Shoes]</answer>").action == "search[red shoes]"
+    with pytest.raises(InvalidArgument, match="observation has no text"):
+        build_prompt({"instruction": "x"})
+    with pytest.raises(InvalidArgument, match="format"):
+        prompt_messages(result.observation, "json")
 
 
 def test_seeded_resets_draw_the_goals_webshopenv_draws(default_server, default_shop):

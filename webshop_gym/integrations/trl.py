@@ -44,18 +44,22 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from webshop_gym import Shop, WebShopEnv, load_shop
 from webshop_gym.agents.prompts import strip_instruction
 from webshop_gym.error import (
     DependencyNotInstalled,
     EpisodeFinished,
+    Error,
     GoalNotFound,
     InvalidAction,
     InvalidArgument,
     close_match,
 )
 
-__all__ = ["TASK_PROMPT", "InadmissibleAction", "WebShopToolEnv", "shared_shop", "webshop_dataset"]
+__all__ = ["TASK_PROMPT", "EpisodeLost", "InadmissibleAction", "WebShopRemoteToolEnv", "WebShopToolEnv", "shared_shop",
+           "webshop_dataset"]
 
 TASK_PROMPT = (
     "You are shopping on WebShop, an online store. Find and buy the product that the instruction "
@@ -213,6 +217,10 @@ class WebShopToolEnv:
         options = None if goal is None else {"goal_index": goal}
         obs, info = self._env.reset(seed=seed, options=options)
         self._seeded = True
+        return self._begin(obs, info)
+
+    def _begin(self, obs: str, info: dict[str, Any]) -> str:
+        """Start the episode's bookkeeping on its first page; return what ``reset`` returns."""
         self._started = True
         self._over = False
         self._reward = 0.0
@@ -289,6 +297,10 @@ class WebShopToolEnv:
 
     # -- internals --------------------------------------------------------------------------------
 
+    def _step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """Step the episode's env (the remote subclass steps its server)."""
+        return self._env.step(action)
+
     def _act(self, kind: str, argument: str) -> str:
         call = f"{kind}({argument!r})"
         if not self._started:
@@ -296,7 +308,7 @@ class WebShopToolEnv:
         if self._over:
             raise EpisodeFinished(f"{call}: the episode is over ({self._ending()}); no further actions are possible")
         action = f"{kind}[{argument}]"
-        obs, reward, terminated, truncated, info = self._env.step(action)
+        obs, reward, terminated, truncated, info = self._step(action)
         self.actions.append(action)
         admissible_before = self.info.get("valid_actions", [])
         self.info = info
@@ -344,6 +356,229 @@ class WebShopToolEnv:
             return text + f"The episode is over: {self._ending()}."
         return text + self._admissible(info["valid_actions"])
 
+
+
+class EpisodeLost(Error, ConnectionError):
+    """The connection to a remote shop dropped and the episode could not be re-established."""
+
+
+_LOOP_LOCK = threading.Lock()
+_LOOP: list = []
+"""The one background event loop (and its thread) that carries every remote instance's WebSocket."""
+
+
+def _client_loop():
+    with _LOOP_LOCK:
+        if not _LOOP:
+            import asyncio
+
+            loop = asyncio.new_event_loop()
+            thread = threading.Thread(target=loop.run_forever, name="webshop-remote-tools", daemon=True)
+            thread.start()
+            _LOOP.append(loop)
+        return _LOOP[0]
+
+
+class WebShopRemoteToolEnv(WebShopToolEnv):
+    """:class:`WebShopToolEnv` played on a remote ``webshop-gym openenv`` server: TRL on the GPU host, the shop elsewhere.
+
+    The same tools (``search``, ``click``), ``reset`` and ``get_reward``, and the same texts, as
+    the in-process class; each instance holds one OpenEnv WebSocket session (all instances of a
+    process share one background event-loop thread).  The server's settings (shop, goals,
+    ``--max-steps``) are the episode's; build the dataset with the same shop settings (``reset``
+    checks each row's instruction against the server's goal).
+
+    A dropped connection (the server restarted, a proxy cut the socket, the session was evicted
+    as idle) is repaired inside the call that finds it: a new session resets the same goal and
+    replays the episode's actions, and the call goes on only when the replay lands on the page
+    the episode was on; otherwise (or after ``reconnects`` tries) the call raises
+    :class:`EpisodeLost` and the episode is over with reward 0.0: never a reward from another
+    state.
+
+    Args:
+        url: the server (``http://host:8000``); ``None``: the ``WEBSHOP_GYM_OPENENV_URL``
+            environment variable, so the class itself is a zero-argument factory.
+        split: the split goals are drawn from for rows without a ``goal_index`` (``None``: all
+            goals); a row's ``goal_index`` is played as given (the server checks its range).
+        seed: seeds the server-side draw of goals for rows without a ``goal_index``.
+        reconnects: attempts to re-establish an episode after a dropped connection.
+        timeout: seconds to wait for each answer of the server.
+    """
+
+    def __init__(self, *, url: str | None = None, split: str | None = "train", seed: int | None = None,
+                 reconnects: int = 3, timeout: float = 60.0):
+        url = url if url is not None else os.environ.get("WEBSHOP_GYM_OPENENV_URL")
+        if not isinstance(url, str) or not url.startswith(("http://", "https://", "ws://", "wss://")):
+            raise InvalidArgument(
+                f"url must be the http:// address of a webshop-gym openenv server (or set WEBSHOP_GYM_OPENENV_URL), got {url!r}")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+            raise InvalidArgument(f"seed must be an integer >= 0 or None, got {seed!r}")
+        if split is not None and split not in ("train", "eval", "test"):
+            raise InvalidArgument(f"split must be train, eval, test or None, got {split!r}")
+        if isinstance(reconnects, bool) or not isinstance(reconnects, int) or reconnects < 0:
+            raise InvalidArgument(f"reconnects must be an integer >= 0, got {reconnects!r}")
+        try:  # OpenEnv's client is an optional dependency of this class only
+            from webshop_gym.integrations.openenv.client import WebShopEnvClient
+        except ImportError as exc:
+            raise DependencyNotInstalled(
+                f"WebShopRemoteToolEnv needs OpenEnv's client ({exc}): pip install 'webshop-gym[openenv]'") from exc
+        self._client_cls = WebShopEnvClient
+        self.url = url.rstrip("/")
+        self._timeout = float(timeout)
+        self._reconnects = reconnects
+        self._client = None
+        self._max_steps = None
+        self._split = split
+        self._seed = seed
+        self._seeded = False
+        self._over = True
+        self._started = False
+        self._reward = 0.0
+        self._page = ""
+        self.reconnections = 0
+        self.reward_info = {}
+        self.invalid_actions = 0
+        self.actions = []
+        self.info = {}
+
+    def __repr__(self) -> str:
+        state = "not reset" if not self._started else f"goal {self.goal_index}, step {self.steps}"
+        return f"WebShopRemoteToolEnv({self.url!r}, split={self._split!r}, {state})"
+
+    def reset(self, **row: Any) -> str:
+        """Start an episode on the server: the row's ``goal_index``, else a goal drawn from ``split``.
+
+        See :meth:`WebShopToolEnv.reset`; the text returned is the same.
+        """
+        goal = row.get("goal_index")
+        if goal is not None and (isinstance(goal, bool) or not isinstance(goal, int | np.integer) or goal < 0):
+            raise InvalidArgument(f"goal_index must be an integer >= 0, got {goal!r}")
+        if goal is not None:
+            arguments: dict[str, Any] = {"goal_index": int(goal)}
+        else:
+            arguments = {} if self._split is None else {"split": self._split}
+            if not self._seeded and self._seed is not None:
+                arguments["seed"] = self._seed
+        result = self._call("reset", arguments, retry=True)
+        self._seeded = True
+        obs, _, _, _, info = self._unpack(result)
+        expected = row.get("instruction")
+        if expected is not None and expected != info["instruction"]:
+            raise ValueError(
+                f"the row's instruction {expected!r} is not goal {info['goal_index']}'s on the server "
+                f"({info['instruction']!r}): build the dataset with the server's shop, goals, human_goals and price_seed")
+        if self._max_steps is None:
+            self._max_steps = self._call("state", {}, retry=True).max_steps
+        self._page = obs
+        return self._begin(obs, info)
+
+    @property
+    def shop(self):
+        """No local shop: the episode is played on :attr:`url`."""
+        raise AttributeError(f"WebShopRemoteToolEnv has no local shop: it plays on {self.url}")
+
+    @property
+    def env(self):
+        """No local env: the episode is played on :attr:`url`."""
+        raise AttributeError(f"WebShopRemoteToolEnv has no local env: it plays on {self.url}")
+
+    @property
+    def goal_index(self) -> int | None:
+        """The episode's goal (``None`` before the first reset)."""
+        return self.info.get("goal_index") if self._started else None
+
+    def close(self) -> None:
+        """Close the session (TRL never calls it; the server also evicts idle sessions)."""
+        if self._client is not None:
+            client, self._client = self._client, None
+            try:
+                self._run(client.close())
+            except Exception:  # noqa: BLE001 - the socket may be gone already
+                pass
+
+    # -- the wire ---------------------------------------------------------------------------------
+
+    def _run(self, coroutine):
+        import asyncio
+
+        return asyncio.run_coroutine_threadsafe(coroutine, _client_loop()).result(self._timeout + 5)
+
+    def _call(self, method: str, arguments: dict[str, Any], retry: bool = False):
+        """One request on this instance's session (opened on first use); with ``retry``, once more on a fresh one if the socket dropped."""
+        for attempt in range(2 if retry else 1):
+            if self._client is None:
+                self._client = self._client_cls(base_url=self.url, message_timeout_s=self._timeout)
+            try:
+                return self._run(self._request(self._client, method, arguments))
+            except Exception as exc:
+                if not self._dropped(exc) or attempt == (1 if retry else 0):
+                    raise
+                self.close()
+        raise AssertionError("unreachable")
+
+    @staticmethod
+    async def _request(client, method: str, arguments: dict[str, Any]):
+        if method == "reset":
+            return await client._reset_async(**arguments)
+        if method == "step":
+            return await client._step_async(arguments["action"])
+        return await client._state_async()
+
+    @staticmethod
+    def _dropped(exc: BaseException) -> bool:
+        """Whether an error means the session is gone (and a new one can take over)."""
+        from websockets.exceptions import ConnectionClosed
+
+        if isinstance(exc, ConnectionClosed | ConnectionError | OSError):
+            return True
+        # OpenEnv's client reopens a closed socket by itself, as a new session without our episode
+        return isinstance(exc, RuntimeError) and any(
+            text in str(exc) for text in ("session was closed", "no episode in this session"))
+
+    @staticmethod
+    def _unpack(result) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        o = result.observation
+        info: dict[str, Any] = {"goal_index": o.goal_index, "instruction": o.instruction, "page": o.page,
+                                "steps": o.steps, "invalid_action": o.invalid_action,
+                                "valid_actions": list(o.admissible_actions), "purchased_asin": o.purchased_asin}
+        if o.reward_breakdown is not None:
+            info["reward_info"] = dict(o.reward_breakdown)
+        done = bool(result.done)
+        return o.text, float(result.reward or 0.0), done and not o.truncated, done and o.truncated, info
+
+    def _step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        for attempt in range(self._reconnects + 1):
+            try:
+                if attempt:
+                    self._reestablish()
+                out = self._unpack(self._call("step", {"action": action}))
+                self._page = out[0]
+                return out
+            except EpisodeLost:
+                raise
+            except Exception as exc:
+                if not self._dropped(exc):
+                    raise
+                self.close()
+                error = exc
+        self._lose(f"the connection to {self.url} dropped {self._reconnects + 1} times ({error})")
+
+    def _reestablish(self) -> None:
+        """A new session on the same goal, the episode's actions replayed; it must land on the page the episode was on."""
+        goal = self.info.get("goal_index")
+        result = self._call("reset", {"goal_index": goal})
+        for action in self.actions:
+            result = self._call("step", {"action": action})
+        obs, _, terminated, truncated, info = self._unpack(result)
+        if obs != self._page or info["steps"] != len(self.actions) or terminated or truncated:
+            self._lose(f"replaying the episode's {len(self.actions)} actions on goal {goal} at {self.url} did not "
+                       "reach the page the episode was on (was the server restarted with other settings?)")
+        self.reconnections += 1
+
+    def _lose(self, why: str):
+        self._over = True
+        self._reward = 0.0
+        raise EpisodeLost(f"the episode is lost: {why}; its reward is 0.0")
 
 def webshop_dataset(
     split: str | None = "train",

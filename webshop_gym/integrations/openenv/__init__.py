@@ -4,15 +4,20 @@ Owns the typed models (:mod:`.models`), the environment facade over the shared e
 (:mod:`.environment`), the app factory and server (:mod:`.app`), a typed client
 (:mod:`.client`) and the command (:mod:`.cli`).  OpenEnv is imported only by those modules,
 so ``import webshop_gym.integrations.openenv`` and ``webshop-gym --help`` work without it.
-Never imports the Flask server.
+For any client, :mod:`.prompting` (pure text, no OpenEnv) builds prompts in our formats from an
+observation and parses a model's reply into the action the server takes.  Never imports the
+Flask server.
 """
 
 from __future__ import annotations
 
 import importlib
 
-__all__ = ["SlotPool", "WebShopAction", "WebShopEnvClient", "WebShopEnvironment", "WebShopObservation",
-           "WebShopState", "create_app", "serve"]
+from .prompting import Turn, build_prompt, observation_info, parse_action, prompt_messages
+
+__all__ = ["SlotPool", "Turn", "WebShopAction", "WebShopEnvClient", "WebShopEnvironment", "WebShopObservation",
+           "WebShopState", "build_prompt", "create_app", "observation_info", "parse_action", "prompt_messages",
+           "serve"]
 
 _WHERE = {
     "WebShopAction": "models", "WebShopObservation": "models", "WebShopState": "models",

@@ -16,7 +16,7 @@ from typing import Any
 from openenv.core.client_types import StepResult
 from openenv.core.env_client import EnvClient
 
-from .models import WebShopAction, WebShopObservation, WebShopState
+from .models import WebShopAction, WebShopObservation, WebShopState, check_reset_arguments
 
 __all__ = ["WebShopEnvClient"]
 
@@ -26,8 +26,14 @@ class WebShopEnvClient(EnvClient[WebShopAction, WebShopObservation, WebShopState
 
     ``step`` takes a :class:`~webshop_gym.integrations.openenv.models.WebShopAction` or the
     action string itself; ``reset`` takes ``seed``, ``episode_id``, ``goal_index``, ``split``
-    and ``index``.  Async by default; ``.sync()`` gives the blocking wrapper (OpenEnv's).
+    and ``index``; any other argument raises :class:`~webshop_gym.error.InvalidArgument` here,
+    before anything is sent (the server rejects it too).  Async by default; ``.sync()`` gives the
+    blocking wrapper (OpenEnv's).
     """
+
+    async def _reset_async(self, **kwargs: Any) -> StepResult[WebShopObservation]:
+        check_reset_arguments(kwargs)
+        return await super()._reset_async(**kwargs)
 
     def _step_payload(self, action: WebShopAction | str) -> dict[str, Any]:
         if isinstance(action, str):

@@ -32,7 +32,7 @@ from webshop_gym.error import EpisodeFinished, Error, InvalidArgument
 from webshop_gym.shop import Shop
 from webshop_gym.utils.checks import check_goal_index, check_seed
 
-from .models import WebShopAction, WebShopObservation, WebShopState
+from .models import WebShopAction, WebShopObservation, WebShopState, check_reset_arguments
 
 __all__ = ["NoEpisode", "NoFreeSlot", "SPLITS", "SessionClosed", "SlotPool", "WebShopEnvironment"]
 
@@ -192,7 +192,7 @@ class WebShopEnvironment(Environment[WebShopAction, WebShopObservation, WebShopS
     # -- reset -----------------------------------------------------------------------------------
 
     def reset(self, seed: int | None = None, episode_id: str | None = None, goal_index: int | None = None,
-              split: str | None = None, index: int | None = None) -> WebShopObservation:
+              split: str | None = None, index: int | None = None, **unknown: Any) -> WebShopObservation:
         """Start an episode.
 
         Args:
@@ -204,14 +204,18 @@ class WebShopEnvironment(Environment[WebShopAction, WebShopObservation, WebShopS
             split: draw the goal from ``test`` (the first 500 goals), ``eval`` or ``train``;
                 with ``index``, take the split's ``index``-th goal instead.
             index: position within ``split`` (OpenEnv's task API: ``reset(split=, index=)``).
+            **unknown: any other argument is an error naming the known ones (OpenEnv hands
+                ``reset`` every key of the frame, because it takes ``**unknown``): a misspelt
+                ``goal_idx=3`` would otherwise play a random goal.
 
         Raises:
-            InvalidArgument: a bad seed, goal, split or index, or ``goal_index`` with ``split``.
+            InvalidArgument: an unknown argument, a bad seed, goal, split or index, or ``goal_index`` with ``split``.
             GoalNotFound: ``goal_index`` or ``index`` outside the goal set or the split.
             NoFreeSlot: every slot is in use.
             SessionClosed: the session was closed.
         """
         self._check_open()
+        check_reset_arguments(unknown)
         seed = check_seed(seed)
         if episode_id is not None and not isinstance(episode_id, str):
             raise InvalidArgument(f"episode_id must be a string, got {type(episode_id).__name__}")
@@ -253,9 +257,9 @@ class WebShopEnvironment(Environment[WebShopAction, WebShopObservation, WebShopS
             return self._observe(slot, 0.0, False)
 
     async def reset_async(self, seed: int | None = None, episode_id: str | None = None, goal_index: int | None = None,
-                          split: str | None = None, index: int | None = None) -> WebShopObservation:
+                          split: str | None = None, index: int | None = None, **unknown: Any) -> WebShopObservation:
         """:meth:`reset`, run inline on the server's event loop."""
-        return self.reset(seed=seed, episode_id=episode_id, goal_index=goal_index, split=split, index=index)
+        return self.reset(seed=seed, episode_id=episode_id, goal_index=goal_index, split=split, index=index, **unknown)
 
     # -- step ------------------------------------------------------------------------------------
 
@@ -292,11 +296,12 @@ class WebShopEnvironment(Environment[WebShopAction, WebShopObservation, WebShopS
         with self.pool.lock:
             slot = self._slot
             if slot is None or self._closed:
-                return WebShopState(episode_id=self._episode_id)
+                return WebShopState(episode_id=self._episode_id, max_steps=self.pool.engine.max_steps)
             engine = self.pool.engine
             return WebShopState(episode_id=self._episode_id, step_count=int(engine.state.steps[slot]),
                                 goal_index=int(engine.state.goal[slot]), instruction=engine.instructions[slot],
-                                split=self._split, done=engine.finished(slot), reward=self._reward)
+                                split=self._split, done=engine.finished(slot), reward=self._reward,
+                                max_steps=engine.max_steps)
 
     def get_metadata(self) -> EnvironmentMetadata:
         """Name, description and version shown by ``/metadata``."""

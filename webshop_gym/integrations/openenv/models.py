@@ -7,10 +7,28 @@ instruction, the admissible actions, the reward and its breakdown.
 
 from __future__ import annotations
 
+from typing import Any
+
 from openenv.core.env_server.types import Action, Observation, State
 from pydantic import Field
 
-__all__ = ["WebShopAction", "WebShopObservation", "WebShopState"]
+from webshop_gym.error import InvalidArgument, close_match
+
+__all__ = ["RESET_ARGUMENTS", "WebShopAction", "WebShopObservation", "WebShopState", "check_reset_arguments"]
+
+RESET_ARGUMENTS = ("seed", "episode_id", "goal_index", "split", "index")
+"""The arguments ``reset`` takes."""
+
+
+def check_reset_arguments(arguments: dict[str, Any]) -> None:
+    """Raise :class:`~webshop_gym.error.InvalidArgument` naming the known arguments when any other is given."""
+    unknown = sorted(k for k in arguments if k not in RESET_ARGUMENTS)
+    if not unknown:
+        return
+    hints = [f"{k!r} -> {m!r}" for k in unknown if (m := close_match(k, RESET_ARGUMENTS))]
+    raise InvalidArgument(
+        f"unknown reset argument{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}: "
+        f"reset takes {', '.join(RESET_ARGUMENTS)}" + (f" (did you mean {'; '.join(hints)}?)" if hints else ""))
 
 
 class WebShopAction(Action):
@@ -55,3 +73,4 @@ class WebShopState(State):
     split: str | None = Field(default=None, description="the split the goal was drawn or indexed from (None: all goals)")
     done: bool = Field(default=False, description="the episode ended (purchase or step cap)")
     reward: float = Field(default=0.0, description="the episode's reward so far (WebShop pays once, at purchase)")
+    max_steps: int | None = Field(default=None, description="the server's step cap per episode (None: none)")

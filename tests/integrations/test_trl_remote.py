@@ -1,0 +1,161 @@
+"""TRL against a remote shop: ``WebShopRemoteToolEnv`` over a real ``webshop-gym openenv`` server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+
+import pytest
+
+pytest.importorskip("openenv", reason="OpenEnv is not installed: pip install 'webshop-gym[openenv]'")
+
+from tests.integrations.test_trl import TRL_DEPRECATION, grpo_config, tiny_trl  # noqa: E402,F401
+from webshop_gym import load_shop  # noqa: E402
+from webshop_gym.error import InvalidArgument  # noqa: E402
+from webshop_gym.integrations.openenv.app import Listener, create_app  # noqa: E402
+from webshop_gym.integrations.trl import (  # noqa: E402
+    EpisodeFinished,
+    EpisodeLost,
+    InadmissibleAction,
+    WebShopRemoteToolEnv,
+    WebShopToolEnv,
+    webshop_dataset,
+)
+
+
+@pytest.fixture(scope="module")
+def serve():
+    listeners = []
+
+    def start(shop, **kwargs):
+        listener = Listener(create_app(shop, idle_timeout=None, **kwargs), "127.0.0.1", 0)
+        thread = threading.Thread(target=listener.run, daemon=True)
+        thread.start()
+        for _ in range(200):
+            if listener.server.started:
+                break
+            time.sleep(0.05)
+        listeners.append((listener, thread))
+        return f"http://127.0.0.1:{listener.port}"
+
+    yield start
+    for listener, thread in listeners:
+        listener.stop()
+        thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def url(serve, default_shop):
+    return serve(default_shop)
+
+
+def _play(env, goal: int) -> list[str]:
+    """A scripted episode: an inadmissible click, a search, the first product, buy; every text returned."""
+    texts = [env.reset(goal_index=goal)]
+    with pytest.raises(InadmissibleAction) as refused:
+        env.click("buy now")
+    texts.append(str(refused.value))
+    texts.append(env.search(" ".join(env.instruction.split()[:6])))
+    product = next(label for label in env.info["valid_actions"] if label.startswith("click[b0"))[len("click["):-1]
+    texts.append(env.click(product))
+    texts.append(env.click("buy now"))
+    with pytest.raises(EpisodeFinished) as over:
+        env.search("more")
+    texts.append(str(over.value))
+    return texts
+
+
+def test_the_remote_env_says_and_pays_what_the_in_process_env_does(url):
+    remote, local = WebShopRemoteToolEnv(url=url), WebShopToolEnv(split=None)
+    for goal in (0, 1500, 7):
+        assert _play(remote, goal) == _play(local, goal)
+        assert remote.get_reward() == local.get_reward() and remote.reward_info == local.reward_info
+        assert (remote.actions, remote.invalid_actions, remote.steps, remote.done) == (
+            local.actions, local.invalid_actions, local.steps, local.done)
+    assert remote.reconnections == 0 and "goal 7, step 4" in repr(remote)
+    with pytest.raises(ValueError, match="is not goal 3's on the server"):
+        remote.reset(goal_index=3, instruction="something else")
+    with pytest.raises(RuntimeError, match="goal_index"):
+        remote.reset(goal_index=10**6)
+    with pytest.raises(AttributeError, match="no local shop"):
+        remote.shop  # noqa: B018
+    remote.close()
+
+
+def test_a_zero_argument_factory_reads_the_url_from_the_environment(url, monkeypatch):
+    monkeypatch.setenv("WEBSHOP_GYM_OPENENV_URL", url)
+    env = WebShopRemoteToolEnv()
+    assert env.reset(goal_index=2).startswith("\n\nInstruction: ")
+    monkeypatch.delenv("WEBSHOP_GYM_OPENENV_URL")
+    with pytest.raises(InvalidArgument, match="WEBSHOP_GYM_OPENENV_URL"):
+        WebShopRemoteToolEnv()
+    with pytest.raises(InvalidArgument, match="split"):
+        WebShopRemoteToolEnv(url=url, split="dev")
+
+
+def test_a_dropped_socket_is_repaired_by_replaying_the_episode(url):
+    remote, local = WebShopRemoteToolEnv(url=url), WebShopToolEnv(split=None)
+    for env in (remote, local):
+        env.reset(goal_index=11)
+        env.search("men's boots")
+    remote._run(remote._client._ws.close())  # the socket drops between two tool calls
+    product = next(a for a in local.info["valid_actions"] if a.startswith("click[b0"))[len("click["):-1]
+    assert remote.click(product) == local.click(product)
+    assert remote.reconnections == 1
+    assert remote.click("buy now") == local.click("buy now") and remote.get_reward() == local.get_reward()
+
+
+def test_an_episode_that_cannot_be_re_established_is_lost_with_reward_zero(url, serve, default_shop):
+    other = serve(load_shop(progress=False, seed=1))  # the same goals, other prices: the pages differ
+    remote = WebShopRemoteToolEnv(url=url)
+    remote.reset(goal_index=11)
+    remote.search("men's boots")
+    remote._run(remote._client._ws.close())
+    remote.url = other  # as if the server came back with other settings
+    with pytest.raises(EpisodeLost, match="did not reach the page the episode was on"):
+        remote.click(next(a for a in remote.info["valid_actions"] if a.startswith("click[b0"))[len("click["):-1])
+    assert remote.get_reward() == 0.0 and remote.done
+    with pytest.raises(EpisodeFinished):
+        remote.click("buy now")
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings(TRL_DEPRECATION)
+def test_grpo_trains_two_steps_against_the_remote_shop_with_the_in_process_rewards(tiny_trl, tmp_path, monkeypatch, url):  # noqa: F811
+    tokenizer, tiny = tiny_trl
+    from transformers import TrainerCallback
+    from trl import GRPOTrainer
+
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+
+    def train(factory, name):
+        rewards, logs = [], []
+
+        class Logs(TrainerCallback):
+            def on_log(self, args, state, control, logs_=None, **kwargs):
+                logs.append(dict(kwargs.get("logs") or logs_ or {}))
+
+        get_reward = factory.func.get_reward if isinstance(factory, functools.partial) else factory.get_reward
+
+        def recording(self):
+            value = get_reward(self)
+            rewards.append((self.goal_index, list(self.actions), value))
+            return value
+
+        cls = factory.func if isinstance(factory, functools.partial) else factory
+        monkeypatch.setattr(cls, "get_reward", recording)
+        trainer = GRPOTrainer(model=tiny.build_model(tokenizer, tiny.ToolCallConstraint(tokenizer)),
+                              args=grpo_config(tmp_path / name), train_dataset=webshop_dataset("train", limit=2),
+                              processing_class=tokenizer, environment_factory=factory, callbacks=[Logs()])
+        trainer.train()
+        monkeypatch.undo()
+        monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+        assert trainer.state.global_step == 2
+        return rewards, [e["reward"] for e in logs if "reward" in e]
+
+    remote_rewards, remote_logged = train(functools.partial(WebShopRemoteToolEnv, url=url), "remote")
+    local_rewards, local_logged = train(WebShopToolEnv, "local")
+    assert len(remote_rewards) == 8 and all(actions[-1] == "click[buy now]" for _, actions, _ in remote_rewards)
+    assert remote_rewards == local_rewards and any(value > 0 for _, _, value in remote_rewards)
+    assert remote_logged == pytest.approx(local_logged) and len(remote_logged) == 2

@@ -1,0 +1,152 @@
+"""WebShop as a native verifiers 0.4 environment, run with verifiers' own code (``vf-eval``, its loaders).
+
+verifiers 0.4 needs mcp 2 and OpenEnv 0.10 needs mcp < 2, so the two extras live in different
+environments; these tests skip where verifiers is missing (the project's main environment) and run
+in one made with ``pip install -e '.[dev,verifiers]'`` (docs/training.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.openai_server import ChatServer
+from webshop_gym import WebShopEnv
+from webshop_gym.agents.prompts import Turn, admissible_actions, make_prompt
+
+ROOT = Path(__file__).resolve().parents[2]
+VERIFIERS_MISSING = ("verifiers is not installed here: it goes in an environment of its own, without "
+                     "webshop-gym[openenv] (pip install -e '.[dev,verifiers]'; docs/training.md)")
+
+
+def require_verifiers():
+    pytest.importorskip("verifiers.v1", reason=VERIFIERS_MISSING)
+
+
+def test_without_verifiers_the_import_names_the_extra():
+    code = (
+        "import sys; sys.modules['verifiers'] = None\n"
+        "try:\n    import webshop_gym.integrations.verifiers\n"
+        "except ImportError as exc:\n    print(type(exc).__name__, exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    assert out.startswith("DependencyNotInstalled ")
+    assert "pip install 'webshop-gym[verifiers]'" in out and "mcp" in out
+
+
+# -- with verifiers -----------------------------------------------------------------------------------
+
+
+def test_the_plugin_id_resolves_to_our_taskset_env_and_the_null_harness_on_a_local_runtime():
+    require_verifiers()
+    import verifiers.v1 as vf
+
+    from webshop_gym.integrations.verifiers import WebShopTaskset, WebShopVerifiersEnv
+
+    assert vf.environment_class("webshop-verifiers") is WebShopVerifiersEnv
+    assert vf.import_taskset("webshop-verifiers").WebShopTaskset is WebShopTaskset
+    config = vf.resolve_env_config({"taskset": {"id": "webshop-verifiers"}})
+    assert config.player.harness.id == "null" and config.player.runtime.type == "subprocess"
+    assert config.agent_harnesses() == {"player": config.player.harness}
+
+
+def test_tasks_are_the_split_s_goals_or_the_given_goal_indices(default_shop):
+    require_verifiers()
+    from webshop_gym.error import GoalNotFound
+    from webshop_gym.integrations.verifiers import load_environment
+
+    env = load_environment(split="test", limit=3)
+    tasks = list(env.taskset)
+    assert [t.data.goal_index for t in tasks] == [0, 1, 2]
+    assert [t.data.instruction for t in tasks] == [default_shop.goals.instruction[i] for i in range(3)]
+    assert tasks[0].key == "webshop-goal-0" and tasks[0].data.prompt is None
+    assert tasks[0].data.system_prompt == make_prompt("think-answer").system
+    train = list(load_environment(split="train", limit=1).taskset)
+    assert train[0].data.goal_index == default_shop.goals.split_range("train").start
+    picked = list(load_environment(goal_indices=[7, 3]).taskset)
+    assert [t.data.goal_index for t in picked] == [7, 3]
+    assert list(load_environment(format="verl-agent", limit=1).taskset)[0].data.system_prompt is None
+    with pytest.raises(GoalNotFound, match=r"goal_indices \[99999\] are outside the goal set"):
+        list(load_environment(goal_indices=[1, 99999]).taskset)
+    with pytest.raises(ValueError, match="format"):
+        load_environment(format="json")
+
+
+def _traces(run_root: Path) -> list[dict]:
+    """The agent traces of a run's episodes (``traces.jsonl`` holds one episode a line)."""
+    files = list(run_root.glob("*/traces.jsonl"))
+    assert len(files) == 1, files
+    episodes = [json.loads(line) for line in files[0].read_text().splitlines() if line.strip()]
+    assert all(e["ok"] and not e["errors"] and len(e["traces"]) == 1 for e in episodes), episodes
+    return [e["traces"][0] for e in episodes]
+
+
+def _wire(messages: list[dict]) -> list[tuple[str, str]]:
+    out = []
+    for m in messages:
+        content = m.get("content")
+        if isinstance(content, list):  # content parts
+            content = "".join(p.get("text", "") for p in content)
+        out.append((m["role"], content or ""))
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmt", ["think-answer", "react"])
+def test_vf_eval_plays_episodes_whose_rewards_and_conversations_are_webshop_env_s(tmp_path, default_shop, fmt):
+    require_verifiers()
+    vf_eval = Path(sys.executable).with_name("vf-eval")
+    with ChatServer(models=["scripted"]) as server:
+        command = [str(vf_eval), "webshop-verifiers", "-m", "scripted", "--client.base-url", server.url,
+                   "--no-push", "--no-rich", "-n", "2", "-r", "1",
+                   "-o", str(tmp_path / "runs"), "--env.taskset.format", fmt]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=400, cwd=tmp_path, env=dict(os.environ))
+        assert done.returncode == 0, done.stderr[-3000:]
+        requests = list(server.requests)
+        answers = [r["content"] for r in server.responses]
+    traces = _traces(tmp_path / "runs")
+    assert sorted(t["task"]["data"]["goal_index"] for t in traces) == [0, 1]
+    assert requests and all(r.get("stream") is True for r in requests)  # verifiers' proxy streams
+    prompt = make_prompt(fmt)
+    for trace in traces:
+        assert trace["ok"] and not trace["errors"], trace["errors"]
+        goal = trace["task"]["data"]["goal_index"]
+        actions = trace["info"]["webshop"]["actions"]
+        assert actions and actions[-1] == "click[buy now]"
+        # the same actions in WebShopEnv: the same reward and breakdown, and the same conversation
+        env = WebShopEnv(shop=default_shop, split=None)
+        obs, info = env.reset(options={"goal_index": goal})
+        turns, sent = [], []
+        for action in actions:
+            sent.append(prompt.messages(obs, info, turns))
+            turns.append(Turn(obs, action, None, tuple(admissible_actions(info))))
+            obs, reward, terminated, truncated, info = env.step(action)
+        assert terminated
+        assert trace["rewards"]["webshop_reward"]["score"] == pytest.approx(reward)
+        for name in ("r_type", "r_att", "r_option", "r_price"):
+            assert trace["metrics"][name] == pytest.approx(float(info["reward_info"][name]))
+        assert trace["metrics"]["success"] == float(reward == 1.0)
+        assert trace["metrics"]["steps"] == len(actions)
+        assert trace["metrics"]["invalid_actions"] == 0
+        # every prompt the model got is the format's messages for that step (what eval sends), its
+        # own answers in between
+        instruction = info["instruction"]
+        mine = [_wire(r["messages"]) for r in requests if instruction in r["messages"][1]["content"]]
+        assert len(mine) == len(actions)
+        assert [[m for m in got if m[0] != "assistant"] for got in mine] == \
+               [[m for m in _wire(want) if m[0] != "assistant"] for want in sent]
+        assert all(m[1] in answers for got in mine for m in got if m[0] == "assistant")
+        assert mine[0][0] == ("system", prompt.system)
+
+
+def test_the_null_harness_is_the_player_s_default_even_when_the_cli_pins_another_field():
+    require_verifiers()
+    import verifiers.v1 as vf
+
+    config = vf.resolve_env_config({"taskset": {"id": "webshop-verifiers"}, "player": {"max_turns": 40}})
+    assert config.player.max_turns == 40 and config.player.harness.id == "null"

@@ -1,0 +1,241 @@
+"""WebShop as a native verifiers environment (``pip install 'webshop-gym[verifiers]'``, ``verifiers==0.4.0``).
+
+verifiers 0.4 (Prime Intellect's ``vf-eval``, prime-rl, the Environments Hub) builds an
+environment from a *taskset* (the tasks: here one per goal) and an *env* whose ``run()`` plays
+one task with the model's agent.  :class:`WebShopVerifiersEnv` plays WebShop in the eval
+process itself, over the same engine as :class:`~webshop_gym.WebShopEnv` (no server): it
+opens the model's conversation with the goal's first page written in one of our prompt
+formats, parses each reply with the parser ``webshop-gym eval`` uses, steps the env with the
+action, and answers with the next page, until the purchase or the step cap.  The episode's
+WebShop reward is the trace's reward (``webshop_reward``, weight 1); its breakdown
+(``r_type``, ``r_att``, ``r_option``, ``r_price``), ``success``, ``steps``,
+``invalid_actions`` and ``format_errors`` are the trace's metrics.
+
+verifiers finds a plugin by a top-level module name, so the distribution ships the one-line
+module ``webshop_verifiers`` that re-exports this one: ``vf-eval webshop-verifiers -m MODEL
+--client.base-url URL --no-push`` (see docs/training.md).  In Python::
+
+    env = load_environment(split="test", format="think-answer", limit=50)   # a vf.Env
+
+The model runs in verifiers' ``null`` harness (a chat loop without tools) on the local
+``subprocess`` runtime by default; both are ordinary ``--env.player.*`` settings.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any, Literal
+
+from webshop_gym.error import DependencyNotInstalled, GoalNotFound, InvalidArgument
+
+try:  # the whole module is built on verifiers' classes: it is imported only when asked for
+    import verifiers.v1 as vf
+    from pydantic import Field
+    from verifiers.v1.harnesses.null import NullHarnessConfig
+    from verifiers.v1.runtimes import SubprocessConfig
+except ImportError as exc:
+    raise DependencyNotInstalled(
+        f"the verifiers environment needs verifiers 0.4 ({exc}): pip install 'webshop-gym[verifiers]' "
+        "(in an environment without webshop-gym[openenv]: the two need different mcp versions)"
+    ) from exc
+
+from webshop_gym import WebShopEnv
+from webshop_gym.agents.parse import ParsedAction
+from webshop_gym.agents.prompts import PromptFormat, Turn, admissible_actions, make_prompt
+from webshop_gym.integrations.trl import shared_shop
+
+__all__ = [
+    "PLUGIN_ID",
+    "WebShopConfig",
+    "WebShopData",
+    "WebShopEnvConfig",
+    "WebShopTask",
+    "WebShopTaskset",
+    "WebShopVerifiersEnv",
+    "goal_indices",
+    "load_environment",
+]
+
+PLUGIN_ID = "webshop-verifiers"
+"""The taskset id verifiers resolves to this environment (the top-level module ``webshop_verifiers``)."""
+
+METRICS = ("r_type", "r_att", "r_option", "r_price")
+"""The reward breakdown's components recorded as metrics (0 without a purchase)."""
+
+
+class WebShopConfig(vf.TasksetConfig):
+    """What the taskset loads (``--env.taskset.*``) and how episodes are played."""
+
+    shop: str | None = None
+    """A reference-format shop directory (None: the embedded 1,000-product shop)."""
+    goals: str | None = None
+    """A frozen goal-set file (None: goals built from the shop)."""
+    human_goals: bool = False
+    """Human instructions instead of synthetic goals."""
+    price_seed: int = Field(0, ge=0)
+    """Seeds product prices and price caps (0: the reference's run)."""
+    split: Literal["test", "eval", "train", "all"] = "test"
+    """The goals served: test (the first 500: the published evaluation), eval, train, or all."""
+    goal_indices: list[int] | None = None
+    """Play exactly these goals (indices into the goal set, in this order) instead of the split's."""
+    limit: int | None = Field(None, ge=0)
+    """Keep only the first `limit` goals."""
+    format: Literal["think-answer", "react", "verl-agent"] = "think-answer"
+    """The prompt format: the turns the model reads and the answer it must write (docs/agents.md)."""
+    history: int | None = Field(-1, ge=-1)
+    """verl-agent only: earlier steps repeated inside each prompt (-1: the format's default, 2)."""
+    closest: bool = False
+    """Map an inadmissible answer to the closest admissible action (as `webshop-gym eval --closest`)."""
+    max_steps: int | None = Field(15, ge=1)
+    """Actions (invalid ones included) after which the episode ends without a purchase."""
+    search_backend: Literal["bm25", "pyserini"] = "bm25"
+    """The search engine (identical rankings)."""
+
+
+class WebShopData(vf.TaskData):
+    """One goal: its index in the goal set and its instruction."""
+
+    goal_index: int
+    instruction: str
+
+
+class WebShopTask(vf.Task[WebShopData, vf.State, vf.TaskConfig]):
+    """A goal to shop for (scored by the env as it plays: WebShop pays at the purchase)."""
+
+    @property
+    def key(self) -> str:
+        """The goal, a durable identity across runs (the default hash includes the run-local ``idx``)."""
+        return f"webshop-goal-{self.data.goal_index}"
+
+
+def _shop(config: WebShopConfig):
+    return shared_shop(config.shop, goals=config.goals, human_goals=config.human_goals,
+                       price_seed=config.price_seed, search_backend=config.search_backend)
+
+
+def goal_indices(config: WebShopConfig) -> list[int]:
+    """The goals a config serves, in order (the one place a named evaluation protocol will plug in).
+
+    Raises:
+        GoalNotFound: a goal index outside the goal set, or a split without goals.
+    """
+    goals = _shop(config).goals
+    # PROTOCOLS: when webshop_gym.protocols lands, a `protocol: str | None` field on WebShopConfig
+    # resolves here to that protocol's goal list (and its shop settings); nothing else changes.
+    if config.goal_indices is not None:
+        bad = [i for i in config.goal_indices if not 0 <= i < len(goals)]
+        if bad:
+            raise GoalNotFound(f"goal_indices {bad} are outside the goal set (goals 0..{len(goals) - 1})")
+        chosen = list(config.goal_indices)
+    else:
+        chosen = list(goals.split_range(config.split))
+        if not chosen:
+            raise GoalNotFound(f"split {config.split!r} holds no goals in this goal set ({len(goals)} goals)")
+    return chosen if config.limit is None else chosen[: config.limit]
+
+
+def _prompt(config: WebShopConfig) -> PromptFormat:
+    return make_prompt(config.format, history=config.history)
+
+
+class WebShopTaskset(vf.Taskset[WebShopTask, WebShopConfig]):
+    """One task per goal of the configured split (or goal list), in goal order."""
+
+    def load(self) -> Iterator[WebShopTask]:
+        """Yield the tasks; the shop loads (or comes from this process's cache) on first use."""
+        config = self.config
+        instructions = _shop(config).goals.instruction
+        system = _prompt(config).system
+        for goal in goal_indices(config):
+            yield WebShopTask(
+                WebShopData(id=str(goal), name=f"goal-{goal}", prompt=None, system_prompt=system,
+                            goal_index=goal, instruction=instructions[goal]),
+                config.task,
+            )
+
+
+class WebShopEnvConfig(vf.EnvConfig):
+    """The env's one seat, ``player``: verifiers' null harness (no tools) on the local subprocess runtime."""
+
+    player: vf.AgentConfig = vf.AgentConfig(harness=NullHarnessConfig(id="null"), runtime=SubprocessConfig())
+
+
+def _last_user_turn(messages: list[dict[str, str]]) -> str:
+    return next(m["content"] for m in reversed(messages) if m["role"] == "user")
+
+
+class WebShopVerifiersEnv(vf.Env[WebShopEnvConfig]):
+    """Plays each task as one WebShop episode in this process, the model's replies parsed into actions.
+
+    The conversation is the prompt format's: for ``think-answer`` and ``react`` the system
+    message, then one user turn per page (the instruction with the first) and the model's
+    answers, exactly the messages ``webshop-gym eval`` sends with the whole history shown.
+    ``verl-agent`` prompts repeat their own short history inside each user turn, and the
+    conversation keeps the earlier turns as well (verifiers' harness holds one conversation).
+    """
+
+    async def run(self, task: WebShopTask, agents: vf.Agents) -> None:
+        """One episode of ``task``'s goal: a turn per action until the purchase or the step cap."""
+        config: WebShopConfig = self.taskset.config
+        fmt = _prompt(config)
+        env = WebShopEnv(shop=_shop(config), split=None, max_steps=config.max_steps)
+        obs, info = env.reset(options={"goal_index": task.data.goal_index})
+        if info["instruction"] != task.data.instruction:
+            raise InvalidArgument(
+                f"task {task.data.name}: its instruction is not goal {task.data.goal_index}'s in this env's goal set; "
+                "run the env with the taskset settings that built the task")
+        turns: list[Turn] = []
+        actions: list[str] = []
+        parsed_actions: list[ParsedAction] = []
+        reward, done, truncated = 0.0, False, False
+        async with agents.player.interaction(task) as interaction:
+            segment = await interaction.turn(_last_user_turn(fmt.messages(obs, info, turns)))
+            while not segment.terminated:
+                reply = segment.last_reply
+                admissible = admissible_actions(info)
+                parsed = fmt.parse_detailed(reply, admissible, config.closest)
+                turns.append(Turn(obs, parsed.action, reply, tuple(admissible)))
+                obs, reward, done, truncated, info = env.step(parsed.action)
+                actions.append(parsed.action)
+                parsed_actions.append(parsed)
+                if done or truncated:
+                    break
+                segment = await interaction.turn(_last_user_turn(fmt.messages(obs, info, turns)))
+            self._score(interaction.trace, task, float(reward) if done else 0.0, info, actions, parsed_actions)
+
+    @staticmethod
+    def _score(trace: vf.Trace, task: WebShopTask, reward: float, info: dict[str, Any], actions: list[str],
+               parsed: list[ParsedAction]) -> None:
+        breakdown = info.get("reward_info") or {}
+        trace.record_reward("webshop_reward", reward, 1.0)
+        for name in METRICS:
+            trace.record_metric(name, float(breakdown.get(name, 0.0)))
+        trace.record_metric("success", float(reward == 1.0))
+        trace.record_metric("steps", float(len(actions)))
+        trace.record_metric("invalid_actions", float(sum(not p.valid for p in parsed)))
+        trace.record_metric("format_errors", float(sum(not p.format_ok for p in parsed)))
+        trace.info["webshop"] = {
+            "goal_index": task.data.goal_index,
+            "actions": actions,
+            "purchased_asin": info.get("purchased_asin"),
+            "reward_info": {k: (v if isinstance(v, bool | str) else float(v)) for k, v in breakdown.items()},
+        }
+
+
+def load_environment(*, player: dict[str, Any] | None = None, **taskset: Any) -> WebShopVerifiersEnv:
+    """Build the verifiers env in Python (what ``vf-eval webshop-verifiers`` builds from its flags).
+
+    Args:
+        player: overrides of the player seat (``{"runtime": {"type": "docker"}, "max_turns": 30}``).
+        **taskset: :class:`WebShopConfig` fields: ``split``, ``goal_indices``, ``limit``,
+            ``format``, ``max_steps``, ``shop``, ``human_goals``, ...
+
+    Returns:
+        A ``vf.Env`` whose ``taskset`` yields one task per goal.
+    """
+    data: dict[str, Any] = {"taskset": {"id": PLUGIN_ID, **{k: os.fspath(v) if isinstance(v, os.PathLike) else v
+                                                            for k, v in taskset.items()}}}
+    if player:
+        data["player"] = player
+    return vf.load_environment(vf.resolve_env_config(data))
