@@ -171,6 +171,7 @@ LAZY = {
     "webshop_gym.integrations.openenv.app": "FastAPI, uvicorn and openenv (the openenv extra)",
     "webshop_gym.integrations.openenv.environment": "openenv (the openenv extra)",
     "webshop_gym.integrations.openenv.models": "openenv's pydantic models (the openenv extra)",
+    "webshop_gym.integrations.openenv.client": "openenv's EnvClient (the openenv extra)",
     "webshop_gym.reporting.plots": "matplotlib (the report extra)",
     "webshop_gym.envs.workers": "multiprocessing workers, started only with num_workers >= 2",
     "webshop_gym.engine": "the engine with numba's kernels: a worker or Ray actor loads it in its own process",
