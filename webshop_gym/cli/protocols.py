@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     show.add_argument("name", metavar="NAME", help=f"the protocol ({', '.join(protocol_names())})")
     show.add_argument("--seed", type=types.seed, metavar="S",
                       help="the protocol's seed (verl-agent: the run's env.seed; ragen: seed.val); default: the protocol's")
-    show.add_argument("--validation", type=types.at_most(types.non_negative_int, 1_000_000), default=0, metavar="K",
+    show.add_argument("--validation", type=types.at_most(types.non_negative_int, 10_000), default=0, metavar="K",
                       help="the K-th validation of a run (verl-agent draws new goals each time; default 0)")
     show.add_argument("--protocol-file", metavar="FILE", type=types.existing_file,
                       help="the protocol's goal-id file in its family's format (agentgym, seed-fairness)")
