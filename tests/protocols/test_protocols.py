@@ -267,3 +267,22 @@ def test_figures_aggregate_as_each_family_does():
     figures = paper.figures(samples)
     assert figures["mean@2"] == pytest.approx(25.0) and figures["pass@2"] == pytest.approx(50.0)
     assert figures["score"] == pytest.approx(25.0) and np.isclose(figures["success_rate"], 25.0)
+
+
+def test_the_package_docstring_example_runs():
+    import doctest
+
+    import webshop_gym.protocols as module
+
+    result = doctest.testmod(module)
+    assert result.attempted >= 2 and result.failed == 0
+
+
+def test_protocol_files_ship_with_the_package():
+    tomllib = pytest.importorskip("tomllib", reason="Python 3.11+")
+
+    root = Path(__file__).resolve().parents[2]
+    config = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert "webshop_gym.protocols" in config["packages"]
+    assert config["package-data"]["webshop_gym.protocols"] == ["data/*.json"]
+    assert sorted(p.stem for p in (root / "webshop_gym" / "protocols" / "data").glob("*.json")) == list(protocol_names())
