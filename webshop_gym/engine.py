@@ -15,6 +15,7 @@ import numpy as np
 from webshop_gym.core.pages import SUB, SUB_PAGES
 from webshop_gym.core.sim import BatchState, SimContext, reset_slots, step
 from webshop_gym.error import GoalNotFound, expect_one_of
+from webshop_gym.protocols.splits import goal_ids
 from webshop_gym.render.text import Renderer
 from webshop_gym.shop import Shop
 from webshop_gym.utils.checks import check_goal_index, check_int
@@ -40,7 +41,9 @@ class Engine:
         observation_mode: ``text`` (default), ``text_rich``, ``html`` or ``url``.
         max_steps: steps after which an episode is truncated (``None``: never).
         show_attrs: show the ``Attributes`` tab on item pages.
-        split: ``"test"``, ``"eval"``, ``"train"`` or ``None`` (all goals) for sampled goals.
+        split: ``"test"``, ``"eval"``, ``"train"``, ``None`` (all goals) or a protocol's goals
+            (``"verl-agent-500:train"``, :func:`webshop_gym.protocols.goal_ids`) for sampled goals.
+        allow_test_goals: let a protocol split hold the protocol's test goals.
         html_images: let HTML pages load product images.
     """
 
@@ -53,6 +56,7 @@ class Engine:
         show_attrs: bool = False,
         split: str | None = None,
         html_images: bool = False,
+        allow_test_goals: bool = False,
     ):
         expect_one_of("observation_mode", observation_mode, OBSERVATION_MODES)
         max_steps = check_int("max_steps", max_steps, low=1, allow_none=True)
@@ -66,7 +70,7 @@ class Engine:
         self.renderer = Renderer(self.ctx)
         self.html_images = html_images
         self._html = None
-        self.goal_range = shop.goals.split_range(split)
+        self.goal_range = goal_ids(shop, split, allow_test_goals=allow_test_goals)
         if len(self.goal_range) == 0:
             raise GoalNotFound(f"split {split!r} holds no goals in this goal set ({len(shop.goals)} goals)")
         self.split = split

@@ -95,3 +95,24 @@ def expect_one_of(name: str, value: object, allowed: Iterable[object]) -> None:
             f"{name}={value!r} is not supported; expected one of {allowed}"
             + (f" (did you mean {hint!r}?)" if hint else "")
         )
+
+
+class UnknownProtocol(Error, KeyError):
+    """A protocol name that is not one of :func:`webshop_gym.protocols.protocol_names`."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; keep it readable.
+        return str(self.args[0])
+
+
+class ProtocolError(Error, ValueError):
+    """A protocol definition, or a protocol's goal-id file, is malformed (the message names the file and field)."""
+
+
+class ShopMismatch(Error, ValueError):
+    """The shop is not the one a protocol is defined on (the message names both)."""
+
+
+class TestGoalsRefused(Error, ValueError):
+    """Training goals that include a protocol's test goals, without ``allow_test_goals=True``."""
+
+    __test__ = False  # not a pytest test class

@@ -10,6 +10,7 @@ Subcommands::
     webshop-gym sft-data --policy oracle ... SFT-ready demonstrations (old name: demos)
     webshop-gym report RUN [RUN ...]      Score/SR with intervals, comparisons, failure tags, plots
     webshop-gym openenv                   serve WebShop as an OpenEnv environment (webshop-gym[openenv])
+    webshop-gym protocols [show NAME]     evaluation protocols of published numbers (docs/protocols.md)
 
 Every subcommand has ``--help``.  Feature modules contribute their subcommands through
 ``add_arguments(parser)`` / ``run(args)`` pairs and import heavy dependencies only when run.
@@ -41,6 +42,7 @@ _FEATURES = {
     "sft-data": ("webshop_gym.cli.sft_data", "write SFT-ready demonstration transcripts"),
     "report": ("webshop_gym.cli.report", "evaluation report of runs (eval --out): Score and SR with CIs, paired comparison, plots"),
     "openenv": ("webshop_gym.cli.openenv", "serve WebShop as an OpenEnv environment (pip install 'webshop-gym[openenv]')"),
+    "protocols": ("webshop_gym.cli.protocols", "list the evaluation protocols of published WebShop numbers, or show one's card"),
 }
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from webshop_gym.data.goals import GOAL_SHUFFLE_SEED, NO_PRICE_CAP
+from webshop_gym.data.goals import GOAL_SHUFFLE_SEED, NO_PRICE_CAP, reshuffled_order
 from webshop_gym.data.records import find_shop_files
 from webshop_gym.engine import Engine
 from webshop_gym.error import GoalNotFound, ShopNotFound
@@ -277,7 +277,7 @@ class SimServer:
         n = len(self.shop.goals)
         ids = np.arange(n, dtype=np.int64)
         if self.shuffle_seed != GOAL_SHUFFLE_SEED:
-            ids = _reshuffle(n, self.shuffle_seed)
+            ids = reshuffled_order(n, self.shuffle_seed)
         self.goal_ids = ids
         self._no_goals = "the shop has no goals"  # why the goal list is empty, when it is
         if filter_goals is not None:
@@ -399,19 +399,3 @@ class SimServer:
         """Slots currently leased."""
         with self._lock:
             return sum(b.engine.num_slots - len(b.free) for b in self._blocks)
-
-
-def _reshuffle(n: int, seed: int) -> np.ndarray:
-    """Shop goal index of each position after shuffling the reference's goal list with ``seed``.
-
-    The shop's goals are the reference's list shuffled with ``random.Random(233)``; a shuffle is
-    a permutation that depends only on the length and the seed, so the order under another seed
-    follows from the two permutations.
-    """
-    base_233 = list(range(n))
-    random.Random(GOAL_SHUFFLE_SEED).shuffle(base_233)  # position -> index in the unshuffled list
-    position_of = np.empty(n, dtype=np.int64)
-    position_of[np.asarray(base_233, dtype=np.int64)] = np.arange(n, dtype=np.int64)
-    order = list(range(n))
-    random.Random(seed).shuffle(order)
-    return position_of[np.asarray(order, dtype=np.int64)]

@@ -56,7 +56,7 @@ from webshop_gym.data.columns import (
 from webshop_gym.error import GoalNotFound, expect_one_of
 from webshop_gym.utils.paths import build_atomically, is_built
 
-__all__ = ["GoalSet", "SPLITS", "build_goals", "product_prices"]
+__all__ = ["GoalSet", "SPLITS", "build_goals", "product_prices", "reshuffled_order"]
 
 log = logging.getLogger("webshop_gym")
 
@@ -258,8 +258,18 @@ class GoalSet:
             self._cache["cum"] = cached
         return cached
 
-    def sample(self, rng: np.random.Generator, indices: range | None = None) -> int:
-        """Draw a goal index in proportion to weight (within ``indices`` when given)."""
+    def sample(self, rng: np.random.Generator, indices: range | np.ndarray | None = None) -> int:
+        """Draw a goal index in proportion to weight (within ``indices`` when given).
+
+        ``indices`` is a range (a split) or an array of goal indices (a protocol's train goals).
+        """
+        if indices is not None and not isinstance(indices, range):
+            ids = np.asarray(indices, dtype=np.int64)
+            if len(ids) == 0:
+                raise GoalNotFound("cannot sample from an empty set of goals")
+            cum_ids = np.cumsum(np.asarray(self.weight, dtype=np.float64)[ids])
+            x = rng.random() * cum_ids[-1]
+            return int(ids[min(int(np.searchsorted(cum_ids, x, side="right")), len(ids) - 1)])
         cum = self.cum_weights
         lo = 0 if indices is None else indices.start
         hi = len(self) if indices is None else indices.stop
@@ -360,6 +370,22 @@ def _shuffle_order(n: int) -> np.ndarray:
     order = list(range(n))
     random.Random(GOAL_SHUFFLE_SEED).shuffle(order)
     return np.asarray(order, dtype=np.int64)
+
+
+def reshuffled_order(n: int, seed: int) -> np.ndarray:
+    """Goal index (in this package's order) at each position of the goal list shuffled with ``seed``.
+
+    Our goals are the reference's built list shuffled with ``random.Random(233)``.  Forks of the
+    reference shuffle the same built list with another seed (the verl-agent fork with each
+    worker's seed, the SEED fork with 0).  A shuffle of a list is a permutation that depends only
+    on the list's length and the seed, so position ``j`` of the fork's list is our goal
+    ``reshuffled_order(n, seed)[j]``; ``seed=233`` gives ``arange(n)``.
+    """
+    position_of = np.empty(n, dtype=np.int64)
+    position_of[_shuffle_order(n)] = np.arange(n, dtype=np.int64)  # built index -> our position
+    order = list(range(n))
+    random.Random(seed).shuffle(order)  # fork position -> built index
+    return position_of[np.asarray(order, dtype=np.int64)]
 
 
 def _build_synthetic(catalog: Catalog, folder: Path, progress: bool) -> dict:

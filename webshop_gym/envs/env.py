@@ -55,7 +55,8 @@ class WebShopEnv(gym.Env[str, str]):
     ## Arguments
     ``shop`` (a reference-format directory or a :class:`~webshop_gym.shop.Shop`; default: the
     embedded shop), ``goals`` (a frozen goal-set file), ``human_goals``, ``price_seed`` (seeds
-    product prices and price caps), ``observation_mode``, ``split``, ``max_steps``,
+    product prices and price caps), ``observation_mode``, ``split`` (also a protocol's train goals,
+    ``"verl-agent-500:train"``, with ``allow_test_goals`` to allow its test goals), ``max_steps``,
     ``show_attrs``, ``render_mode`` (``"ansi"`` text or ``"html"``), ``search_backend``
     (``"bm25"``, default, or ``"pyserini"``: the same ranking, see :mod:`webshop_gym.search`).
 
@@ -86,6 +87,7 @@ class WebShopEnv(gym.Env[str, str]):
         num_products: int | None = None,
         search_backend: str = "bm25",
         render_mode: str | None = None,
+        allow_test_goals: bool = False,
     ):
         if render_mode is not None:
             expect_one_of("render_mode", render_mode, self.metadata["render_modes"])
@@ -94,7 +96,8 @@ class WebShopEnv(gym.Env[str, str]):
             num_products=num_products, progress=False, search_backend=search_backend,
         )
         self.engine = Engine(
-            self.shop, 1, observation_mode=observation_mode, max_steps=max_steps, show_attrs=show_attrs, split=split
+            self.shop, 1, observation_mode=observation_mode, max_steps=max_steps, show_attrs=show_attrs, split=split,
+            allow_test_goals=check_bool("allow_test_goals", allow_test_goals),
         )
         self.observation_mode = observation_mode
         self.render_mode = render_mode

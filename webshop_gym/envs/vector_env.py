@@ -99,7 +99,9 @@ class WebShopVectorEnv(VectorEnv):
         shop, goals, human_goals, price_seed, num_products, search_backend: the shop (see
             ``load_shop``).
         observation_mode: ``text``, ``text_rich``, ``html`` or ``url``.
-        split: goals to sample from: ``"test"``, ``"eval"``, ``"train"`` or ``None`` (all).
+        split: goals to sample from: ``"test"``, ``"eval"``, ``"train"``, ``None`` (all) or a
+            protocol's train goals (``"verl-agent-500:train"``; see :mod:`webshop_gym.protocols`).
+        allow_test_goals: let a protocol split hold the protocol's test goals (refused otherwise).
         max_steps: step cap per episode (truncation).
         group_size: each goal is given to this many consecutive slots (GRPO/GiGPO groups);
             ``num_envs`` must be a multiple of it.
@@ -143,6 +145,7 @@ class WebShopVectorEnv(VectorEnv):
         search_backend: str = "bm25",
         render_mode: str | None = None,
         max_episode_steps: int | None = None,
+        allow_test_goals: bool = False,
     ):
         num_envs = check_int("num_envs", num_envs, low=1)
         group_size = check_int("group_size", group_size, low=1)
@@ -172,12 +175,12 @@ class WebShopVectorEnv(VectorEnv):
 
             self.engine = WorkerPool(
                 num_workers, self.num_envs, self.shop, observation_mode=observation_mode, max_steps=max_steps,
-                show_attrs=show_attrs, split=split,
+                show_attrs=show_attrs, split=split, allow_test_goals=check_bool("allow_test_goals", allow_test_goals),
             )
         else:
             self.engine = Engine(
                 self.shop, self.num_envs, observation_mode=observation_mode, max_steps=max_steps,
-                show_attrs=show_attrs, split=split,
+                show_attrs=show_attrs, split=split, allow_test_goals=check_bool("allow_test_goals", allow_test_goals),
             )
         self.single_observation_space = String()
         self.single_action_space = String(max_length=MAX_ACTION_LENGTH)

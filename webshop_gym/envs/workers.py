@@ -25,6 +25,7 @@ from multiprocessing.reduction import ForkingPickler
 import numpy as np
 
 from webshop_gym.error import Error
+from webshop_gym.protocols.splits import goal_ids
 
 __all__ = ["ShardedEngine", "WorkerDied", "WorkerError", "WorkerPool", "portable_action", "shop_arguments"]
 
@@ -123,11 +124,11 @@ class ShardedEngine:
     vector env's generators live in this process).
     """
 
-    def _init_shards(self, shop, split: str | None, bounds: Sequence[int]) -> None:
+    def _init_shards(self, shop, split: str | None, bounds: Sequence[int], allow_test_goals: bool = False) -> None:
         """Split ``bounds[-1]`` slots into shards ``[bounds[k], bounds[k + 1])``."""
         num_slots = int(bounds[-1])
         self.shop = shop
-        self.goal_range = shop.goals.split_range(split)
+        self.goal_range = goal_ids(shop, split, allow_test_goals=allow_test_goals)
         self.shards = [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
         self.owner = np.zeros(num_slots, np.int64)
         for k, (a, b) in enumerate(self.shards):
@@ -177,7 +178,7 @@ class WorkerPool(ShardedEngine):
         num_workers: processes that step the batch, this one included (shard 0 is stepped here).
         num_slots: slots in all.
         shop: the parent's shop (its files are re-opened, memory-mapped, by every worker).
-        observation_mode, max_steps, show_attrs, split: as :class:`~webshop_gym.engine.Engine`.
+        observation_mode, max_steps, show_attrs, split, allow_test_goals: as :class:`~webshop_gym.engine.Engine`.
         java_heap: each worker's JVM heap (default ``WEBSHOP_GYM_JAVA_HEAP`` or 1g).
         timeout: seconds to wait for a worker's answer before declaring it stuck.
     """
@@ -193,14 +194,16 @@ class WorkerPool(ShardedEngine):
         split: str | None = None,
         java_heap: str | None = None,
         timeout: float = 600.0,
+        allow_test_goals: bool = False,
     ):
         from webshop_gym.engine import Engine
 
         if not 1 <= num_workers <= num_slots:
             raise ValueError(f"num_workers must be between 1 and num_envs ({num_slots}), got {num_workers}")
-        self._init_shards(shop, split, np.linspace(0, num_slots, num_workers + 1).round().astype(int))
+        self._init_shards(shop, split, np.linspace(0, num_slots, num_workers + 1).round().astype(int), allow_test_goals)
         self.timeout = timeout
-        engine_args = {"observation_mode": observation_mode, "max_steps": max_steps, "show_attrs": show_attrs, "split": split}
+        engine_args = {"observation_mode": observation_mode, "max_steps": max_steps, "show_attrs": show_attrs, "split": split,
+                       "allow_test_goals": allow_test_goals}
         self.local = Engine(shop, self.shards[0][1] - self.shards[0][0], **engine_args)
         ctx = mp.get_context("spawn")
         self.conns: dict[int, object] = {}

@@ -57,6 +57,8 @@ from webshop_gym.error import (
     InvalidArgument,
     close_match,
 )
+from webshop_gym.protocols import ProtocolSplit, goal_ids
+from webshop_gym.utils.checks import check_bool
 
 __all__ = ["TASK_PROMPT", "EpisodeLost", "InadmissibleAction", "WebShopRemoteToolEnv", "WebShopToolEnv", "shared_shop",
            "webshop_dataset"]
@@ -132,8 +134,10 @@ class WebShopToolEnv:
             for the embedded default shop.
         goals: a frozen goal-set file (see :func:`~webshop_gym.load_shop`).
         split: the goals this env serves: ``"train"`` (default), ``"eval"``, ``"test"`` (the
-            first 500 goals) or ``None`` (all).  A row's ``goal_index`` outside it is an error;
-            a row without one gets a goal drawn from it.
+            first 500 goals), ``None`` (all) or a protocol's train goals (``"verl-agent-500:train"``,
+            see :mod:`webshop_gym.protocols`).  A row's ``goal_index`` outside it is an error; a
+            row without one gets a goal drawn from it.
+        allow_test_goals: let a protocol split hold the protocol's test goals (refused otherwise).
         human_goals: human instructions instead of synthetic goals.
         price_seed: seeds product prices and price caps (``0`` is the reference's run).
         max_steps: actions (invalid ones included) after which the episode ends without a
@@ -160,14 +164,15 @@ class WebShopToolEnv:
         max_steps: int | None = 15,
         search_backend: str = "bm25",
         seed: int | None = None,
+        allow_test_goals: bool = False,
     ):
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
             raise InvalidArgument(f"seed must be an integer >= 0 or None, got {seed!r}")
         loaded = shared_shop(shop, goals=goals, human_goals=human_goals, price_seed=price_seed, search_backend=search_backend)
-        self._env = WebShopEnv(shop=loaded, split=split, max_steps=max_steps)
+        self._env = WebShopEnv(shop=loaded, split=split, max_steps=max_steps, allow_test_goals=allow_test_goals)
         self._max_steps = max_steps
         self._split = split
-        self._goal_range = loaded.goals.split_range(split)
+        self._goal_range = self._env.engine.goal_range
         self._seed = seed
         self._seeded = False
         self._over = True
@@ -202,10 +207,11 @@ class WebShopToolEnv:
         if goal is not None:
             goal = self._env.engine.check_goal(goal)
             if goal not in self._goal_range:
+                held = (f"goals {self._goal_range.start}..{self._goal_range.stop - 1}" if isinstance(self._goal_range, range)
+                        else f"{len(self._goal_range):,} goals")
                 raise GoalNotFound(
-                    f"goal_index {goal} is not in this env's split {self._split!r} (goals "
-                    f"{self._goal_range.start}..{self._goal_range.stop - 1}); build the dataset and the env "
-                    "with the same split, or pass split=None to the env"
+                    f"goal_index {goal} is not in this env's split {str(self._split)!r} ({held}); build the dataset "
+                    "and the env with the same split, or pass split=None to the env"
                 )
             expected, actual = row.get("instruction"), self.shop.goals.instruction[goal]
             if expected is not None and expected != actual:
@@ -583,6 +589,8 @@ class WebShopRemoteToolEnv(WebShopToolEnv):
 def webshop_dataset(
     split: str | None = "train",
     *,
+    protocol: str | None = None,
+    allow_test_goals: bool = False,
     shop: str | os.PathLike | Shop | None = None,
     goals: str | os.PathLike | None = None,
     human_goals: bool = False,
@@ -600,7 +608,12 @@ def webshop_dataset(
 
     Args:
         split: ``"train"`` (default), ``"eval"``, ``"test"`` (the first 500 goals: the published
-            evaluation) or ``None`` (every goal).
+            evaluation) or ``None`` (every goal); with ``protocol``, ``"train"`` or ``"test"``.
+        protocol: a protocol's name (:func:`webshop_gym.protocols.protocol_names`): the rows are
+            its train goals (``split="train"``) or its test goals (``split="test"``, with
+            ``allow_test_goals=True``), and the shop must be the protocol's.  The env then takes
+            ``split=f"{protocol}:train"``.
+        allow_test_goals: allow rows that are the protocol's test goals (refused otherwise).
         shop: a shop directory, a loaded :class:`~webshop_gym.Shop`, or ``None`` (embedded shop).
         goals: a frozen goal-set file.
         human_goals: human instructions instead of synthetic goals.
@@ -619,9 +632,13 @@ def webshop_dataset(
     if not isinstance(prompt, str):
         raise InvalidArgument(f"prompt must be a string, got {prompt!r}")
     loaded = shared_shop(shop, goals=goals, human_goals=human_goals, price_seed=price_seed)
-    goal_range = loaded.goals.split_range(split)
+    if protocol is not None:
+        if split not in ("train", "test"):
+            raise InvalidArgument(f"with protocol={protocol!r}, split must be 'train' or 'test', got {split!r}")
+        split = ProtocolSplit(str(protocol), split)
+    goal_range = goal_ids(loaded, split, allow_test_goals=check_bool("allow_test_goals", allow_test_goals))
     if len(goal_range) == 0:
-        raise GoalNotFound(f"split {split!r} holds no goals in this goal set ({len(loaded.goals)} goals)")
+        raise GoalNotFound(f"split {str(split)!r} holds no goals in this goal set ({len(loaded.goals)} goals)")
     if limit is not None:
         goal_range = goal_range[:limit]
     instructions = loaded.goals.instruction

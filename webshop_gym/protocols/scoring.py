@@ -1,0 +1,103 @@
+"""A protocol's reward transform, success rule and metrics, interpreted from its data.
+
+The protocol file says (``reward``, ``success``, ``metrics``, ``aggregate``):
+
+* ``reward.transform``: ``"raw"`` (the WebShop reward in [0, 1]) or ``"indicator"``
+  (``success_value`` on success, else ``failure_value``: verl-agent's 10/0, RAGEN's 1/0);
+* ``success``: ``raw_at_least`` (the raw reward an episode needs; every family uses 1.0) and
+  ``needs_purchase`` (an episode that ended without buying never succeeds);
+* ``metrics``: each a ``name``, a ``label``, what it averages (``of``: ``"success"`` or
+  ``"raw_reward"``) and a ``scale`` (100: printed as a percentage);
+* ``aggregate.over``: ``"episodes"`` (one mean), ``"draws"`` (the mean of each reset's batch,
+  then the mean over the validation's draws: verl-agent) or ``"trials"`` (an episode solved in
+  an earlier trial stays solved: Reflexion).
+
+These functions are the definition the evaluation layer calls; they do not read runs.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+
+__all__ = ["figures", "is_success", "transform_reward"]
+
+
+def is_success(protocol, raw_reward: float, purchased: bool) -> bool:
+    """Whether an episode with this final raw reward succeeded under the protocol."""
+    rule = protocol.success
+    if rule.get("needs_purchase", True) and not purchased:
+        return False
+    return float(raw_reward) >= float(rule.get("raw_at_least", 1.0))
+
+
+def transform_reward(protocol, raw_reward: float, purchased: bool) -> float:
+    """The reward the family's trainer sees for an episode's last step (its reward transform)."""
+    rule = protocol.reward
+    if rule["transform"] == "raw":
+        return float(raw_reward)
+    won = is_success(protocol, raw_reward, purchased)
+    return float(rule["success_value"] if won else rule["failure_value"])
+
+
+def _value(protocol, episode: Mapping, of: str) -> float:
+    raw = float(episode.get("raw_reward", 0.0))
+    if of == "success":
+        return 1.0 if is_success(protocol, raw, bool(episode.get("purchased", True))) else 0.0
+    if of == "raw_reward":
+        return raw
+    raise ValueError(f"unknown metric input {of!r}")
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else float("nan")
+
+
+def figures(protocol, episodes: Iterable[Mapping]) -> dict:
+    """The protocol's metrics over episodes, aggregated as the family does.
+
+    Args:
+        protocol: a :class:`~webshop_gym.protocols.Protocol`.
+        episodes: dicts with ``raw_reward`` (the final WebShop reward), ``purchased`` (bool, default True);
+            ``draw`` (verl-agent's reset) for ``aggregate.over == "draws"``; ``trial`` and
+            ``goal`` for ``"trials"``; ``goal`` and ``sample`` when a goal is played several
+            times (``samples_per_goal``).
+
+    Returns:
+        ``{metric name: value}`` (on the metric's scale); with several samples per goal also
+        ``mean@K`` and ``pass@K`` (the share of goals with at least one success in their K
+        samples, x 100); for ``"trials"`` also ``{name}_by_trial``, the value after each trial.
+    """
+    episodes = list(episodes)
+    over = protocol.aggregate.get("over", "episodes")
+    out: dict = {}
+    for metric in protocol.metrics:
+        of, scale = metric["of"], float(metric.get("scale", 1))
+        if over == "draws":
+            batches: dict = defaultdict(list)
+            for e in episodes:
+                batches[e.get("draw", 0)].append(_value(protocol, e, of))
+            value = _mean([_mean(b) for _, b in sorted(batches.items())])
+        elif over == "trials":
+            solved: dict = {}
+            by_trial = []
+            for trial in sorted({int(e.get("trial", 0)) for e in episodes}):
+                for e in episodes:
+                    if int(e.get("trial", 0)) == trial:
+                        goal = e.get("goal")
+                        solved[goal] = max(solved.get(goal, 0.0), _value(protocol, e, of))
+                by_trial.append(_mean(list(solved.values())) * scale)
+            out[f"{metric['name']}_by_trial"] = by_trial
+            value = by_trial[-1] / scale if by_trial else float("nan")
+        else:
+            value = _mean([_value(protocol, e, of) for e in episodes])
+        out[metric["name"]] = value * scale
+    samples: dict = defaultdict(list)
+    for e in episodes:
+        if "sample" in e:
+            samples[e.get("goal")].append(_value(protocol, e, "success"))
+    k = max((len(v) for v in samples.values()), default=0)
+    if k > 1:
+        out[f"mean@{k}"] = _mean([_mean(v) for v in samples.values()]) * 100
+        out[f"pass@{k}"] = _mean([1.0 if max(v) > 0 else 0.0 for v in samples.values()]) * 100
+    return out
