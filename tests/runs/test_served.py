@@ -402,3 +402,46 @@ def test_absurd_usage_counts_are_unknown_and_readers_refuse_them(tmp_path, capsy
             read_log(tmp_path / "bad.jsonl")
         assert main(["report", str(tmp_path / "bad.jsonl"), "--no-plots", "--format", "md"]) == 2
         assert message in capsys.readouterr().err
+
+
+def test_resume_keeps_what_the_whole_run_cost_and_every_sessions_time(tmp_path, default_shop, capsys):
+    out = tmp_path / "run.jsonl"
+    failing = [default_shop.goals.instruction[g] for g in (1, 3)]
+    with ChatServer(fail_when=failing) as server:
+        assert _eval(server, out, "--max-retries", "1", "--json", str(tmp_path / "a.json"), goals=6) == 0
+        first_requests = len(server.requests)
+        first_prompt, first_completion = server.usage_sums()
+    first = json.loads((tmp_path / "a.json").read_text())
+    assert first["errored"] == 2 and first["requests"] == first_requests
+    with ChatServer() as server:
+        assert _eval(server, out, "--resume", "--json", str(tmp_path / "b.json"), "--price-input", "1",
+                     "--price-output", "2", goals=6) == 0
+        second_requests = len(server.requests)
+        second_prompt, second_completion = server.usage_sums()
+    result = json.loads((tmp_path / "b.json").read_text())
+    assert result["resumed"] == {"kept": 4, "played": 2} and result["errored"] == 0
+    # the kept episodes' figures, and what every request of both sessions cost
+    assert result["billed"]["requests"] == first_requests + second_requests
+    assert result["billed"]["tokens"]["prompt"] == first_prompt + second_prompt
+    assert result["billed"]["tokens"]["completion"] == first_completion + second_completion
+    assert result["requests"] < result["billed"]["requests"] and result["billed"]["episodes"] == 8
+    assert result["cost_billed"] == pytest.approx((result["billed"]["tokens"]["prompt"] * 1
+                                                   + result["billed"]["tokens"]["completion"] * 2) / 1e6)
+    # the rate is this session's own: its 2 episodes' steps over its wall time
+    sessions = result["sessions"]
+    assert len(sessions) == 2 and sessions[0]["wall_s"] == pytest.approx(first["wall_s"]) and sessions[0]["finished"]
+    played_steps = sum(len(e.steps) for e in read_log(out).episodes if e.goal_index in (1, 3))
+    assert result["steps_per_s"] == pytest.approx(played_steps / result["wall_s"])
+    text = capsys.readouterr().out
+    assert "this session" in text and "whole run" in text
+    assert main(["report", str(out), "--no-plots", "--format", "md", "--out", str(tmp_path / "r.md"),
+                 "--price-input", "1", "--price-output", "2"]) == 0
+    from tests.runs.test_figures_agree import _md_tables
+
+    calls = next(v for k, v in _md_tables((tmp_path / "r.md").read_text()).items() if k.startswith("Model calls"))[0]
+    assert calls["whole run: requests"] == f"{first_requests + second_requests:,}"
+    assert calls["requests"] == f"{result['requests']:,}"
+    assert calls["whole run: cost"] == f"{result['cost_billed']:.4f}"
+    assert calls["wall time (s)"] == f"{first['wall_s'] + result['wall_s']:.1f}"
+    assert all(r["match"] for r in replay(out))
+    capsys.readouterr()

@@ -27,7 +27,7 @@ import numpy as np
 
 from webshop_gym.analysis.intervals import RESAMPLES, Interval, score_interval, sr_interval
 
-__all__ = ["BREAKDOWN", "accounting", "cost", "intervals", "scored", "summarize"]
+__all__ = ["BREAKDOWN", "accounting", "add_accounting", "billed", "cost", "intervals", "scored", "summarize"]
 
 #: The reward parts whose means over purchases a run's figures give.
 BREAKDOWN = ("r_type", "r_att", "r_option", "r_price")
@@ -128,6 +128,31 @@ def accounting(episodes: Sequence[dict]) -> dict:
         "requests": sum(int(e.get("requests") or 0) for e in episodes),
         "retries": sum(int(e.get("retries") or 0) for e in episodes),
     }
+
+
+def add_accounting(a: dict | None, b: dict | None) -> dict:
+    """Two totals of :func:`accounting`'s ``tokens``, ``requests``, ``retries`` (and ``episodes``) added up."""
+    out: dict = {"tokens": {"prompt": 0, "completion": 0}, "requests": 0, "retries": 0, "episodes": 0}
+    for part in (a or {}, b or {}):
+        tokens = part.get("tokens") or {}
+        for key in ("prompt", "completion"):
+            out["tokens"][key] += int(tokens.get(key) or 0)
+        for key in ("requests", "retries", "episodes"):
+            out[key] += int(part.get(key) or 0)
+    out["tokens"]["total"] = out["tokens"]["prompt"] + out["tokens"]["completion"]
+    return out
+
+
+def billed(figures: dict, dropped: dict | None) -> dict:
+    """What the whole run cost: the figures' accounting (the episodes kept) plus the attempts ``--resume`` dropped.
+
+    Returns:
+        ``tokens`` (``prompt``, ``completion``, ``total``), ``requests``, ``retries`` and
+        ``episodes`` (every episode played, the dropped ones included).
+    """
+    kept = {"tokens": figures.get("tokens"), "requests": figures.get("requests"), "retries": figures.get("retries"),
+            "episodes": figures["counts"]["episodes"] + int(figures.get("errored") or 0)}
+    return add_accounting(kept, dropped)
 
 
 def cost(tokens: dict | None, price_input: float | None, price_output: float | None) -> float | None:

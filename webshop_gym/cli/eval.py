@@ -119,6 +119,8 @@ def run(args: argparse.Namespace) -> int:
         from webshop_gym.analysis.figures import cost
 
         result["cost"] = cost(result["tokens"], args.price_input, args.price_output)
+        if result.get("billed"):
+            result["cost_billed"] = cost(result["billed"]["tokens"], args.price_input, args.price_output)
     table = format_table(result)
     text = json.dumps(result, indent=1, default=_json_default)
     status = _unscored_status(result)
@@ -128,7 +130,8 @@ def run(args: argparse.Namespace) -> int:
         return status
     print(table)
     summary = {k: result[k] for k in ("policy", "split", "score", "sr", "mean_steps", "valid_rate", "breakdown",
-                                      "errored", "tokens", "requests", "retries", "cost") if k in result}
+                                      "errored", "tokens", "requests", "retries", "cost", "billed", "cost_billed")
+               if k in result}
     print("json: " + json.dumps(summary, default=_json_default))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:

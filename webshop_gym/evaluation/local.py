@@ -444,7 +444,13 @@ def format_table(result: dict) -> str:
 
         rows += accounting_rows(result)
     slots = f"{result['concurrency']} in flight" if "concurrency" in result else f"{result['num_envs']} envs"
-    rows.append(("wall time", f"{result['wall_s']:.1f} s ({_fmt(result.get('steps_per_s'), 0)} steps/s, {slots})"))
+    if result.get("sessions"):  # a resumed run: the rate is this session's own; every session's time beside it
+        times = " + ".join("?" if x.get("wall_s") is None else f"{x['wall_s']:.1f}" for x in result["sessions"])
+        rows.append(("wall time", f"{result['wall_s']:.1f} s this session ({_fmt(result.get('steps_per_s'), 0)} steps/s "
+                                  f"over its {result['sessions'][-1]['episodes']} episodes, {slots}); sessions: {times} s "
+                                  "(? = interrupted)"))
+    else:
+        rows.append(("wall time", f"{result['wall_s']:.1f} s ({_fmt(result.get('steps_per_s'), 0)} steps/s, {slots})"))
     if result.get("run_file"):
         rows.append(("run file", f"{result['run_file']} (webshop-gym replay / report / serve --runs)"))
     width = max(len(k) for k, _ in rows)

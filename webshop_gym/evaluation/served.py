@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from webshop_gym.analysis.figures import summarize
+from webshop_gym.analysis.figures import accounting, add_accounting, billed, summarize
 from webshop_gym.engine import Engine
 from webshop_gym.error import Error
 from webshop_gym.evaluation.episode import episode_seed, slim_info
@@ -385,6 +385,7 @@ def evaluate_served(
     n = int(concurrency or getattr(agent, "concurrency", 8))
     settings = _run_line(policy, agent, split, seed, max_steps, n, observation_mode, shard, run_settings)
     kept: list[dict] = []
+    history: dict = {}  # earlier sessions of a resumed run and the attempts they dropped
     todo = goals
     writer = None
     try:
@@ -394,7 +395,7 @@ def evaluate_served(
         if check and todo and callable(getattr(agent, "check", None)):
             agent.check()  # before the file is touched
         if plan is not None:
-            kept = _keep_only(out, goals, plan)
+            kept, history = _keep_only(out, goals, plan)
         started = time.perf_counter()
         stats: dict = {}
         if out is not None:
@@ -418,13 +419,17 @@ def evaluate_served(
             writer.close()
         raise RuntimeError(f"evaluation covered {len(episodes)} goals, expected each of {len(goals)} exactly once")
     result = summarize(episodes)
-    counts = result["counts"]
+    played_steps = sum(int(e["steps"]) for e in played)
     result.update(
         policy=settings["policy"], shop=str(shop.path), fingerprint=shop.fingerprint(), goal_kind=shop.goals.kind,
         split=split or "all", goals=[goals[0], goals[-1] + 1] if goals else [0, 0], num_envs=n, concurrency=n,
-        seed=seed, max_steps=max_steps, wall_s=wall, steps_per_s=counts["steps"] / wall if wall > 0 else None,
+        seed=seed, max_steps=max_steps, wall_s=wall, steps_per_s=played_steps / wall if wall > 0 else None,
         env_steps=stats.get("engine_steps", 0), requests_max_in_flight=stats.get("requests_max_in_flight", 0),
     )
+    if history:  # a resumed run: every session's time, and what the whole run cost
+        this = {"wall_s": wall, "finished": True, "episodes": len(played)}
+        result["sessions"] = [*history["sessions"], this]
+        result["billed"] = billed(result, history["dropped"])
     if shard is not None:
         result["shard"] = list(shard)
     if resume:
@@ -496,12 +501,31 @@ def _resume_plan(path, shop, goals: list[int], settings: dict) -> dict[int, Any]
     return {g: e for g, e in keep.items() if g in wanted}
 
 
-def _keep_only(path, goals: list[int], keep: dict[int, Any]) -> list[dict]:
-    """Rewrite the run file with only the episodes kept (goal order); return their records."""
+def _keep_only(path, goals: list[int], keep: dict[int, Any]) -> tuple[list[dict], dict]:
+    """Rewrite the run file with only the episodes kept (goal order); return their records and the run's history.
+
+    The episodes dropped (errored, or of goals not asked now) were paid for: their accounting is
+    added to the run line's ``dropped`` totals, and the session that wrote them to its
+    ``sessions`` (its wall time when it finished with a summary line, else ``null``), so that a
+    resumed run still says what the whole run cost and how long each session took.
+    """
+    run = load_run(path, require_episodes=False, steps=False)
+    header = dict(run.header)
+    kept_ids = {e.log.episode for e in keep.values()}
+    dropped_now = accounting([e.record() for e in run.episodes if e.log.episode not in kept_ids])
+    dropped_now["episodes"] = sum(e.log.episode not in kept_ids for e in run.episodes)
+    last = (run.summary or {}).get("result") or {}
+    if isinstance(last.get("sessions"), list):  # the last session was a resume that finished: it lists them all
+        sessions = list(last["sessions"])
+    else:  # the session that wrote the file last, finished (its summary's wall time) or interrupted (unknown)
+        sessions = [*(header.get("sessions") or []),
+                    {"wall_s": last.get("wall_s"), "finished": run.summary is not None, "episodes": None}]
+    history = {"sessions": sessions, "dropped": add_accounting(header.get("dropped"), dropped_now)}
+    header.update(sessions=history["sessions"], dropped=history["dropped"])
     lines = episode_lines(path)
     tmp = Path(str(path) + ".tmp")
     with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(lines["run"][0] + "\n")
+        handle.write(dumps_line(header) + "\n")
         for goal in goals:
             if goal in keep:
                 for line in lines[keep[goal].log.episode]:
@@ -509,7 +533,7 @@ def _keep_only(path, goals: list[int], keep: dict[int, Any]) -> list[dict]:
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(tmp, path)
-    return [keep[g].record() for g in goals if g in keep]
+    return [keep[g].record() for g in goals if g in keep], history
 
 
 def _in_goal_order(path) -> bool:
@@ -558,4 +582,11 @@ def accounting_rows(result: dict) -> list[tuple[str, str]]:
         rows[1] = (rows[1][0], rows[1][1] + f"; {unknown} episodes without usage from the server")
     if result.get("cost") is not None:
         rows.append(("cost", f"{result['cost']:.4f} (at the prices given per million tokens)"))
+    whole = result.get("billed")
+    if whole:  # a resumed run: what every session sent, the attempts --resume dropped included
+        text = (f"{whole['tokens']['total']:,} tokens, {whole['requests']:,} requests / {whole['retries']:,} retries "
+                f"over {whole['episodes']:,} episodes played (kept and dropped)")
+        if result.get("cost_billed") is not None:
+            text += f"; cost {result['cost_billed']:.4f}"
+        rows.append(("whole run", text))
     return rows

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from webshop_gym.analysis.figures import cost
+from webshop_gym.analysis.figures import billed, cost
 from webshop_gym.analysis.intervals import METHOD, score_interval, sr_interval
 from webshop_gym.analysis.stats import Interval, PairedComparison, paired
 from webshop_gym.analysis.taxonomy import CAUSES, TAG_RULES, TAGS
@@ -209,7 +209,7 @@ def tables(report: Report) -> dict[str, tuple[list[str], list[list[str]]]]:
     if any("tokens" in row.figures for row in report.rows):
 
         header = ["run", "errored episodes", "tokens / episode", "prompt tokens", "completion tokens", "requests",
-                  "retries", "wall time (s)", "cost"]
+                  "retries", "wall time (s)", "cost", "whole run: tokens", "whole run: requests", "whole run: cost"]
         rows = []
         for row in report.rows:
             f = row.figures
@@ -217,11 +217,16 @@ def tables(report: Report) -> dict[str, tuple[list[str], list[list[str]]]]:
                 rows.append([row.label] + ["-"] * (len(header) - 1))
                 continue
             t = f["tokens"]
-            wall = (row.run.summary or {}).get("result", {}).get("wall_s") if row.run.summary else None
-            price = cost(t, *report.prices)
+            result = (row.run.summary or {}).get("result", {}) if row.run.summary else {}
+            sessions = result.get("sessions") or ([{"wall_s": result.get("wall_s")}] if result else [])
+            walls = [x.get("wall_s") for x in sessions]
+            wall = sum(walls) if walls and None not in walls else None  # every session's time, when all are known
+            whole = result.get("billed") or billed(f, None)
+            price, whole_price = cost(t, *report.prices), cost(whole["tokens"], *report.prices)
             rows.append([row.label, f"{f['errored']} of {f['episodes'] + f['errored']}", _f(t["per_episode"], 0),
                          f"{t['prompt']:,}", f"{t['completion']:,}", f"{f['requests']:,}", f"{f['retries']:,}",
-                         _f(wall, 1), "-" if price is None else f"{price:.4f}"])
+                         _f(wall, 1), "-" if price is None else f"{price:.4f}", f"{whole['tokens']['total']:,}",
+                         f"{whole['requests']:,}", "-" if whole_price is None else f"{whole_price:.4f}"])
         out["served"] = (header, rows)
     categories = sorted({c for row in report.rows for c in row.categories})
     out["categories"] = (["category", *[row.label for row in report.rows]], [
@@ -274,7 +279,8 @@ def failure_tags(report: Report, examples: int = 5) -> list[dict]:
 TABLE_TITLES = {
     "runs": "Runs",
     "paired": "Paired comparison with the first run",
-    "served": "Model calls: errored episodes (not scored), tokens, requests, retries, wall time, cost",
+    "served": "Model calls: errored episodes (not scored), tokens, requests, retries, wall time (every session), "
+              "cost; whole run: the kept episodes and the attempts --resume dropped",
     "categories": "SR by product category: % (solved / episodes)",
     "causes": "Failure causes: episodes whose main cause it is (episodes with it at all)",
     "settings": "Settings",

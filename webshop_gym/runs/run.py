@@ -52,7 +52,7 @@ __all__ = [
 #: The figures of an evaluation kept in a run's summary line.
 SUMMARY_KEYS = ("episodes", "score", "sr", "mean_reward", "mean_steps", "valid_rate", "breakdown", "counts",
                 "unreachable", "sr_reachable", "policy", "wall_s", "steps_per_s", "env_steps",
-                "errored", "tokens", "requests", "retries", "concurrency", "shard", "resumed")
+                "errored", "tokens", "requests", "retries", "concurrency", "shard", "resumed", "sessions", "billed")
 #: The figures :func:`summary_difference` checks (everything the episodes determine).
 CHECKED_KEYS = ("episodes", "score", "sr", "mean_reward", "mean_steps", "valid_rate", "breakdown", "counts",
                 "unreachable", "sr_reachable", "errored", "tokens", "requests", "retries")
