@@ -27,6 +27,14 @@ import numpy as np
 FAULTS = ("429", "500", "timeout", "malformed", "drop")
 
 
+class ToolCalls:
+    """An answer (of ``ChatServer``'s ``answer``) that calls tools: ``ToolCalls([("search", {"query": "x"})])``."""
+
+    def __init__(self, calls: list[tuple[str, dict]], content: str | None = None):
+        self.calls = calls
+        self.content = content
+
+
 def scripted_answer(messages: list[dict], fmt: str = "think-answer") -> str:
     """The scripted policy: search the instruction, open the first result, choose nothing, buy."""
     text = "\n".join(str(m.get("content", "")) for m in messages if m.get("role") == "user")
@@ -60,7 +68,7 @@ class ChatServer:
         usage: send ``usage`` (else none: the client must mark tokens unknown).
         reasoning: send this as ``reasoning_content`` besides the answer.
         answer: replaces :func:`scripted_answer` (``messages -> content``; may return None or a list,
-            or bytes: a raw response body).
+            or bytes: a raw response body, or :class:`ToolCalls`).
         seed: seed of the fault draws.
     """
 
@@ -256,6 +264,9 @@ def _handler(owner: ChatServer):
             if isinstance(content, bytes):  # a raw response body, sent as it is
                 self._send(200, content)
                 return
+            tool_calls = None
+            if isinstance(content, ToolCalls):  # an answer that calls tools
+                content, tool_calls = content.content, content.calls
             stops = body.get("stop") or []
             if isinstance(content, str):
                 for stop in stops:  # like vLLM: cut at the stop string, which is not returned
@@ -267,6 +278,10 @@ def _handler(owner: ChatServer):
                 usage = {"prompt_tokens": _count_tokens(messages), "completion_tokens": completion,
                          "total_tokens": _count_tokens(messages) + completion}
             message = {"role": "assistant", "content": content}
+            if tool_calls is not None:
+                message["tool_calls"] = [{"id": f"call_{len(messages)}_{k}", "type": "function",
+                                          "function": {"name": name, "arguments": json.dumps(arguments)}}
+                                         for k, (name, arguments) in enumerate(tool_calls)]
             if owner.reasoning is not None:
                 message["reasoning_content"] = owner.reasoning
             reply = {"id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),

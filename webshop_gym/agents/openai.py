@@ -45,6 +45,18 @@ from webshop_gym.agents.batch import unbatch_infos
 from webshop_gym.agents.grammar import find_blocks
 from webshop_gym.agents.parse import ParsedAction
 from webshop_gym.agents.prompts import PromptFormat, Turn, admissible_actions, make_prompt
+from webshop_gym.agents.tools import (
+    TASK_PROMPT,
+    ToolCallError,
+    ToolCalling,
+    admissible_text,
+    call_action,
+    inadmissible_text,
+    page_text,
+    reset_text,
+    tool_message_content,
+    tool_schemas,
+)
 from webshop_gym.error import DependencyNotInstalled, Error, InvalidArgument, close_match
 
 __all__ = ["MAX_CONCURRENCY", "Call", "Decision", "OpenAIPolicy", "ServedModelError", "Session", "require_openai"]
@@ -99,6 +111,7 @@ class Call:
     finish_reason: str | None = None
     error: str | None = None
     non_text: bool = False
+    tool_calls: list[dict] | None = None
 
     def usage(self) -> dict:
         """``{"prompt_tokens", "completion_tokens"}`` (``None`` where unknown)."""
@@ -129,6 +142,13 @@ class Session:
     goal_index: int = -1
     seed: int = 0
     turns: list[Turn] = field(default_factory=list)
+    max_steps: int | None = None  # the env's step cap (the tools' texts name it)
+    # the tools format: the whole conversation, the calls of the last answer not yet stepped, the
+    # call just stepped (its result becomes the next tool message) and the invalid actions so far
+    messages: list[dict] = field(default_factory=list)
+    queued: list[dict] = field(default_factory=list)
+    stepped: dict | None = None
+    invalid: int = 0
 
 
 class _Retryable(Exception):
@@ -208,7 +228,7 @@ class OpenAIPolicy:
         _check_number("backoff", backoff, 0.0)
         _check_number("max_backoff", max_backoff, 0.0)
         self.model = model
-        self.prompt = make_prompt(prompt)
+        self.prompt = ToolCalling() if prompt == ToolCalling.name else make_prompt(prompt)
         self.max_new_tokens = int(max_new_tokens)
         self.temperature = float(temperature)
         self.top_p = float(top_p)
@@ -312,6 +332,8 @@ class OpenAIPolicy:
                 body["seed"] = int(seed) % 2**31
         if self.stop and self.prompt.stop:
             body["stop"] = list(self.prompt.stop)
+        if isinstance(self.prompt, ToolCalling):
+            body["tools"] = tool_schemas()
         body.update(self.request_options)
         if "max_completion_tokens" in self.request_options:
             body.pop("max_tokens", None)
@@ -390,6 +412,9 @@ class OpenAIPolicy:
         if text and self.stop and call.finish_reason == "stop" and self.prompt.answer_tag:
             text = _close_answer(text, self.prompt.answer_tag)
         call.text = text
+        calls = message.get("tool_calls")
+        if isinstance(calls, list) and calls:
+            call.tool_calls = [c for c in calls if isinstance(c, dict)]
         usage = data.get("usage")
         if isinstance(usage, dict):
             call.prompt_tokens = _count(usage.get("prompt_tokens"))
@@ -404,6 +429,8 @@ class OpenAIPolicy:
 
     def decide(self, session: Session, obs: str, info: Mapping[str, Any]) -> Decision:
         """Ask the model for the episode's next action (call from any thread; one turn per episode at a time)."""
+        if isinstance(self.prompt, ToolCalling):
+            return self._decide_tools(session, obs, info)
         admissible = admissible_actions(info)
         messages = self.prompt.messages(obs, info, session.turns)
         call = self.complete(messages, seed=session.seed + len(session.turns))
@@ -416,6 +443,76 @@ class OpenAIPolicy:
                                   "non-text answer" if call.non_text else "empty answer", parsed.thought)
         session.turns.append(Turn(obs, parsed.action, text, tuple(admissible)))
         return Decision(parsed.action, parsed, call)
+
+    def _decide_tools(self, session: Session, obs: str, info: Mapping[str, Any]) -> Decision:
+        """The tools format: the conversation TRL's rollout of :class:`WebShopToolEnv` would hold.
+
+        Every tool call is one env step: the calls of one answer are stepped in order (one
+        request, then a step per call), each followed by its ``tool`` message; a call of no known
+        tool or without its string argument, and an answer without any tool call, are stepped
+        as invalid actions (docs/agents.md).
+        """
+        cap = session.max_steps
+        if not session.messages:
+            session.messages.append({"role": "user", "content": TASK_PROMPT + reset_text(obs, info, cap)})
+        elif session.stepped is not None:
+            done = session.stepped
+            if info.get("invalid_action"):
+                session.invalid += 1
+            if done["id"] is None:  # the answer had no tool call: say so, as a user turn
+                session.messages.append({"role": "user", "content": "No tool was called. " + admissible_text(
+                    info.get("valid_actions", []))})
+            else:
+                if done["error"] is not None:
+                    content = tool_message_content(error=done["error"])
+                elif info.get("invalid_action"):
+                    content = tool_message_content(error=inadmissible_text(
+                        done["call"], done["label"], session.invalid, info, done["admissible"], False, cap))
+                else:
+                    content = tool_message_content(result=page_text(obs, info, False, cap))
+                session.messages.append({"role": "tool", "tool_call_id": done["id"], "name": done["name"],
+                                         "content": content})
+        session.stepped = None
+        if session.queued:  # the next call of the last answer: no request
+            return self._step_tool_call(session, info, session.queued.pop(0), Call(requests=0))
+        call = self.complete(session.messages, seed=session.seed + len(session.turns))
+        if call.error is not None:
+            return Decision("", None, call)
+        calls = call.tool_calls or []
+        assistant: dict[str, Any] = {"role": "assistant", "content": call.text or None}
+        ids = []
+        for k, c in enumerate(calls):
+            ids.append(str(c.get("id") or f"call_{len(session.turns)}_{k}"))
+        if calls:
+            assistant["tool_calls"] = [{"id": i, "type": "function", "function": c.get("function")}
+                                       for i, c in zip(ids, calls)]
+        session.messages.append(assistant)
+        raw = json.dumps({"content": call.text, "tool_calls": assistant.get("tool_calls", [])}, ensure_ascii=False)
+        call.text = raw
+        session.turns.append(Turn(obs, "", raw, tuple(admissible_actions(info))))
+        if not calls:
+            session.stepped = {"id": None, "name": None, "error": None}
+            parsed = ParsedAction("", False, False, False, "no tool call")
+            return Decision("", parsed, call)
+        session.queued = [{**c, "id": i} for i, c in zip(ids, calls)]
+        return self._step_tool_call(session, info, session.queued.pop(0), call)
+
+    def _step_tool_call(self, session: Session, info: Mapping[str, Any], tool_call: dict, call: Call) -> Decision:
+        function = tool_call.get("function") if isinstance(tool_call.get("function"), dict) else {}
+        name = str(function.get("name"))
+        admissible = admissible_actions(info)
+        try:
+            action, text = call_action(name, function.get("arguments"))
+        except ToolCallError as exc:
+            session.stepped = {"id": tool_call["id"], "name": name, "error": str(exc)}
+            return Decision("", ParsedAction("", False, False, False, f"bad tool call: {exc}"), call)
+        label = action[len("click["):-1] if name == "click" else None
+        session.stepped = {"id": tool_call["id"], "name": name, "error": None, "call": text, "label": label,
+                           "admissible": list(info.get("valid_actions", []))}
+        valid = action in admissible or (name == "search" and "search[<query>]" in admissible)
+        if call.requests == 0:
+            call.text = json.dumps({"tool_calls": [tool_call]}, ensure_ascii=False)
+        return Decision(action, ParsedAction(action, valid, True, False, "" if valid else "not admissible"), call)
 
     # -- the Policy protocol (one slot) and the batch protocol ---------------------------------------
 

@@ -49,7 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "`replay`, summarise with `report`")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     hf = parser.add_argument_group("hf:PATH and openai:MODEL policies")
-    hf.add_argument("--prompt", default="think-answer", choices=["think-answer", "verl-agent", "react"], help="prompt format (default think-answer)")
+    hf.add_argument("--prompt", default="think-answer", choices=["think-answer", "verl-agent", "react", "tools"],
+                    help="prompt format (default think-answer); tools: chat completions with the search/click tools "
+                         "of the TRL environment (openai:MODEL policies only)")
     hf.add_argument("--max-new-tokens", type=types.at_most(types.positive_int, types.MAX_TOKENS), default=128, metavar="N",
                     help=f"tokens per answer (default 128; at most {types.MAX_TOKENS:,})")
     hf.add_argument("--sample", action="store_true", help="sample instead of greedy decoding")
@@ -217,6 +219,8 @@ def add_served_arguments(parser) -> None:
 def check_served_arguments(args) -> None:
     """Refuse ``openai:MODEL`` flags given to another policy, and sampling flags without ``--sample``."""
     served = str(args.policy).startswith("openai:")
+    if getattr(args, "prompt", None) == "tools" and not served:
+        raise Error(f"--prompt tools needs a served model (openai:MODEL) that calls tools, not {args.policy!r}")
     if not served:
         given = [flag for flag, value in (("--base-url", args.base_url), ("--concurrency", args.concurrency),
                                           ("--resume", args.resume), ("--shard", args.shard),

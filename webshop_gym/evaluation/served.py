@@ -208,6 +208,8 @@ def play(
             tokens[slot] += 1
             info = engine.info(slot)
             sessions[slot] = policy.new_session(info, seed=episode_seed(seed, goal))
+            if hasattr(sessions[slot], "max_steps"):
+                sessions[slot].max_steps = max_steps  # the tools format's texts name the step cap
             current[slot] = {"goal_index": goal, "invalid_actions": 0, "trajectory": [], "errored": False,
                              "tokens": {"prompt": 0, "completion": 0}, "requests": 0, "retries": 0, "latency_s": 0.0}
             submit(slot, info)

@@ -38,7 +38,6 @@ webshop_gym.integrations.trl.InadmissibleAction: click('buy now') is not admissi
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from pathlib import Path
@@ -47,7 +46,14 @@ from typing import Any
 import numpy as np
 
 from webshop_gym import Shop, WebShopEnv, load_shop
-from webshop_gym.agents.prompts import strip_instruction
+from webshop_gym.agents.tools import (
+    TASK_PROMPT,
+    ending_text,
+    inadmissible_text,
+    page_text,
+    reset_text,
+    tool_docstring,
+)
 from webshop_gym.error import (
     DependencyNotInstalled,
     EpisodeFinished,
@@ -55,7 +61,6 @@ from webshop_gym.error import (
     GoalNotFound,
     InvalidAction,
     InvalidArgument,
-    close_match,
 )
 from webshop_gym.protocols import ProtocolSplit, goal_ids
 from webshop_gym.utils.checks import check_bool
@@ -63,15 +68,6 @@ from webshop_gym.utils.checks import check_bool
 __all__ = ["TASK_PROMPT", "EpisodeLost", "InadmissibleAction", "WebShopRemoteToolEnv", "WebShopToolEnv", "shared_shop",
            "webshop_dataset"]
 
-TASK_PROMPT = (
-    "You are shopping on WebShop, an online store. Find and buy the product that the instruction "
-    "below describes, with the options it asks for, within its price limit. Call the tool "
-    "search(query) on a page with a search bar to search by keywords, and click(label) to click "
-    "one of the labels a page lists: a product id on a results page, an option value on a "
-    "product page, 'buy now' to buy the product on the page (this ends the episode), 'next >', "
-    "'< prev', 'back to search'. Call one tool at a time."
-)
-"""The user message of :func:`webshop_dataset`'s rows; ``reset`` appends the instruction and the page."""
 
 _SHOP_LOCK = threading.Lock()
 _SHOPS: dict[tuple, Shop] = {}
@@ -234,8 +230,7 @@ class WebShopToolEnv:
         self.invalid_actions = 0
         self.actions = []
         self.info = info
-        page = strip_instruction(obs, info["instruction"])
-        return f"\n\nInstruction: {info['instruction']}\n\n{self._describe(page, info)}"
+        return reset_text(obs, info, self._max_steps)
 
     def get_reward(self) -> float:
         """The episode's WebShop reward: that of the purchase in [0, 1], 0.0 without one."""
@@ -243,31 +238,18 @@ class WebShopToolEnv:
 
     # -- tools ----------------------------------------------------------------------------------
 
-    def search(self, query: str) -> str:
-        """Search the shop for products matching some keywords.
-
-        Args:
-            query: the keywords to search for, e.g. "gluten free smoked bacon 4 ounce".
-
-        Returns:
-            The first page of results (ten products, each with its id, title and price) and the actions admissible on it.
-        """
+    def search(self, query: str) -> str:  # noqa: D102 (the docstring is the tool's, from agents.tools)
         if not isinstance(query, str):
             raise InvalidArgument(f"search(query): query must be a string, got {query!r}")
         return self._act("search", " ".join(query.split()))
 
-    def click(self, label: str) -> str:
-        """Click a button, link or option on the current page.
-
-        Args:
-            label: what to click, as the page's admissible actions list it: a product id from the results (e.g. "b09qkp7xqq"), an option value on a product page (e.g. "large"), "buy now", "next >", "< prev", "description", "back to search".
-
-        Returns:
-            The page the click leads to and the actions admissible on it; after "buy now", the purchase confirmation (the episode is then over).
-        """
+    def click(self, label: str) -> str:  # noqa: D102 (the docstring is the tool's, from agents.tools)
         if not isinstance(label, str):
             raise InvalidArgument(f"click(label): label must be a string, got {label!r}")
         return self._act("click", label)
+
+    search.__doc__ = tool_docstring("search")  # TRL builds the tool's schema from it: one definition with eval's
+    click.__doc__ = tool_docstring("click")
 
     # -- state ------------------------------------------------------------------------------------
 
@@ -324,44 +306,12 @@ class WebShopToolEnv:
             self.reward_info = dict(info.get("reward_info", {}))
         if info["invalid_action"]:
             self.invalid_actions += 1
-            message = (
-                f"{call} is not admissible on this page (invalid action {self.invalid_actions}; "
-                f"{self._step_text()}). {self._admissible(admissible_before, argument if kind == 'click' else None)}"
-            )
-            if self._over:
-                message += f" The episode is over: {self._ending()}."
-            raise InadmissibleAction(message)
-        return self._describe(strip_instruction(obs, info["instruction"]), info)
-
-    def _step_text(self) -> str:
-        limit = self._max_steps
-        return f"step {self.steps}" + ("" if limit is None else f" of {limit}")
+            raise InadmissibleAction(inadmissible_text(call, argument if kind == "click" else None, self.invalid_actions,
+                                                       info, admissible_before, self._over, self._max_steps))
+        return page_text(obs, info, self._over, self._max_steps)
 
     def _ending(self) -> str:
-        if self.info.get("purchased_asin") is not None:
-            return f"{self.info['purchased_asin'].lower()} was bought"
-        return f"the limit of {self._max_steps} actions was reached without a purchase"
-
-    @staticmethod
-    def _admissible(valid: list[str], tried: str | None = None) -> str:
-        parts = []
-        if "search[<query>]" in valid:
-            parts.append("search(query)")
-        labels = [a[len("click["):-1] for a in valid if a.startswith("click[")]
-        if labels:
-            parts.append(f"click(label) with label one of {json.dumps(labels)}")
-        if not parts:
-            return "Admissible actions: none."
-        text = "Admissible actions: " + "; ".join(parts)
-        hint = close_match(tried.lower(), labels) if tried and labels else None
-        return text + (f" (did you mean {hint!r}?)" if hint else "")
-
-    def _describe(self, page: str, info: dict) -> str:
-        text = f"Page: {page}\n"
-        if self._over:
-            return text + f"The episode is over: {self._ending()}."
-        return text + self._admissible(info["valid_actions"])
-
+        return ending_text(self.info, self._max_steps)
 
 
 class EpisodeLost(Error, ConnectionError):

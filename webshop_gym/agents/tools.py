@@ -1,0 +1,194 @@
+"""WebShop as two function-calling tools, ``search(query)`` and ``click(label)``: one definition.
+
+A tool-calling model trained with the TRL environment
+(:class:`~webshop_gym.integrations.trl.WebShopToolEnv`) is evaluated by ``webshop-gym eval
+--prompt tools`` in the format it was trained in.  Both read everything a model sees from here:
+
+* :data:`TOOLS`: each tool's name, description and argument.  :func:`tool_schemas` gives the
+  chat-completions ``tools`` list; the TRL environment's ``search``/``click`` methods take their
+  docstrings from :func:`tool_docstring` (TRL builds its schema from them), and a test checks that
+  the two schemas are equal.
+* :data:`TASK_PROMPT`: the user message a rollout starts with; :func:`reset_text` what the reset
+  appends to it (the instruction, the page, the admissible actions).
+* :func:`page_text`: a tool's result (the new page and what is admissible on it, or how the
+  episode ended); :func:`inadmissible_text`: the error of an action the page does not admit.
+* :func:`tool_message_content`: how TRL (1.16) turns a result or an error into a ``tool``
+  message's content (``str(result)``, and ``str({"error": message})`` for an error).
+* :func:`call_action`: a tool call as the env's action (``search[...]``, ``click[...]``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from webshop_gym.agents.prompts import strip_instruction
+from webshop_gym.error import close_match
+
+__all__ = ["TASK_PROMPT", "TOOLS", "ToolCallError", "ToolCalling", "admissible_text", "ending_text", "call_action", "inadmissible_text", "page_text", "reset_text",
+           "tool_docstring", "tool_message_content", "tool_schemas"]
+
+TASK_PROMPT = (
+    "You are shopping on WebShop, an online store. Find and buy the product that the instruction "
+    "below describes, with the options it asks for, within its price limit. Call the tool "
+    "search(query) on a page with a search bar to search by keywords, and click(label) to click "
+    "one of the labels a page lists: a product id on a results page, an option value on a "
+    "product page, 'buy now' to buy the product on the page (this ends the episode), 'next >', "
+    "'< prev', 'back to search'. Call one tool at a time."
+)
+"""The user message a tool-calling rollout starts with; the reset's text is appended to it."""
+
+#: The two tools: name -> (description, argument, argument's description, what it returns).
+TOOLS: dict[str, tuple[str, str, str, str]] = {
+    "search": (
+        "Search the shop for products matching some keywords.",
+        "query",
+        'the keywords to search for, e.g. "gluten free smoked bacon 4 ounce".',
+        "The first page of results (ten products, each with its id, title and price) and the actions admissible on it.",
+    ),
+    "click": (
+        "Click a button, link or option on the current page.",
+        "label",
+        'what to click, as the page\'s admissible actions list it: a product id from the results (e.g. "b09qkp7xqq"), '
+        'an option value on a product page (e.g. "large"), "buy now", "next >", "< prev", "description", '
+        '"back to search".',
+        "The page the click leads to and the actions admissible on it; after \"buy now\", the purchase confirmation "
+        "(the episode is then over).",
+    ),
+}
+
+
+class ToolCalling:
+    """The ``tools`` prompt format of served models (``eval --prompt tools``): chat completions with :func:`tool_schemas`.
+
+    Not a text format: the conversation is kept by the policy (tool calls in, tool messages out),
+    so it has no stop string and no answer tag.
+    """
+
+    name = "tools"
+    stop: tuple[str, ...] = ()
+    answer_tag: str | None = None
+
+    def __repr__(self) -> str:
+        return "ToolCalling()"
+
+
+class ToolCallError(ValueError):
+    """A tool call that names no tool of :data:`TOOLS` or lacks its string argument."""
+
+
+def tool_docstring(name: str) -> str:
+    """The Google-style docstring of tool ``name`` (TRL reads the schema from it)."""
+    description, argument, about, returns = TOOLS[name]
+    return f"{description}\n\nArgs:\n    {argument}: {about}\n\nReturns:\n    {returns}\n"
+
+
+def tool_schemas(returns: bool = False) -> list[dict[str, Any]]:
+    """The chat-completions ``tools`` list: one ``function`` per tool, its argument a required string.
+
+    Args:
+        returns: add each function's ``return`` entry, as transformers' ``get_json_schema`` (and
+            so TRL's chat template) has it; the API's schema has none.
+    """
+    out = []
+    for name, (description, argument, about, result) in TOOLS.items():
+        function: dict[str, Any] = {
+            "name": name, "description": description,
+            "parameters": {"type": "object", "properties": {argument: {"type": "string", "description": about}},
+                           "required": [argument]}}
+        if returns:
+            function["return"] = {"type": "string", "description": result}
+        out.append({"type": "function", "function": function})
+    return out
+
+
+def call_action(name: str, arguments: Any) -> tuple[str, str]:
+    """A tool call as ``(action, call text)``: ``("search[q]", "search('q')")`` (query whitespace normalised).
+
+    Args:
+        name: the tool's name.
+        arguments: its arguments (a dict, or the JSON text of one, as chat completions send them).
+
+    Raises:
+        ToolCallError: no such tool, or its argument is missing or not a string.
+    """
+    if name not in TOOLS:
+        raise ToolCallError(f"Tool {name} not found.")
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except (ValueError, RecursionError):
+            raise ToolCallError(f"{name}(): the arguments are not JSON: {arguments[:80]!r}") from None
+    argument = TOOLS[name][1]
+    if not isinstance(arguments, dict) or set(arguments) != {argument}:
+        got = sorted(arguments) if isinstance(arguments, dict) else type(arguments).__name__
+        raise ToolCallError(f"{name}() takes exactly one argument, {argument!r}; got {got}")
+    value = arguments[argument]
+    if not isinstance(value, str):
+        raise ToolCallError(f"{name}({argument}): {argument} must be a string, got {value!r}")
+    if name == "search":
+        value = " ".join(value.split())  # a newline would end the action in the env's grammar
+    return f"{name}[{value}]", f"{name}({value!r})"
+
+
+def admissible_text(valid: Sequence[str], tried: str | None = None) -> str:
+    """The admissible actions as the tools name them, with a close match of a mistyped label."""
+    parts = []
+    if "search[<query>]" in valid:
+        parts.append("search(query)")
+    labels = [a[len("click["):-1] for a in valid if a.startswith("click[")]
+    if labels:
+        parts.append(f"click(label) with label one of {json.dumps(labels)}")
+    if not parts:
+        return "Admissible actions: none."
+    text = "Admissible actions: " + "; ".join(parts)
+    hint = close_match(tried.lower(), labels) if tried and labels else None
+    return text + (f" (did you mean {hint!r}?)" if hint else "")
+
+
+def ending_text(info: Mapping[str, Any], max_steps: int | None) -> str:
+    """How an episode ended: the product bought, or the step cap."""
+    if info.get("purchased_asin") is not None:
+        return f"{str(info['purchased_asin']).lower()} was bought"
+    return f"the limit of {max_steps} actions was reached without a purchase"
+
+
+def page_text(obs: str, info: Mapping[str, Any], over: bool, max_steps: int | None) -> str:
+    """A tool's result: the page (without the repeated instruction), then what is admissible or how it ended."""
+    text = f"Page: {strip_instruction(obs, info['instruction'])}\n"
+    if over:
+        return text + f"The episode is over: {ending_text(info, max_steps)}."
+    return text + admissible_text(info["valid_actions"])
+
+
+def reset_text(obs: str, info: Mapping[str, Any], max_steps: int | None) -> str:
+    """What the reset appends to the rollout's user message: the instruction and the first page."""
+    return f"\n\nInstruction: {info['instruction']}\n\n{page_text(obs, info, False, max_steps)}"
+
+
+def inadmissible_text(call: str, tried_label: str | None, invalid: int, info: Mapping[str, Any],
+                      admissible_before: Sequence[str], over: bool, max_steps: int | None) -> str:
+    """The error of an action the page did not admit (it was stepped: it used one of the steps).
+
+    Args:
+        call: the call as text, ``click('x')``.
+        tried_label: the clicked label (for a close match), ``None`` for a search.
+        invalid: invalid actions so far in the episode, this one included.
+        info: the step's info.
+        admissible_before: what the page admitted before the action.
+        over: whether this step ended the episode (the step cap).
+        max_steps: the step cap.
+    """
+    steps = int(info.get("steps", 0))
+    where = f"step {steps}" + ("" if max_steps is None else f" of {max_steps}")
+    message = (f"{call} is not admissible on this page (invalid action {invalid}; {where}). "
+               f"{admissible_text(admissible_before, tried_label)}")
+    if over:
+        message += f" The episode is over: {ending_text(info, max_steps)}."
+    return message
+
+
+def tool_message_content(result: str | None = None, error: str | None = None) -> str:
+    """A ``tool`` message's content as TRL 1.16's rollout writes it: the result, or ``{'error': ...}``."""
+    return str({"error": error}) if error is not None else str(result)
