@@ -36,6 +36,21 @@ def write_shop(folder: Path, products: list, attributes: dict | None = None, hum
     return folder
 
 
+def load_example(name: str):
+    """The module ``examples/NAME.py`` (the examples are scripts, not a package)."""
+    import importlib.util
+    import sys
+
+    path = Path(__file__).resolve().parent.parent / "examples" / f"{name}.py"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def default_sigint() -> None:
     """``preexec_fn`` for a child that must see Ctrl-C as a terminal delivers it.
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import load_example
 from webshop_gym import WebShopEnv
 from webshop_gym.error import DependencyNotInstalled, EpisodeFinished, GoalNotFound, InvalidArgument
 from webshop_gym.integrations import trl as trl_integration
@@ -24,6 +25,7 @@ from webshop_gym.integrations.trl import (
     TASK_PROMPT,
     InadmissibleAction,
     WebShopToolEnv,
+    unfinished_episodes,
     webshop_dataset,
 )
 
@@ -318,17 +320,11 @@ def tiny_trl(default_shop):
     """(tokenizer, constraint factory, model factory) built offline; torch on one thread."""
     require_trl()
     import torch
-    from transformers.utils import get_json_schema
-    from trl.chat_template_utils import qwen2_5_chat_template
 
-    from tests.integrations import _tiny_trl
-
+    _tiny_trl = load_example("trl_cpu_smoke")
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    env = WebShopToolEnv()
-    texts = [TASK_PROMPT, qwen2_5_chat_template, json.dumps([get_json_schema(env.search), get_json_schema(env.click)]),
-             env.reset(goal_index=1500), env.search("bird feeder")]
-    tokenizer = _tiny_trl.build_tokenizer(_tiny_trl.corpus(default_shop, texts), qwen2_5_chat_template)
+    tokenizer = _tiny_trl.tokenizer_for(default_shop)
     yield tokenizer, _tiny_trl
     torch.set_num_threads(threads)
 
@@ -542,3 +538,26 @@ def test_example_trains_a_tiny_local_model_on_the_cpu(tiny_trl, tmp_path):
     assert "'rewards/WebShopToolEnv/mean'" in result.stdout and "'rewards/invalid_action_penalty/mean'" in result.stdout
     assert "'eval_rewards/WebShopToolEnv/mean'" in result.stdout  # the test goals were played too
     assert (tmp_path / "out" / "model.safetensors").is_file()
+
+
+@pytest.mark.slow
+def test_the_cpu_smoke_example_trains_and_logs_the_unfinished_share(tmp_path):
+    require_trl()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TRL_EXPERIMENTAL_SILENCE": "1"}
+    result = subprocess.run([sys.executable, str(ROOT / "examples" / "trl_cpu_smoke.py"), "--steps", "1",
+                             "--out", str(tmp_path)], capture_output=True, text=True, env=env, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    line = [x for x in result.stdout.splitlines() if x.startswith("step 1:")]
+    assert line and "rewards/WebShopToolEnv/mean" in line[0] and "rewards/unfinished_episodes/mean" in line[0]
+
+
+def test_unfinished_episodes_is_one_for_an_episode_not_over(default_shop):
+    over, running, fresh = WebShopToolEnv(split=None), WebShopToolEnv(split=None), WebShopToolEnv(split=None)
+    over.reset(goal_index=0)
+    running.reset(goal_index=0)
+    over.search("boots")
+    over.click(over.info["valid_actions"][2][len("click["):-1])
+    over.click("buy now")
+    running.search("boots")
+    assert unfinished_episodes(environments=[over, running, object()]) == [0.0, 1.0, None]
+    assert fresh.done  # before any reset an env counts as over: no episode was cut short

@@ -445,3 +445,19 @@ def test_resume_keeps_what_the_whole_run_cost_and_every_sessions_time(tmp_path, 
     assert calls["wall time (s)"] == f"{first['wall_s'] + result['wall_s']:.1f}"
     assert all(r["match"] for r in replay(out))
     capsys.readouterr()
+
+
+def test_sft_data_with_a_served_teacher_from_the_command_line(tmp_path, capsys):
+    out = tmp_path / "demos.jsonl"
+    with ChatServer() as server:
+        assert main(["sft-data", "--policy", "openai:scripted", "--base-url", server.url, "-n", "6",
+                     "--min-reward", "0", "--out", str(out), "--quiet"]) == 0
+        assert server.requests  # the teacher was asked
+    counts = json.loads(capsys.readouterr().out)
+    records = [json.loads(x) for x in out.read_text().splitlines()]
+    assert counts["policy"] == "openai:scripted" and counts["goals_run"] == 6 and len(records) == counts["records"] > 0
+    assert main(["sft-data", "--policy", "rule", "--base-url", "http://127.0.0.1:1/v1", "--out", str(out)]) == 2
+    assert "--base-url applies to openai:MODEL teachers only" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["sft-data", "--policy", "gpt", "--out", str(out)])
+    assert "must be oracle, rule or openai:MODEL" in capsys.readouterr().err

@@ -14,7 +14,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from webshop_gym.cli import argtypes as types
     from webshop_gym.cli.app import add_shop_arguments
 
-    parser.add_argument("--policy", default="oracle", choices=["oracle", "rule"], help="teacher policy (default oracle)")
+    parser.add_argument("--policy", default="oracle", type=_teacher, metavar="POLICY",
+                        help="teacher policy: oracle (default), rule, or openai:MODEL (a served model: its trajectories "
+                             "that reach --min-reward are kept)")
     parser.add_argument("-n", "--num-goals", type=types.at_most(types.positive_int, types.MAX_COUNT), metavar="N",
                         help=f"the first N goals of the split (default: all; at most {types.MAX_COUNT:,})")
     parser.add_argument("--format", default="think-answer", choices=["think-answer", "react", "verl-agent"],
@@ -36,6 +38,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=types.seed, default=0, metavar="SEED",
                         help="run seed and product-split seed (default 0)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    served = parser.add_argument_group("openai:MODEL teachers (the prompt is --format)")
+    served.add_argument("--base-url", metavar="URL", type=types.base_url,
+                        help="the API's root (default $OPENAI_BASE_URL; one of the two is required)")
+    served.add_argument("--api-key-env", metavar="NAME", default="OPENAI_API_KEY",
+                        help="environment variable holding the API key (default OPENAI_API_KEY)")
+    served.add_argument("--timeout", metavar="SECONDS", type=types.timeout, default=60.0,
+                        help=f"seconds one request may take (default 60; at most {types.MAX_SECONDS:,})")
+    served.add_argument("--max-retries", metavar="K", type=types.at_most(types.non_negative_int, types.MAX_RETRIES),
+                        default=5, help="retries of a failing request (default 5; at most 100)")
+    served.add_argument("--max-new-tokens", metavar="N", type=types.at_most(types.positive_int, types.MAX_TOKENS),
+                        default=128, help=f"tokens per answer (default 128; at most {types.MAX_TOKENS:,})")
+
+
+def _teacher(text: str) -> str:
+    if text in ("oracle", "rule") or (text.startswith("openai:") and text[len("openai:"):].strip()):
+        return text
+    raise argparse.ArgumentTypeError(f"must be oracle, rule or openai:MODEL, got {text!r}")
 
 
 def _history(text: str) -> int:
@@ -51,11 +70,20 @@ def _history(text: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``webshop-gym demos``."""
+    served = args.policy.startswith("openai:")
+    kwargs = {}
+    if served:
+        kwargs = {"base_url": args.base_url, "api_key_env": args.api_key_env, "prompt": args.format,
+                  "timeout": args.timeout, "max_retries": args.max_retries, "max_new_tokens": args.max_new_tokens}
+    elif args.base_url is not None:
+        from webshop_gym.error import Error
+
+        raise Error(f"--base-url applies to openai:MODEL teachers only, not {args.policy!r}")
     demos = make_demos(
         shop=args.shop, policy=args.policy, n=args.num_goals, split=args.split, fmt=args.format,
         eval_fraction=args.eval_fraction, seed=args.seed, num_envs=args.num_envs, max_steps=args.max_steps,
         min_reward=args.min_reward, history=args.history, goals=args.goals, human_goals=args.human_goals,
-        price_seed=args.price_seed, progress=not args.quiet,
+        price_seed=args.price_seed, progress=not args.quiet, **kwargs,
     )
     write_demos(args.out, demos.records)
     counts = dict(demos.counts, out=str(args.out))

@@ -248,6 +248,7 @@ def make_demos(
     human_goals: bool = False,
     price_seed: int = 0,
     progress: bool = False,
+    **policy_kwargs: Any,
 ) -> DemoSet:
     """Run a teacher over goals and return replay-verified chat demonstrations.
 
@@ -267,6 +268,8 @@ def make_demos(
         human_goals: human instructions instead of synthetic goals (idem).
         price_seed: seed of prices and price caps (idem).
         progress: progress bar on stderr.
+        **policy_kwargs: the teacher's arguments (:class:`~webshop_gym.agents.openai.OpenAIPolicy`'s
+            for ``openai:MODEL``: ``base_url``, ``prompt``, ...).
 
     Returns:
         A :class:`DemoSet`.
@@ -276,7 +279,7 @@ def make_demos(
         shop = load_shop(shop, goals=goals, human_goals=human_goals, seed=price_seed, progress=False)
     prompt = make_prompt(fmt, history=history)
     split = None if split == "all" else split
-    teacher = make_policy_factory(policy, shop=shop, seed=seed)
+    teacher = make_policy_factory(policy, shop=shop, seed=seed, **policy_kwargs)
     env = WebShopVectorEnv(num_envs, shop=shop, split=split, max_steps=max_steps, eval_mode=True)
     available = len(env.engine.goal_range)
     total = available if n is None else min(int(n), available)

@@ -66,6 +66,7 @@ from webshop_gym.protocols import ProtocolSplit, goal_ids
 from webshop_gym.utils.checks import check_bool
 
 __all__ = ["TASK_PROMPT", "EpisodeLost", "InadmissibleAction", "WebShopRemoteToolEnv", "WebShopToolEnv", "shared_shop",
+           "unfinished_episodes",
            "webshop_dataset"]
 
 
@@ -535,6 +536,32 @@ class WebShopRemoteToolEnv(WebShopToolEnv):
         self._over = True
         self._reward = 0.0
         raise EpisodeLost(f"the episode is lost: {why}; its reward is 0.0")
+
+def unfinished_episodes(environments=None, **kwargs: Any) -> list[float | None]:
+    """A TRL reward function that logs the share of episodes cut short: 1.0 for an episode not over.
+
+    An episode is over when the model bought something or used every step; one whose completion
+    budget (``max_completion_length``, ``max_tool_calling_iterations``) ran out first scores 0
+    WebShop reward without having failed at the task, and a falling score can hide a rising
+    share of them.  Give it weight 0 to log it without training on it::
+
+        GRPOTrainer(..., environment_factory=WebShopToolEnv, reward_funcs=[unfinished_episodes],
+                    args=GRPOConfig(..., reward_weights=[0.0]))
+
+    ``reward_weights`` weighs the functions given; TRL appends the environment's ``get_reward``
+    with weight 1 and logs ``rewards/unfinished_episodes/mean`` beside
+    ``rewards/WebShopToolEnv/mean``.
+
+    Args:
+        environments: the rollouts' environment instances (TRL passes them).
+        **kwargs: TRL's other columns (ignored).
+
+    Returns:
+        Per rollout, 1.0 when its episode is not over, 0.0 when it is (``None`` for another
+        environment class, which TRL leaves out of the mean).
+    """
+    return [float(not e.done) if isinstance(e, WebShopToolEnv) else None for e in environments or []]
+
 
 def webshop_dataset(
     split: str | None = "train",
