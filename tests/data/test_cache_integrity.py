@@ -201,3 +201,59 @@ def test_a_read_only_cache_is_checked_and_gets_no_stamp(pristine, tmp_path):
     done = _as_reader(code, cache, base)
     assert done.returncode == 0, done.stdout + done.stderr
     assert not (folder / STAMP).exists() and not list(folder.glob(STAMP + ".*"))
+
+
+def test_the_builder_stamps_what_it_built_so_nothing_is_read_twice(tmp_path, monkeypatch):
+    # the builder has just read every file to write the manifest: neither it nor the next
+    # process reads the folder in full once more (issue 33: 4.5 s at 1M products)
+    from webshop_gym.utils import integrity
+    from webshop_gym.utils.paths import build_atomically, is_built
+
+    reads: list[str] = []
+    real = integrity._crc
+
+    def counting(path, buffer):
+        reads.append(path.name)
+        return real(path, buffer)
+
+    def build(tmp: Path) -> None:
+        (tmp / "data.bin").write_bytes(bytes(range(256)) * 4096)
+        (tmp / "meta.json").write_text("{}")
+
+    monkeypatch.setattr(integrity, "_crc", counting)
+    monkeypatch.setattr(integrity, "_checked", set())
+    monkeypatch.delenv(VERIFIED_ENV, raising=False)
+    folder = tmp_path / "stage"
+    build_atomically(folder, build)
+    assert sorted(reads) == ["data.bin", "meta.json"]  # once, for the manifest
+    assert (folder / integrity.STAMP).is_file() and is_built(folder)
+    monkeypatch.setattr(integrity, "_checked", set())  # as a new process sees it
+    monkeypatch.delenv(VERIFIED_ENV, raising=False)
+    assert is_built(folder) and damage(folder) is None
+    assert sorted(reads) == ["data.bin", "meta.json"]
+    (tmp_path / "swap.bin").write_bytes(b"\1" + (folder / "data.bin").read_bytes()[1:])  # a replaced file is found
+    os.replace(tmp_path / "swap.bin", folder / "data.bin")
+    monkeypatch.setattr(integrity, "_checked", set())
+    monkeypatch.delenv(VERIFIED_ENV, raising=False)
+    assert damage(folder) == "data.bin does not match its checksum"
+
+
+def test_a_freshly_compiled_cache_is_not_read_again_by_the_next_process(tmp_path):
+    # the user's path: `data compile`, then a new process loads the shop and searches while any
+    # content read fails loudly
+    shop = _small_shop(tmp_path / "shop")
+    cache = tmp_path / "cache"
+    done = _cli(["data", "compile", str(shop)], cache, tmp_path)
+    assert done.returncode == 0, done.stderr
+    folders = sorted(p.parent for p in cache.rglob(MANIFEST))
+    assert len(folders) >= 5 and all((f / ".verified.json").is_file() for f in folders)
+    code = ("from webshop_gym.utils import integrity\n"
+            "def refuse(path, buffer):\n"
+            "    raise SystemExit(f'read {path} in full although the builder checked it')\n"
+            "integrity._crc = refuse\n"
+            "from webshop_gym import load_shop\n"
+            f"shop = load_shop({str(shop)!r}, progress=False)\n"
+            "print(shop.asins(shop.search('peanut butter bars'))[0])\n")
+    loaded = subprocess.run([sys.executable, "-c", code], env=_env(cache), cwd=tmp_path, capture_output=True,
+                            text=True, timeout=300)
+    assert loaded.returncode == 0 and loaded.stdout.split() == ["B000000002"], loaded.stdout + loaded.stderr

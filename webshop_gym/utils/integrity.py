@@ -16,7 +16,9 @@ place: the size and CRC-32 of every file the build wrote.  Loading checks it:
   inode, size and modification time of every file.  A later process whose files still match
   the stamp exactly skips the content check (any write changes a file's modification time, a
   swapped or replaced file its inode), so a large shop is read in full once per change, not
-  once per process.  ``WEBSHOP_GYM_VERIFY=sizes`` skips the content check at load altogether (a huge
+  once per process.  The builder of a folder leaves the same stamp (and counts the folder as
+  checked): it has just read every file to write the manifest, so a freshly compiled cache is
+  not read in full once more by the next process.  ``WEBSHOP_GYM_VERIFY=sizes`` skips the content check at load altogether (a huge
   shop on a cache you trust; ``data verify`` still checks everything).
 
 A damaged folder is removed and built again, with one warning line naming it; where it cannot
@@ -39,7 +41,8 @@ from pathlib import Path
 
 from webshop_gym.error import CacheDamaged
 
-__all__ = ["MANIFEST", "STAMP", "VERIFIED_ENV", "VERIFY_ENV", "damage", "ensure_intact", "verify_tree", "write_manifest"]
+__all__ = ["MANIFEST", "STAMP", "VERIFIED_ENV", "VERIFY_ENV", "damage", "ensure_intact", "stamp_fresh", "verify_tree",
+           "write_manifest"]
 
 log = logging.getLogger("webshop_gym")
 
@@ -142,12 +145,28 @@ def damage(folder: str | os.PathLike, contents: bool | None = None) -> str | Non
                 return f"{name} cannot be read ({exc.strerror or type(exc).__name__})"
             if got != crc:
                 return f"{name} does not match its checksum"
-        _checked.add(token)
-        _write_stamp(folder, files)
-        inherited = _inherited()
-        if token not in inherited:  # child processes (workers) need not read it all again
-            os.environ[VERIFIED_ENV] = ";".join(sorted(inherited | {token}))
+        _record_checked(folder, files)
     return None
+
+
+def _record_checked(folder: Path, files: dict) -> None:
+    """Remember that ``folder``'s contents match its manifest: in this process, its children and the stamp."""
+    token = _token(folder)
+    _checked.add(token)
+    _write_stamp(folder, files)
+    inherited = _inherited()
+    if token not in inherited:  # child processes (workers) need not read it all again
+        os.environ[VERIFIED_ENV] = ";".join(sorted(inherited | {token}))
+
+
+def stamp_fresh(folder: str | os.PathLike, manifest: dict) -> None:
+    """Mark a folder just built as checked: its builder read every file to write ``manifest``.
+
+    :func:`~webshop_gym.utils.paths.build_atomically` calls this after renaming the folder into
+    place, so neither the builder nor the next process reads a freshly compiled cache in full
+    once more (the stamp holds as long as no file is touched, exactly as after a content check).
+    """
+    _record_checked(Path(folder), manifest["files"])
 
 
 def _stats(folder: Path, files: dict) -> dict[str, list[int]] | None:

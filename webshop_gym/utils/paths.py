@@ -98,7 +98,9 @@ def build_atomically(final: Path, build: Callable[[Path], None], marker: str = "
     """Create the folder ``final`` by running ``build`` on a temporary sibling, then renaming it.
 
     ``build`` must write ``marker`` last; the checksums of every file it wrote are recorded
-    next (:func:`webshop_gym.utils.integrity.write_manifest`).  A file lock (``final + ".lock"``) makes concurrent
+    next (:func:`webshop_gym.utils.integrity.write_manifest`), and the folder is stamped as checked
+    (:func:`~webshop_gym.utils.integrity.stamp_fresh`), so the next process does not read it all
+    again.  A file lock (``final + ".lock"``) makes concurrent
     processes build once; an interrupted build leaves only a temporary folder behind, and a
     ``final`` folder without its marker (damaged by hand, say) is removed and built again.  A
     complete folder is never locked or written, so a finished cache works read-only.
@@ -108,7 +110,7 @@ def build_atomically(final: Path, build: Callable[[Path], None], marker: str = "
     """
     from filelock import FileLock
 
-    from webshop_gym.utils.integrity import write_manifest
+    from webshop_gym.utils.integrity import stamp_fresh, write_manifest
 
     final = Path(final)
     if is_built(final, marker):
@@ -131,11 +133,12 @@ def build_atomically(final: Path, build: Callable[[Path], None], marker: str = "
             raise not_writable(final.parent, what, exc) from None
         try:
             build(tmp)
-            write_manifest(tmp)  # checksums of everything the build wrote: checked at every load
+            manifest = write_manifest(tmp)  # checksums of everything the build wrote: checked at every load
             os.chmod(tmp, 0o777 & ~umask())  # mkdtemp made it private; a cache is shared like any folder
             os.replace(tmp, final)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
+        stamp_fresh(final, manifest)  # the manifest was just computed from these very files: no second full read
     finally:
         lock.release()
