@@ -13,10 +13,12 @@ from webshop_gym.envs.ray_pool import init_ray
 from webshop_gym.envs.registration import register_envs
 from webshop_gym.envs.vector_env import WebShopVectorEnv
 from webshop_gym.shop import Shop, load_shop
+from webshop_gym.wrappers import RecordTrajectory
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "RecordTrajectory",
     "Shop",
     "WebShopEnv",
     "WebShopRayVectorEnv",

@@ -6,3 +6,10 @@ accounting, resume), :mod:`.demos` writes SFT demonstrations; :mod:`.episode` ho
 share about one episode.  The figures come from :mod:`webshop_gym.analysis`, the run files
 from :mod:`webshop_gym.runs`.  Never imports the report, the CLI or the server.
 """
+
+from __future__ import annotations
+
+from webshop_gym.evaluation.demos import make_demos
+from webshop_gym.evaluation.local import evaluate, rollout
+
+__all__ = ["evaluate", "make_demos", "rollout"]
