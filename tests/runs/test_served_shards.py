@@ -118,3 +118,15 @@ def test_shards_that_do_not_make_one_run_are_one_line(tmp_path, capsys):
                  "--out", str(tmp_path / "r.md")]) == 0
     assert [e.goal_index for e in load_run(tmp_path / "m.jsonl").episodes] == list(range(12))
     capsys.readouterr()
+
+
+@pytest.mark.parametrize("text", ["١/٢", "1/٢", " 1/2", "1/2 ", "+1/2", "1/2/3", "2/2", "0/0", "a/b", "1"])
+def test_a_shard_is_ascii_digits_i_of_n(text, capsys):
+    from webshop_gym.evaluation.served import parse_shard
+
+    with pytest.raises(ValueError, match="must be i/n with integers 0 <= i < n"):
+        parse_shard(text)
+    with pytest.raises(SystemExit):
+        main(["eval", "--policy", "openai:x", "--base-url", "http://127.0.0.1:9/v1", "--shard", text])
+    assert "--shard" in capsys.readouterr().err
+    assert parse_shard("1/2") == (1, 2)

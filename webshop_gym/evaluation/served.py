@@ -61,10 +61,9 @@ def is_served(policy) -> bool:
 def parse_shard(text: str) -> tuple[int, int]:
     """``"i/n"`` -> ``(i, n)`` with ``0 <= i < n`` (raises ``ValueError`` with the reason)."""
     parts = str(text).split("/")
-    try:
-        i, n = (int(p, 10) for p in parts)
-    except ValueError:
-        raise ValueError(f"must be i/n with integers 0 <= i < n, got {text!r}") from None
+    if len(parts) != 2 or not all(p.isascii() and p.isdigit() for p in parts):  # int() would take "١" or " 1"
+        raise ValueError(f"must be i/n with integers 0 <= i < n, got {text!r}")
+    i, n = int(parts[0]), int(parts[1])
     if n < 1 or not 0 <= i < n:
         raise ValueError(f"must be i/n with integers 0 <= i < n, got {text!r}")
     return i, n
