@@ -51,7 +51,7 @@ from webshop_gym.server.run_library import Entry, RunLibrary, get_library
 from webshop_gym.analysis.diagnosis import SOLVED, TAG_RULES, TAGS, diagnose
 from webshop_gym.analysis.figures import intervals
 from webshop_gym.analysis.intervals import METHOD, RESAMPLES, fmt
-from webshop_gym.analysis.taxonomy import CAUSES
+from webshop_gym.analysis.taxonomy import CAUSES, FAMILIES, FAMILY
 from webshop_gym.error import Error
 from webshop_gym.render.html import Nav, stylesheet
 from webshop_gym.runs.index import (
@@ -115,7 +115,7 @@ def _headers(response):
 def _render(template: str, **context):
     menu = url_for("menu.index") if "menu.index" in current_app.view_functions else None
     return render_template(template, css=_css(), page="runs", human=True, nav=Nav(menu=menu), causes=CAUSES,
-                           tags=TAGS, tag_rules=TAG_RULES, pct=fmt, **context)
+                           tags=TAGS, tag_rules=TAG_RULES, tag_family=FAMILY, pct=fmt, **context)
 
 
 def _indexing_page(name: str, entry: Entry):
@@ -165,7 +165,7 @@ def _facts(index: RunIndex) -> list[str]:
     f = index.table().figures
     out = []
     if "unreachable" in f:
-        out.append(f"{f['unreachable']} unreachable goals (the oracle cannot score 1.0 on them); "
+        out.append(f"{f['unreachable']} unreachable goals (no purchase of the target scores 1.0 on them); "
                    f"SR on the others {fmt(f.get('sr_reachable'))}%")
     if index.summary is None:
         out.append("no summary line: the evaluation did not finish (or is still running)")
@@ -258,13 +258,17 @@ def _order(index: RunIndex, args) -> tuple[np.ndarray, dict]:
     q = args.get("q", "").strip().lower()
     outcome, cause, tag, category = (args.get("outcome", ""), args.get("cause", ""), args.get("tag", ""),
                                      args.get("category", ""))
+    reachable = args.get("reachable", "")
+    if reachable not in ("", "yes", "no", "unknown"):
+        abort(400, "reachable must be yes, no or unknown")
     if outcome not in ("", "success", "failure"):
         abort(400, "outcome must be success or failure")
     if cause and cause not in CAUSES:
-        abort(400, f"unknown cause {cause!r}; expected one of {', '.join(CAUSES)}")
+        abort(400, f"unknown reward part {cause!r}; expected one of {', '.join(CAUSES)}")
     if tag and tag not in (*TAGS, SOLVED):
         abort(400, f"unknown failure tag {tag!r}; expected one of {', '.join(TAGS)}")
-    query = {"sort": sort, "desc": desc, "q": q, "outcome": outcome, "cause": cause, "tag": tag, "category": category}
+    query = {"sort": sort, "desc": desc, "q": q, "outcome": outcome, "cause": cause, "tag": tag, "category": category,
+             "reachable": reachable}
     key = (str(index.path), index.size, index.mtime_ns, json.dumps(query, sort_keys=True))
     found = index_order = get_library().orders.get(key)
     if found is not None:
@@ -278,6 +282,8 @@ def _order(index: RunIndex, args) -> tuple[np.ndarray, dict]:
         keep &= (t.causes >> CAUSES.index(cause) & 1).astype(bool)
     if tag:
         keep &= t.tag == (-1 if tag == SOLVED else TAGS.index(tag))
+    if reachable:
+        keep &= t.reachable == {"yes": 1, "no": 0, "unknown": -1}[reachable]
     if category:
         keep &= t.category == (t.categories.index(category) if category in t.categories else -2)
     if q:
@@ -320,7 +326,8 @@ def run_page(run: str):
     shown = order[(page - 1) * per : page * per].tolist()
     rows = [{"position": i, "goal": int(t.goal[i]), "instruction": t.instructions[i], "reward": float(t.reward[i]),
              "success": bool(t.success[i]), "steps": int(t.steps[i]), "invalid": int(t.invalid[i]),
-             "causes": t.cause_names(i), "tag": t.tag_name(i), "category": t.categories[int(t.category[i])]}
+             "causes": t.cause_names(i), "tag": t.tag_name(i), "family": t.family(i),
+             "reachable": int(t.reachable[i]), "category": t.categories[int(t.category[i])]}
             for i in shown]
     tag_counts = Counter(int(x) for x in t.tag.tolist())
     examples = {}
@@ -335,7 +342,8 @@ def run_page(run: str):
         "runs/run.html", index=loaded, name=run, table=t, rows=rows, stats=stats_of(loaded), about=_describe(loaded.header),
         facts=_facts(loaded), page_no=page, pages=pages, per=per, matched=len(order), total=len(t),
         sort=query["sort"], desc=query["desc"], q=args.get("q", ""), outcome=query["outcome"], cause=query["cause"],
-        tag=query["tag"], category=query["category"], categories=sorted(t.categories),
+        tag=query["tag"], category=query["category"], categories=sorted(t.categories), reachable=query["reachable"],
+        families=_family_counts(t),
         tag_counts={name: tag_counts.get(j, 0) for j, name in enumerate(TAGS)}, solved=tag_counts.get(-1, 0),
         examples=examples, cause_counts=cause_counts, method=METHOD.format(resamples=RESAMPLES, seed=0),
         header=json.dumps(header, indent=1, ensure_ascii=False)[:20000],
@@ -344,6 +352,12 @@ def run_page(run: str):
         export=lambda kind: url_for("runs.export", run=run, kind=kind, **{
             k: v for k, v in args.to_dict().items() if k not in ("page", "per") and v}),
     )
+
+
+def _family_counts(t: IndexTable) -> dict[str, int]:
+    """Failed episodes per tag family (:data:`~webshop_gym.analysis.taxonomy.FAMILIES`), from the tag column."""
+    counts = Counter(FAMILY[TAGS[int(j)]] for j in t.tag.tolist() if j >= 0)
+    return {name: counts.get(name, 0) for name in FAMILIES}
 
 
 @bp.get("/<run>/episodes.<kind>")

@@ -35,7 +35,7 @@ from typing import Any
 from webshop_gym.analysis.figures import summarize
 from webshop_gym.engine import Engine
 from webshop_gym.error import Error
-from webshop_gym.evaluation.episode import episode_seed, slim_info
+from webshop_gym.evaluation.episode import episode_seed, mark_reachability, slim_info
 from webshop_gym.runs.log import dumps_line, episode_lines
 from webshop_gym.runs.replay import fingerprint_difference
 from webshop_gym.runs.run import SUMMARY_KEYS, RunWriter, load_run, now_iso
@@ -402,7 +402,8 @@ def evaluate_served(
             writer = RunWriter(out, shop, todo, append=bool(kept) or (resume and Path(out).is_file()),
                                **settings)
         played = play(agent, shop, todo, concurrency=n, seed=seed, max_steps=max_steps,
-                      observation_mode=observation_mode, on_episode=None if writer is None else writer.add,
+                      observation_mode=observation_mode,
+                      on_episode=mark_reachability(shop, None if writer is None else writer.add),
                       progress="eval" if progress else None, stats=stats)
     except BaseException:
         if writer is not None:

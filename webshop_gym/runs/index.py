@@ -32,6 +32,7 @@ import numpy as np
 from webshop_gym.analysis.figures import summarize
 from webshop_gym.analysis.taxonomy import (
     CAUSES,
+    FAMILY,
     SOLVED,
     TAGS,
     EpisodeFacts,
@@ -94,10 +95,11 @@ class IndexTable:
         goal, reward, steps, invalid: numpy arrays.
         success, purchased, truncated, errored: boolean arrays (an errored episode: a served
             model's calls failed; it is left out of the figures).
-        tag: index into :data:`~webshop_gym.analysis.diagnosis.TAGS` (-1: solved).
-        cause: index of the main failure cause in :data:`~webshop_gym.runs.run.CAUSES` (-1: none).
-        causes: bit ``c`` set when cause ``c`` applies.
+        tag: index into :data:`~webshop_gym.analysis.taxonomy.TAGS` (-1: solved).
+        cause: index of the first reward part short in :data:`~webshop_gym.analysis.taxonomy.CAUSES` (-1: none).
+        causes: bit ``c`` set when reward part ``c`` fell short.
         category: index into ``categories``.
+        reachable: int8 per episode: 1 the goal can score 1.0, 0 it cannot, -1 the run does not say.
         instructions, instructions_lower: lists of str.
         figures: :func:`~webshop_gym.evaluation.local.summarize` of the episodes.
     """
@@ -115,6 +117,7 @@ class IndexTable:
     causes: np.ndarray
     category: np.ndarray
     categories: list[str]
+    reachable: np.ndarray
     instructions: list[str]
     instructions_lower: list[str]
     figures: dict
@@ -127,8 +130,13 @@ class IndexTable:
         t = int(self.tag[i])
         return SOLVED if t < 0 else TAGS[t]
 
+    def family(self, i: int) -> str:
+        """Episode ``i``'s tag family (``""`` for a success)."""
+        t = int(self.tag[i])
+        return "" if t < 0 else FAMILY[TAGS[t]]
+
     def cause_names(self, i: int) -> list[str]:
-        """Episode ``i``'s failure causes (main first)."""
+        """Episode ``i``'s reward parts short (first first)."""
         mask = int(self.causes[i])
         main = int(self.cause[i])
         names = [CAUSES[main]] if main >= 0 else []
@@ -142,7 +150,8 @@ class IndexTable:
     def nbytes(self) -> int:
         """Bytes held, roughly (arrays plus the instruction strings)."""
         arrays = sum(a.nbytes for a in (self.goal, self.reward, self.steps, self.invalid, self.success, self.purchased,
-                                         self.truncated, self.errored, self.tag, self.cause, self.causes, self.category))
+                                         self.truncated, self.errored, self.tag, self.cause, self.causes, self.category,
+                                         self.reachable))
         return arrays + sum(2 * (len(s) + 50) for s in self.instructions)
 
 
@@ -370,14 +379,14 @@ class RunIndex:
             truncated[i] = trunc
             success[i] = term and got == 1.0
             info = cols.info[i] if term else None
-            found = failure_causes(term, trunc, steps, invalid, info, got)
+            found = [] if cols.errored[i] else failure_causes(term, trunc, steps, invalid, info, got)
             if found:
                 cause[i] = cause_ids[found[0]]
                 for c in found:
                     causes[i] |= 1 << cause_ids[c]
             name = failure_tag(EpisodeFacts(term, trunc, steps, invalid, got, cols.searched[i], cols.target[i],
                                             cols.bought[i], cols.seen[i], cols.opened[i], info or {},
-                                            cols.errored[i]))
+                                            cols.errored[i], cols.reachable[i]))
             tag[i] = -1 if name == SOLVED else tag_ids[name]
             category[i] = category_ids.setdefault(cols.category[i], len(category_ids))
             rec = {"reward": got, "steps": steps, "invalid_actions": invalid, "purchased": term, "truncated": trunc}
@@ -394,6 +403,7 @@ class RunIndex:
             invalid=np.asarray(cols.invalid, np.int64), success=success, purchased=purchased, truncated=truncated,
             errored=np.asarray(cols.errored, bool),
             tag=tag, cause=cause, causes=causes, category=category, categories=list(category_ids),
+            reachable=np.array([-1 if r is None else int(r) for r in cols.reachable], np.int8),
             instructions=list(cols.instruction), instructions_lower=[s.lower() for s in cols.instruction],
             figures=figures)
 
