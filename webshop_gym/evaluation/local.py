@@ -418,6 +418,11 @@ def _fingerprint_text(fingerprint: dict | None) -> str:
             f"({fingerprint['goals']} {fingerprint['goal_kind']} goals, price seed {fingerprint['price_seed']})")
 
 
+def _interval_text(result: dict, key: str) -> str:
+    found = (result.get("intervals") or {}).get(key)
+    return "" if not found else f" [{found['low']:.1f}, {found['high']:.1f}]"
+
+
 def format_table(result: dict) -> str:
     """A readable table of an :func:`evaluate` result."""
     b = result["breakdown"]
@@ -429,15 +434,18 @@ def format_table(result: dict) -> str:
         ("split", f"{result.get('split')}: goals [{result['goals'][0]}, {result['goals'][1]}), "
                   f"{c['episodes']} episodes, max_steps {result.get('max_steps')}, seed {result.get('seed')}"),
         # Rounded as the viewer and the report round: percentages to 0.1, steps to 0.01, parts to 0.001.
-        ("Score", _fmt(result["score"], 1)),
-        ("SR (%)", _fmt(result["sr"], 1)),
+        ("Score [95% CI]", _fmt(result["score"], 1) + _interval_text(result, "score")),
+        ("SR (%) [95% CI]", _fmt(result["sr"], 1) + _interval_text(result, "sr")),
         ("mean steps", _fmt(result["mean_steps"])),
         ("valid actions (%)", _fmt(result["valid_rate"], 1)),
         ("purchased (%)", _fmt(b["purchase_rate"], 1)),
         ("r_type / r_att / r_option / r_price", " / ".join(_fmt(b[k], 3) for k in BREAKDOWN)),
     ]
     if "unreachable" in result:
-        rows.append(("unreachable goals", f"{result['unreachable']} (SR on the others {_fmt(result['sr_reachable'], 1)})"))
+        rows.append(("SR on reachable goals (%)", f"{_fmt(result['sr_reachable'], 1)} ({result['unreachable']} "
+                                                  "unreachable goals: no purchase of the target scores 1.0)"))
+    if result.get("tags"):
+        rows.append(("failure tags", " · ".join(f"{t} {c}" for t, c in result["tags"].items() if c)))
     if "tokens" in result:
 
         rows += accounting_rows(result)

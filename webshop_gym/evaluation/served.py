@@ -550,13 +550,14 @@ def accounting_rows(result: dict) -> list[tuple[str, str]]:
     per = tokens.get("per_episode")
     unknown = tokens.get("unknown", 0)
     rows = [
-        ("errored episodes", f"{result.get('errored', 0)} of {episodes} (not scored: the model's calls failed)"),
         ("tokens", f"{tokens.get('total', 0):,} ({tokens.get('prompt', 0):,} prompt + {tokens.get('completion', 0):,} "
                    f"completion; {per:,.0f} per episode)" if per is not None else "-"),
         ("requests / retries", f"{result.get('requests', 0):,} / {result.get('retries', 0):,}"),
     ]
     if unknown:
-        rows[1] = (rows[1][0], rows[1][1] + f"; {unknown} episodes without usage from the server")
+        rows[0] = (rows[0][0], rows[0][1] + f"; {unknown} episodes without usage from the server")
+    if result.get("errored"):  # said only when something errored
+        rows.insert(0, ("errored episodes", f"{result['errored']} of {episodes} (not scored: the model's calls failed)"))
     if result.get("cost") is not None:
-        rows.append(("cost", f"{result['cost']:.4f} (at the prices given per million tokens)"))
+        rows.append(("cost", f"{result['cost']:.4f} USD (at the prices given, USD per million tokens)"))
     return rows
