@@ -167,8 +167,8 @@ def _facts(index: RunIndex) -> list[str]:
     if "unreachable" in f:
         out.append(f"{f['unreachable']} unreachable goals (no purchase of the target scores 1.0 on them); "
                    f"SR on the others {fmt(f.get('sr_reachable'))}%")
-    if index.summary is None:
-        out.append("no summary line: the evaluation did not finish (or is still running)")
+    if index.summary is None and not index.header:
+        out.append("no summary line: a trajectory log, or an evaluation that did not finish")
     return out
 
 
@@ -310,6 +310,28 @@ def _page_args(args) -> tuple[int, int]:
     return page, per
 
 
+#: Seconds between two reloads of the page of a run still being written.
+LIVE_REFRESH = 5
+
+
+def _live(index: RunIndex) -> dict | None:
+    """A run still being written (no summary line yet): how far it got, for the page to say and reload.
+
+    ``None`` once the summary line arrived.  ``total``: the goals the run line announces
+    (``num_goals``), ``done``: episodes indexed so far, ``refresh``: seconds between reloads.
+    """
+    if index.summary is not None:
+        return None
+    total = index.header.get("num_goals")
+    return {"done": index.episodes, "total": int(total) if isinstance(total, int) else None, "refresh": LIVE_REFRESH}
+
+
+@bp.get("/<run>/")
+def run_page_slash(run: str):
+    """``/runs/<run>/`` is the run page too."""
+    return redirect(url_for("runs.run_page", run=run, **request.args.to_dict()), code=308)
+
+
 @bp.get("/<run>")
 def run_page(run: str):
     """A run: settings, figures, failure tags and a page of its episodes (sorted and filtered on the server)."""
@@ -340,7 +362,7 @@ def run_page(run: str):
     header = {k: v for k, v in loaded.header.items() if k not in ("type",)}
     return _render(
         "runs/run.html", index=loaded, name=run, table=t, rows=rows, stats=stats_of(loaded), about=_describe(loaded.header),
-        facts=_facts(loaded), page_no=page, pages=pages, per=per, matched=len(order), total=len(t),
+        facts=_facts(loaded), live=_live(loaded), page_no=page, pages=pages, per=per, matched=len(order), total=len(t),
         sort=query["sort"], desc=query["desc"], q=args.get("q", ""), outcome=query["outcome"], cause=query["cause"],
         tag=query["tag"], category=query["category"], categories=sorted(t.categories), reachable=query["reachable"],
         families=_family_counts(t),

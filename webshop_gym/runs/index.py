@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from webshop_gym.analysis.diagnosis import facts_of_steps, option_misses
 from webshop_gym.analysis.figures import summarize
 from webshop_gym.analysis.taxonomy import (
     CAUSES,
@@ -462,20 +463,48 @@ class RunIndex:
             yield self.export_record(i)
 
 
-#: Columns of the per-episode export beyond ``eval --json --episodes``'s records.
-EXPORT_COLUMNS = ("position", "instruction", "category", "tag", "causes")
+#: Columns of the per-episode export beyond ``eval --json --episodes``'s records: the viewer's, then the diagnosis.
+EXPORT_COLUMNS = ("position", "instruction", "category", "tag", "causes", "family", "target_asin", "first_seen_step",
+                  "opened_step", "queries", "attributes_matched", "missed_options")
 
 
 def export_record(episode: RunEpisode, table: IndexTable | None = None) -> dict:
-    """An episode as ``eval --json --episodes`` reports it, then the viewer's columns (:data:`EXPORT_COLUMNS`)."""
+    """An episode as ``eval --json --episodes`` reports it, then the viewer's columns (:data:`EXPORT_COLUMNS`).
+
+    The diagnosis columns come from the log alone (:func:`~webshop_gym.analysis.diagnosis.facts_of_steps`):
+    ``family`` (the tag's), ``target_asin``, ``first_seen_step`` (the first step whose results
+    page showed the target; 0 never, empty when observations were not logged), ``opened_step``
+    (0: never), ``queries`` (per search: ``step``, ``query``, ``pages_seen``, ``seen``: the
+    target on those pages), ``attributes_matched`` (of the asked ones, from ``r_att``),
+    ``missed_options`` (the asked options the purchase missed, ``name: value``).  The target's
+    rank in the engine's results needs the shop: the episode page gives it.
+    """
     out = episode.record()
-    if "errored" in episode.log.record:
-        out["errored"] = episode.log.record["errored"]
+    record = episode.log.record
+    if "errored" in record:
+        out["errored"] = record["errored"]
     out["position"] = episode.position
     out["instruction"] = episode.instruction
     out["category"] = episode.category
-    out["tag"] = table.tag_name(episode.position) if table is not None else ""
+    tag = table.tag_name(episode.position) if table is not None else ""
+    out["tag"] = tag
     out["causes"] = list(episode.causes)
+    out["family"] = FAMILY.get(tag, "")
+    target = record.get("target") if isinstance(record.get("target"), dict) else {}
+    facts = facts_of_steps(episode.log.steps, record) if episode.log.steps else None
+    out["target_asin"] = str(target.get("asin") or "")
+    out["first_seen_step"] = None if facts is None else facts["seen_step"]
+    out["opened_step"] = None if facts is None else facts["opened_step"]
+    out["queries"] = [] if facts is None else [
+        {"step": step, "query": query, "pages_seen": facts["pages"].get(step, ([], False))[0],
+         "seen": facts["pages"].get(step, ([], False))[1]} for step, query, valid in facts["queries"] if valid]
+    info = episode.reward_info or {}
+    asked = target.get("attributes") or []
+    out["attributes_matched"] = (round(float(info["r_att"]) * len(asked)) if asked and info.get("r_att") is not None
+                                 else None)
+    out["missed_options"] = ([o["asked"] for o in option_misses(episode.last.get("purchased_options") or {},
+                                                                target.get("options")) if not o["matched"]]
+                             if episode.purchased else [])
     return out
 
 
@@ -484,7 +513,8 @@ CSV_COLUMNS = ("goal_index", "reward", "success", "steps", "invalid_actions", "p
                "purchased_asin", "purchased_options", "purchased_price", "reward_info.r_type", "reward_info.r_att",
                "reward_info.w_att", "reward_info.query_match", "reward_info.category_match", "reward_info.title_score",
                "reward_info.r_option", "reward_info.w_option", "reward_info.r_price", "reward_info.w_price",
-               "reachable", "reason", "errored", "position", "instruction", "category", "tag", "causes")
+               "reachable", "reason", "errored", "error", "tokens.prompt", "tokens.completion", "requests", "retries",
+               "latency_s", *EXPORT_COLUMNS)
 
 
 def csv_value(value) -> str:
@@ -507,6 +537,8 @@ def csv_row(record: dict) -> list[str]:
     for column in CSV_COLUMNS:
         if column.startswith("reward_info."):
             cells.append(csv_value(info.get(column[len("reward_info."):])))
+        elif column.startswith("tokens."):
+            cells.append(csv_value((record.get("tokens") or {}).get(column[len("tokens."):])))
         elif column == "causes":
             cells.append("; ".join(record.get("causes") or []))
         else:
