@@ -362,7 +362,7 @@ def run_page(run: str):
     header = {k: v for k, v in loaded.header.items() if k not in ("type",)}
     return _render(
         "runs/run.html", index=loaded, name=run, table=t, rows=rows, stats=stats_of(loaded), about=_describe(loaded.header),
-        facts=_facts(loaded), live=_live(loaded), page_no=page, pages=pages, per=per, matched=len(order), total=len(t),
+        facts=_facts(loaded), live=_live(loaded), wall_s=((loaded.summary or {}).get("result") or {}).get("wall_s"), page_no=page, pages=pages, per=per, matched=len(order), total=len(t),
         sort=query["sort"], desc=query["desc"], q=args.get("q", ""), outcome=query["outcome"], cause=query["cause"],
         tag=query["tag"], category=query["category"], categories=sorted(t.categories), reachable=query["reachable"],
         families=_family_counts(t),
@@ -487,8 +487,29 @@ def episode_page(run: str, position: int):
                           "title": target.get("title", ""), "attributes": target.get("attributes", []),
                           "options": _target_options(target.get("options")),
                           "price_upper": float(target.get("price_upper") or 0.0)}},
-        has_target=bool(episode.log.record.get("target")), plain_nav=Nav(),
+        has_target=bool(episode.log.record.get("target")), plain_nav=Nav(), answer_cut=ANSWER_CUT,
     )
+
+
+#: Characters of a model's answer (or reasoning) the step panel shows; the rest behind a link.
+ANSWER_CUT = 20_000
+
+
+@bp.get("/<run>/<int:position>/answer/<int:k>")
+def answer(run: str, position: int, k: int):
+    """The whole model answer (``?part=response``) or reasoning (``part=reasoning``) of action ``k + 1``, as plain text."""
+    library = get_library()
+    episode = _episode(library, _loaded(run), position)
+    if not 0 <= k < len(episode.log.steps):
+        abort(404, f"The episode has {len(episode.log.steps)} actions; there is no action {k + 1}.")
+    step = episode.log.steps[k]
+    part = request.args.get("part", "response")
+    if part not in ("response", "reasoning"):
+        abort(400, "part must be response or reasoning")
+    text = (step.get("model") or {}).get("response") if part == "response" else step.get("reasoning")
+    if text is None:
+        abort(404, f"Action {k + 1} has no model {part}.")
+    return current_app.response_class(str(text), mimetype="text/plain")
 
 
 def _css_string(text: str) -> str:

@@ -175,3 +175,37 @@ def test_a_trailing_slash_is_the_run_page(make_viewer, runs_dir):
     response = client.get("/runs/rule/?tag=solved")
     assert response.status_code == 308 and response.headers["Location"].endswith("/runs/rule?tag=solved")
     assert client.get("/runs/rule/", follow_redirects=True).status_code == 200
+
+
+def test_served_accounting_per_run_episode_and_step(make_viewer, tmp_path):
+    """A served model's run: calls per run and per episode, the error of an errored episode, per step usage,
+    latency, retries, reasoning, and a long answer cut with a link to all of it."""
+    pytest.importorskip("openai", reason="pip install 'webshop-gym[openai]'")
+    from tests.openai_server import ChatServer, scripted_answer
+
+    def long_answer(messages):
+        return scripted_answer(messages).replace("next step", "x" * 30_000)
+
+    folder = tmp_path / "served"
+    folder.mkdir()
+    out = folder / "served.jsonl"
+    with ChatServer(reasoning="I weigh the options.", answer=long_answer, fail_when="goal 3 never") as server:
+        args = ["eval", "--policy", "openai:scripted", "--base-url", server.url, "--num-goals", "4", "--concurrency", "2",
+                "--out", str(out), "--max-retries", "1", "--timeout", "5", "--quiet", "--json", str(tmp_path / "r.json")]
+        assert main(args) == 0
+    result = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    client = make_viewer(folder)
+    card = soup_of(client.get("/runs/served")).select_one("#model-calls").text
+    assert f"{result['requests']:,}" in card and f"{result['tokens']['total']:,} tokens" in card
+    soup = soup_of(client.get("/runs/served/0"))
+    index = RunIndex(out)
+    index.refresh()
+    record = index.episode(0).log.record
+    assert f"{record['requests']} requests" in soup.select_one("#episode-accounting").text
+    step = index.episode(0).log.steps[0]
+    assert f"{step['usage']['prompt_tokens']} prompt" in soup.select_one("#step-accounting").text
+    assert "I weigh the options." in soup.select_one("#model-reasoning").text
+    shown = soup.select_one("#model-response").text
+    assert len(shown) == 20_000 and f"has {len(step['model']['response']):,} characters" in soup.select_one("#answer-cut").text
+    whole = client.get(soup.select_one("#whole-answer")["href"])
+    assert whole.status_code == 200 and whole.get_data(as_text=True) == step["model"]["response"]
