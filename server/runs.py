@@ -51,7 +51,7 @@ from webshop_gym.server.run_library import Entry, RunLibrary, get_library
 from webshop_gym.analysis.diagnosis import SOLVED, TAG_RULES, TAGS, diagnose
 from webshop_gym.analysis.figures import intervals
 from webshop_gym.analysis.intervals import METHOD, RESAMPLES, fmt
-from webshop_gym.analysis.taxonomy import CAUSES
+from webshop_gym.analysis.taxonomy import CAUSES, FAMILIES, FAMILY
 from webshop_gym.error import Error
 from webshop_gym.render.html import Nav, stylesheet
 from webshop_gym.runs.index import (
@@ -115,7 +115,7 @@ def _headers(response):
 def _render(template: str, **context):
     menu = url_for("menu.index") if "menu.index" in current_app.view_functions else None
     return render_template(template, css=_css(), page="runs", human=True, nav=Nav(menu=menu), causes=CAUSES,
-                           tags=TAGS, tag_rules=TAG_RULES, pct=fmt, **context)
+                           tags=TAGS, tag_rules=TAG_RULES, tag_family=FAMILY, pct=fmt, **context)
 
 
 def _indexing_page(name: str, entry: Entry):
@@ -165,10 +165,10 @@ def _facts(index: RunIndex) -> list[str]:
     f = index.table().figures
     out = []
     if "unreachable" in f:
-        out.append(f"{f['unreachable']} unreachable goals (the oracle cannot score 1.0 on them); "
+        out.append(f"{f['unreachable']} unreachable goals (no purchase of the target scores 1.0 on them); "
                    f"SR on the others {fmt(f.get('sr_reachable'))}%")
-    if index.summary is None:
-        out.append("no summary line: the evaluation did not finish (or is still running)")
+    if index.summary is None and not index.header:
+        out.append("no summary line: a trajectory log, or an evaluation that did not finish")
     return out
 
 
@@ -258,13 +258,17 @@ def _order(index: RunIndex, args) -> tuple[np.ndarray, dict]:
     q = args.get("q", "").strip().lower()
     outcome, cause, tag, category = (args.get("outcome", ""), args.get("cause", ""), args.get("tag", ""),
                                      args.get("category", ""))
+    reachable = args.get("reachable", "")
+    if reachable not in ("", "yes", "no", "unknown"):
+        abort(400, "reachable must be yes, no or unknown")
     if outcome not in ("", "success", "failure"):
         abort(400, "outcome must be success or failure")
     if cause and cause not in CAUSES:
-        abort(400, f"unknown cause {cause!r}; expected one of {', '.join(CAUSES)}")
+        abort(400, f"unknown reward part {cause!r}; expected one of {', '.join(CAUSES)}")
     if tag and tag not in (*TAGS, SOLVED):
         abort(400, f"unknown failure tag {tag!r}; expected one of {', '.join(TAGS)}")
-    query = {"sort": sort, "desc": desc, "q": q, "outcome": outcome, "cause": cause, "tag": tag, "category": category}
+    query = {"sort": sort, "desc": desc, "q": q, "outcome": outcome, "cause": cause, "tag": tag, "category": category,
+             "reachable": reachable}
     key = (str(index.path), index.size, index.mtime_ns, json.dumps(query, sort_keys=True))
     found = index_order = get_library().orders.get(key)
     if found is not None:
@@ -278,6 +282,8 @@ def _order(index: RunIndex, args) -> tuple[np.ndarray, dict]:
         keep &= (t.causes >> CAUSES.index(cause) & 1).astype(bool)
     if tag:
         keep &= t.tag == (-1 if tag == SOLVED else TAGS.index(tag))
+    if reachable:
+        keep &= t.reachable == {"yes": 1, "no": 0, "unknown": -1}[reachable]
     if category:
         keep &= t.category == (t.categories.index(category) if category in t.categories else -2)
     if q:
@@ -304,6 +310,28 @@ def _page_args(args) -> tuple[int, int]:
     return page, per
 
 
+#: Seconds between two reloads of the page of a run still being written.
+LIVE_REFRESH = 5
+
+
+def _live(index: RunIndex) -> dict | None:
+    """A run still being written (no summary line yet): how far it got, for the page to say and reload.
+
+    ``None`` once the summary line arrived.  ``total``: the goals the run line announces
+    (``num_goals``), ``done``: episodes indexed so far, ``refresh``: seconds between reloads.
+    """
+    if index.summary is not None:
+        return None
+    total = index.header.get("num_goals")
+    return {"done": index.episodes, "total": int(total) if isinstance(total, int) else None, "refresh": LIVE_REFRESH}
+
+
+@bp.get("/<run>/")
+def run_page_slash(run: str):
+    """``/runs/<run>/`` is the run page too."""
+    return redirect(url_for("runs.run_page", run=run, **request.args.to_dict()), code=308)
+
+
 @bp.get("/<run>")
 def run_page(run: str):
     """A run: settings, figures, failure tags and a page of its episodes (sorted and filtered on the server)."""
@@ -320,7 +348,8 @@ def run_page(run: str):
     shown = order[(page - 1) * per : page * per].tolist()
     rows = [{"position": i, "goal": int(t.goal[i]), "instruction": t.instructions[i], "reward": float(t.reward[i]),
              "success": bool(t.success[i]), "steps": int(t.steps[i]), "invalid": int(t.invalid[i]),
-             "causes": t.cause_names(i), "tag": t.tag_name(i), "category": t.categories[int(t.category[i])]}
+             "causes": t.cause_names(i), "tag": t.tag_name(i), "family": t.family(i),
+             "reachable": int(t.reachable[i]), "category": t.categories[int(t.category[i])]}
             for i in shown]
     tag_counts = Counter(int(x) for x in t.tag.tolist())
     examples = {}
@@ -333,9 +362,10 @@ def run_page(run: str):
     header = {k: v for k, v in loaded.header.items() if k not in ("type",)}
     return _render(
         "runs/run.html", index=loaded, name=run, table=t, rows=rows, stats=stats_of(loaded), about=_describe(loaded.header),
-        facts=_facts(loaded), page_no=page, pages=pages, per=per, matched=len(order), total=len(t),
+        facts=_facts(loaded), live=_live(loaded), wall_s=((loaded.summary or {}).get("result") or {}).get("wall_s"), page_no=page, pages=pages, per=per, matched=len(order), total=len(t),
         sort=query["sort"], desc=query["desc"], q=args.get("q", ""), outcome=query["outcome"], cause=query["cause"],
-        tag=query["tag"], category=query["category"], categories=sorted(t.categories),
+        tag=query["tag"], category=query["category"], categories=sorted(t.categories), reachable=query["reachable"],
+        families=_family_counts(t),
         tag_counts={name: tag_counts.get(j, 0) for j, name in enumerate(TAGS)}, solved=tag_counts.get(-1, 0),
         examples=examples, cause_counts=cause_counts, method=METHOD.format(resamples=RESAMPLES, seed=0),
         header=json.dumps(header, indent=1, ensure_ascii=False)[:20000],
@@ -344,6 +374,12 @@ def run_page(run: str):
         export=lambda kind: url_for("runs.export", run=run, kind=kind, **{
             k: v for k, v in args.to_dict().items() if k not in ("page", "per") and v}),
     )
+
+
+def _family_counts(t: IndexTable) -> dict[str, int]:
+    """Failed episodes per tag family (:data:`~webshop_gym.analysis.taxonomy.FAMILIES`), from the tag column."""
+    counts = Counter(FAMILY[TAGS[int(j)]] for j in t.tag.tolist() if j >= 0)
+    return {name: counts.get(name, 0) for name in FAMILIES}
 
 
 @bp.get("/<run>/episodes.<kind>")
@@ -451,8 +487,29 @@ def episode_page(run: str, position: int):
                           "title": target.get("title", ""), "attributes": target.get("attributes", []),
                           "options": _target_options(target.get("options")),
                           "price_upper": float(target.get("price_upper") or 0.0)}},
-        has_target=bool(episode.log.record.get("target")), plain_nav=Nav(),
+        has_target=bool(episode.log.record.get("target")), plain_nav=Nav(), answer_cut=ANSWER_CUT,
     )
+
+
+#: Characters of a model's answer (or reasoning) the step panel shows; the rest behind a link.
+ANSWER_CUT = 20_000
+
+
+@bp.get("/<run>/<int:position>/answer/<int:k>")
+def answer(run: str, position: int, k: int):
+    """The whole model answer (``?part=response``) or reasoning (``part=reasoning``) of action ``k + 1``, as plain text."""
+    library = get_library()
+    episode = _episode(library, _loaded(run), position)
+    if not 0 <= k < len(episode.log.steps):
+        abort(404, f"The episode has {len(episode.log.steps)} actions; there is no action {k + 1}.")
+    step = episode.log.steps[k]
+    part = request.args.get("part", "response")
+    if part not in ("response", "reasoning"):
+        abort(400, "part must be response or reasoning")
+    text = (step.get("model") or {}).get("response") if part == "response" else step.get("reasoning")
+    if text is None:
+        abort(404, f"Action {k + 1} has no model {part}.")
+    return current_app.response_class(str(text), mimetype="text/plain")
 
 
 def _css_string(text: str) -> str:

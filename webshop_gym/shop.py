@@ -21,6 +21,7 @@ from webshop_gym.data.goals import GoalSet, build_goals
 from webshop_gym.data.records import file_sha256
 from webshop_gym.error import GoalNotFound, ProductNotFound, expect_one_of
 from webshop_gym.reward import RewardBatch, RewardModel
+from webshop_gym.reward.reachability import Reachability, goal_reachability
 from webshop_gym.search import (
     DEFAULT_SEARCH_BACKEND,
     SEARCH_BACKENDS,
@@ -60,6 +61,7 @@ class Shop:
         self.rewards = RewardModel(catalog, goals)
         self.path = path
         self.load_report: dict = {}
+        self._reachability = None
 
     def __repr__(self) -> str:
         return f"Shop({str(self.path)!r}, products={len(self.catalog)}, goals={len(self.goals)} {self.goals.kind})"
@@ -86,6 +88,15 @@ class Shop:
             "price_seed": self.goals.seed,
             "goal_set": self.goals.digest(),
         }
+
+    def reachability(self) -> Reachability:
+        """Which goals a purchase can score 1.0 on, and why not: :func:`webshop_gym.reward.reachability.goal_reachability`.
+
+        Computed once per shop and goal set (memoised in the cache beside the goal set's prices).
+        """
+        if self._reachability is None:
+            self._reachability = goal_reachability(self.catalog, self.goals, self.rewards)
+        return self._reachability
 
     # -- search -----------------------------------------------------------------------------
 

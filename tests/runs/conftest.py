@@ -1,7 +1,7 @@
 """Runs written by `webshop-gym eval --out` once per session, shared by the run, viewer and report tests.
 
 ``scripted_runs`` holds a run of a scripted policy whose episodes fail in known ways: on goals
-``3k`` it searches for something else (the target is never retrieved), on ``3k + 1`` it opens the
+``3k`` it searches for something else (the target is not on the pages seen), on ``3k + 1`` it opens the
 target, goes back and buys another product, on ``3k + 2`` it buys the target without choosing
 its options.
 """

@@ -97,8 +97,8 @@ def _check_report_tables(tables: dict, result: dict, score_ci: str, sr_ci: str) 
     assert calls[0]["requests"] == want["requests"] and calls[0]["retries"] == want["retries"]
     assert calls[0]["prompt tokens"] == want["prompt tokens"]
     assert calls[0]["completion tokens"] == want["completion tokens"]
-    solved = next(v for k, v in tables.items() if k.startswith("Failure causes"))
-    assert {r["failure cause"]: r["served"] for r in solved}["(solved)"] == str(result["counts"]["successes"])
+    solved = next(v for k, v in tables.items() if k.startswith("Failure tags"))
+    assert {r["failure tag"]: r["served"] for r in solved}["solved"] == str(result["counts"]["successes"])
 
 
 def test_report_html_and_markdown_tables_agree_with_eval_by_header_name(served, tmp_path, capsys):

@@ -14,9 +14,10 @@ from bs4 import BeautifulSoup
 
 from tests.runs.conftest import NUM_GOALS
 from webshop_gym.analysis.stats import bootstrap_ci, paired, sign_test
-from webshop_gym.analysis.taxonomy import CAUSES
+from webshop_gym.analysis.taxonomy import CAUSES, FAMILY
 from webshop_gym.cli.app import main
 from webshop_gym.reporting.report import build_report, tables
+from webshop_gym.runs.index import RunIndex
 from webshop_gym.runs.run import load_run
 
 
@@ -47,8 +48,10 @@ def test_report_numbers_equal_eval(runs_dir, eval_json, report_html):
         cells = rendered[name]
         assert cells[3] == str(NUM_GOALS)
         assert cells[4].startswith(f"{eval_json[name]['score']:.1f} [") and cells[5].startswith(f"{eval_json[name]['sr']:.1f} [")
-        assert cells[6] == f"{eval_json[name]['mean_steps']:.2f}"
-        assert cells[9] == f"{eval_json[name]['breakdown']['r_type']:.3f}"
+        expected = eval_json[name]
+        assert cells[6] == f"{expected['sr_reachable']:.1f} ({expected['unreachable']} unreachable)"
+        assert cells[7] == f"{expected['mean_steps']:.2f}"
+        assert cells[10] == f"{expected['breakdown']['r_type']:.3f}"
     assert tables(report)["runs"][1] == _rows(report_html, "runs")
 
 
@@ -66,14 +69,20 @@ def test_paired_comparison_counts(runs_dir, report_html):
     assert row[3].startswith(f"{100 * diff:.1f} [")
 
 
-def test_failure_causes_and_categories_tables(runs_dir, report_html):
+def test_failure_tags_parts_and_categories_tables(runs_dir, report_html):
     random = load_run(runs_dir / "random.jsonl")
     causes = {r[0]: r for r in _rows(report_html, "causes")}
     column = ["rule", "random", "oracle"].index("random") + 1
     for cause in CAUSES:
-        main_count = sum(e.cause == cause for e in random.episodes)
-        any_count = sum(cause in e.causes for e in random.episodes)
-        assert causes[cause][column] == f"{main_count} ({any_count})"
+        assert causes[cause][column] == str(sum(cause in e.causes for e in random.episodes))
+    # one taxonomy: the tag table has a column per run, counted as the viewer counts them
+    tags = {r[0]: r for r in _rows(report_html, "tag-counts")}
+    for at, name in enumerate(["rule", "random", "oracle"], 2):
+        index = RunIndex(runs_dir / f"{name}.jsonl")
+        index.refresh()
+        counts = index.tag_counts()
+        assert {t: int(r[at]) for t, r in tags.items() if int(r[at])} == {t: c for t, c in counts.items() if c}
+        assert all(r[1] == FAMILY[t] for t, r in tags.items() if t != "solved")
     categories = {r[0]: r for r in _rows(report_html, "categories")}
     for category in {e.category for e in random.episodes}:
         eps = [e for e in random.episodes if e.category == category]
@@ -251,8 +260,12 @@ def test_report_episode_exports_equal_eval_json(tmp_path):
 
 def test_report_shows_eval_facts(runs_dir, eval_json):
     report = build_report([runs_dir / "oracle.jsonl"], resamples=200)
-    expected = f"oracle: {eval_json['oracle']['unreachable']} unreachable goals"
-    assert any(note.startswith(expected) for note in report.notes)
+    unreachable = eval_json["oracle"]["unreachable"]
+    # SR on reachable goals sits beside SR in the runs table; a note only when some goal is unreachable
+    row = tables(report)["runs"][1][0]
+    assert row[6] == f"{eval_json['oracle']['sr_reachable']:.1f} ({unreachable} unreachable)"
+    expected = f"oracle: {unreachable} unreachable goals"
+    assert any(note.startswith(expected) for note in report.notes) == (unreachable > 0)
 
 
 @pytest.mark.parametrize("name", ["rule", "random", "oracle"])

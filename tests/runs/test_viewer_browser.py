@@ -134,7 +134,7 @@ def test_episode_diagnosis_in_chromium(sync_playwright, live_scripted, scripted_
     index = RunIndex(scripted_runs / "scripted.jsonl")
     index.refresh()
     cases = {tag: first_with_tag(scripted_runs, "scripted", tag) for tag in
-             ("opened but wrong product bought", "right product, wrong options", "target never retrieved")}
+             ("opened but wrong product bought", "right product, option not clicked", "target not on the pages seen")}
     problems: list[str] = []
     with _viewer_page(sync_playwright, base, problems) as page:
         # the run page: tags with example episodes
@@ -149,6 +149,8 @@ def test_episode_diagnosis_in_chromium(sync_playwright, live_scripted, scripted_
         assert page.inner_text("#target-title") == episode.log.record["target"]["title"]
         assert page.inner_text("#bought-title") not in ("", episode.log.record["target"]["title"])
         assert "opened at step 2" in page.inner_text("#seen")
+        assert ", page 1 (of 50 results)" in page.inner_text("#searches td.rank")
+        assert page.inner_text("#searches td.pages-seen") == "page 1: target on them"
         # step 1: the results page; the product the agent clicked and the target are marked
         page.goto(f"{base}/runs/scripted/{position}?step=1")
         frame = page.frame_locator("#page")
@@ -162,20 +164,47 @@ def test_episode_diagnosis_in_chromium(sync_playwright, live_scripted, scripted_
         assert frame.locator("a.product-link").first.is_visible()
         page.screenshot(path=str(artifacts / "diagnosis-wrong-product.png"), full_page=True)
 
-        position = cases["right product, wrong options"]
+        position = cases["right product, option not clicked"]
         options = index.episode(position).log.record["target"]["options"]
         page.goto(f"{base}/runs/scripted/{position}")
-        assert page.inner_text("#failure-tag") == "right product, wrong options"
+        assert page.inner_text("#failure-tag") == "right product, option not clicked"
         missed = page.inner_text("#miss-options")
-        assert all(f"{k}: {v}" in missed for k, v in options.items())
+        assert all(f"{k}: {v}: offered, not clicked" in missed for k, v in options.items())
+        assert page.inner_text("#tag-family") == "(option clicking)"
         page.click("#last")
         page.wait_for_selector(".score-board")
         page.screenshot(path=str(artifacts / "diagnosis-wrong-option.png"), full_page=True)
 
-        position = cases["target never retrieved"]
+        position = cases["target not on the pages seen"]
         page.goto(f"{base}/runs/scripted/{position}")
-        assert page.inner_text("#failure-tag") == "target never retrieved"
+        assert page.inner_text("#failure-tag") == "target not on the pages seen"
         assert page.locator("#searches td.rank").all_inner_texts() == ["not in the top 50"]
         assert "none of the results pages" in page.inner_text("#seen")
         page.screenshot(path=str(artifacts / "diagnosis-never-retrieved.png"), full_page=True)
+    assert not problems, problems
+
+
+def test_unreachable_goal_and_reachable_filter_in_chromium(sync_playwright, real_shop, real_dir, golden_dir,
+                                                           tmp_path):
+    """A rule run of the real 1k shop in Chromium: SR on reachable goals, the filter, an unreachable goal's page."""
+    from webshop_gym.cli import main
+
+    out = tmp_path / "rule.jsonl"
+    assert main(["eval", "--policy", "rule", "--shop", str(real_dir), "--goals", str(golden_dir / "goals.json"),
+                 "--num-goals", "40", "--quiet", "--out", str(out)]) == 0
+    reach = real_shop.reachability()
+    problems: list[str] = []
+    for base in _live(real_shop, tmp_path):
+        with _viewer_page(sync_playwright, base, problems) as page:
+            page.goto(base + "/runs/rule/")  # the trailing slash too
+            assert page.inner_text("#unreachable b") == str(int((~reach.reachable[:40]).sum()))
+            page.select_option("#filter-reachable", "no")
+            page.click("#apply-filters")
+            page.wait_for_url("**reachable=no**")
+            goals = [int(x) for x in page.locator("#episodes tbody tr td:nth-child(2)").all_inner_texts()]
+            assert goals == [g for g in range(40) if not reach.reachable[g]]
+            page.locator("#episodes tbody tr td.instr a").first.click()
+            page.wait_for_selector("#unreachable-goal")
+            assert reach.reason[goals[0]] in page.inner_text("#unreachable-goal")
+            page.screenshot(path=str(_artifacts() / "diagnosis-unreachable-goal.png"), full_page=True)
     assert not problems, problems

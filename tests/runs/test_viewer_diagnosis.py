@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import shutil
 
 from bs4 import BeautifulSoup
@@ -39,31 +40,38 @@ def test_wrong_product_diagnosis(make_viewer, scripted_runs, default_shop):
     seen = soup.select_one("#seen").text
     assert "first appeared on a results page after step 1" in seen and "opened at step 2" in seen
     ranks = [td.text.strip() for td in soup.select("#searches td.rank")]
-    assert len(ranks) == 1 and ranks[0].startswith("#") and ranks[0].endswith("of 50")
+    assert len(ranks) == 1 and re.fullmatch(r"#(\d+), page (\d+) \(of 50 results\)", ranks[0])
+    rank, page_no = map(int, re.fullmatch(r"#(\d+), page (\d+).*", ranks[0]).groups())
+    assert page_no == (rank - 1) // 10 + 1
     assert soup.select_one("#searches td.query").text.startswith(episode.instruction[:20])
 
 
 def test_wrong_option_diagnosis(make_viewer, scripted_runs):
     client = make_viewer(scripted_runs)
-    position = first_with_tag(scripted_runs, "scripted", "right product, wrong options")
+    position = first_with_tag(scripted_runs, "scripted", "right product, option not clicked")
     index = RunIndex(scripted_runs / "scripted.jsonl")
     index.refresh()
     target = index.episode(position).log.record["target"]
     soup = soup_of(client.get(f"/runs/scripted/{position}"))
-    assert soup.select_one("#failure-tag").text == "right product, wrong options"
+    assert soup.select_one("#failure-tag").text == "right product, option not clicked"
     assert "the target" in soup.select_one("#bought-product").text
     missed = soup.select_one("#miss-options").text
     for name, value in target["options"].items():
         assert f"{name}: {value}" in missed
-    assert [s.text.strip().endswith("✗") for s in soup.select("#options span")] == [True] * len(target["options"])
+    # the scripted policy clicks no option: each asked one is offered by the target, and was not clicked
+    spans = [s.text.strip() for s in soup.select("#options span")]
+    assert spans == [f"{name}: {value}: ✗ (nothing chosen) · offered, not clicked"
+                     for name, value in target["options"].items()]
+    for name, value in target["options"].items():
+        assert f"{name}: {value}: offered, not clicked" in missed
     assert "✓" in soup.select_one("#price").text or "over the cap" in soup.select_one("#miss-price").text
 
 
 def test_never_retrieved_diagnosis(make_viewer, scripted_runs):
     client = make_viewer(scripted_runs)
-    position = first_with_tag(scripted_runs, "scripted", "target never retrieved")
+    position = first_with_tag(scripted_runs, "scripted", "target not on the pages seen")
     soup = soup_of(client.get(f"/runs/scripted/{position}"))
-    assert soup.select_one("#failure-tag").text == "target never retrieved"
+    assert soup.select_one("#failure-tag").text == "target not on the pages seen"
     assert [td.text.strip() for td in soup.select("#searches td.rank")] == ["not in the top 50"]
     assert "none of the results pages" in soup.select_one("#seen").text
     assert "never opened" in soup.select_one("#seen").text
@@ -86,9 +94,9 @@ def test_run_page_lists_tags_with_examples(make_viewer, scripted_runs):
         first = row.select_one("a.example")["href"]
         position = int(first.rsplit("/", 1)[1])
         assert index.table().tag_name(position) == tag
-    filtered = soup_of(client.get("/runs/scripted?tag=target+never+retrieved"))
+    filtered = soup_of(client.get("/runs/scripted?tag=target+not+on+the+pages+seen"))
     shown = [tr.select_one("td.failure-tag").text for tr in filtered.select("#episodes tbody tr")]
-    assert shown and set(shown) == {"target never retrieved"}
+    assert shown and set(shown) == {"target not on the pages seen"}
     assert client.get("/runs/scripted?tag=nonsense").status_code == 400
 
 

@@ -16,7 +16,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from webshop_gym.analysis.taxonomy import SOLVED, TAG_RULES, TAGS, EpisodeFacts, failure_tag
+from webshop_gym.analysis.taxonomy import FAMILY, SOLVED, TAG_RULES, TAGS, EpisodeFacts, failure_tag
+from webshop_gym.core.pages import PRODUCTS_PER_PAGE
 from webshop_gym.reward.reference import FUZZY_THRESHOLD, option_reward
 
 __all__ = ["SOLVED", "TAGS", "TAG_RULES", "EpisodeFacts", "attribute_misses", "diagnose", "facts_of_steps", "failure_tag",
@@ -28,38 +29,55 @@ def _click_target(action: Any) -> str | None:
     return None
 
 
+_PAGE = re.compile(r"Page (\d+) \(Total results: (\d+)\)")
+
+
 def facts_of_steps(steps: Sequence[dict], record: dict) -> dict:
     """Per-episode facts from its step records: searched, seen_step, opened, first steps of each.
 
     Returns:
-        ``{"searched", "seen_step" (0 never, None unknown), "opened", "opened_step", "queries"}``,
-        ``queries`` being ``[(step, query, valid), ...]``.
+        ``{"searched", "seen_step" (0 never, None unknown), "opened", "opened_step", "queries",
+        "pages"}``, ``queries`` being ``[(step, query, valid), ...]`` and ``pages`` per query's
+        step the results pages the agent saw after it (numbers, in order, ``[]`` when the
+        observations do not say) and whether the target was on one: ``{step: (pages, seen)}``.
     """
     target = str((record.get("target") or {}).get("asin") or "")
     up, low = target.upper(), target.lower()
     searched, opened, opened_step = False, False, 0
     seen: int | None = None
     queries = []
+    pages: dict[int, tuple[list[int], bool]] = {}
+    current: int | None = None
     for s in steps:
         action = s.get("action")
         valid = not s.get("invalid_action")
         if isinstance(action, str) and action.startswith("search[") and action.endswith("]"):
             queries.append((int(s["step"]), action[7:-1], valid))
             searched = searched or valid
+            if valid:
+                current = int(s["step"])
+                pages[current] = ([], False)
         obs = s.get("observation")
         if s.get("page") == "results":
+            here = isinstance(obs, str) and bool(target) and (up in obs or low in obs)
             if isinstance(obs, str) and target:
                 if seen is None:
                     seen = 0
-                if not seen and (up in obs or low in obs):
+                if not seen and here:
                     seen = int(s["step"])
+            if current is not None and isinstance(obs, str):
+                m = _PAGE.search(obs)
+                numbers, hit = pages[current]
+                if m and int(m.group(1)) not in numbers:
+                    numbers.append(int(m.group(1)))
+                pages[current] = (numbers, hit or here)
         clicked = _click_target(action)
         if valid and target and clicked is not None and clicked.lower() == low:
             if not opened:
                 opened_step = int(s["step"])
             opened = True
     return {"searched": searched, "seen_step": seen, "opened": opened, "opened_step": opened_step,
-            "queries": queries}
+            "queries": queries, "pages": pages}
 
 
 # -- one episode, explained --------------------------------------------------------------------------
@@ -87,20 +105,39 @@ def _option_pairs(options) -> list[tuple[str, str]]:
     return [("", str(v)) for v in options or []]
 
 
-def option_misses(chosen: dict, asked) -> list[dict]:
-    """Per asked option: ``{"name", "value", "matched", "chosen"}``, by the reward's own rule.
+def option_misses(chosen: dict, asked, offered: Sequence[str] | None = None) -> list[dict]:
+    """Per asked option: ``{"name", "value", "matched", "chosen", "offered"}``, by the reward's own rule.
 
     Each asked option is scored alone with :func:`webshop_gym.reward.reference.option_reward`
-    against every chosen value, so "matched" is exactly what the reward counted.
+    against every chosen value, so "matched" is exactly what the reward counted.  ``chosen``
+    names what was chosen as ``name: value`` pairs: the chosen value of the asked option's
+    name (synthetic goals), else the pair that matched, else every pair chosen (human goals ask
+    for bare values); ``""`` when nothing was chosen.  ``offered``: whether any option value of
+    the bought product (``offered``, from the shop) matches the asked one by the same rule
+    (``None``: unknown, the shop is not here).
     """
-    chosen = dict(chosen or {})
-    values = [str(v) for v in chosen.values()]
+    chosen = {str(k): str(v) for k, v in dict(chosen or {}).items()}
+    values = list(chosen.values())
+    pairs = [f"{k}: {v}" for k, v in chosen.items()]
     out = []
     for name, value in _option_pairs(asked):
-        _, hits = option_reward(values, {name: value} if name else [value])
-        out.append({"name": name, "value": value, "matched": hits == 1,
-                    "chosen": str(chosen.get(name, "")) if name else ""})
+        goal = {name: value} if name else [value]
+        _, hits = option_reward(values, goal)
+        if name and name in chosen:
+            said = f"{name}: {chosen[name]}"
+        elif hits:
+            said = next(p for p, v in zip(pairs, values) if option_reward([v], goal)[1])
+        else:
+            said = ", ".join(pairs)
+        there = None if offered is None else bool(option_reward(list(offered), goal)[1])
+        out.append({"name": name, "value": value, "matched": hits == 1, "chosen": said, "offered": there,
+                    "asked": f"{name}: {value}" if name else value})
     return out
+
+
+def _offered_values(shop, row: int) -> list[str]:
+    catalog = shop.catalog
+    return [str(catalog.value_text[int(v)]) for g in catalog.option_groups[row] for v in catalog.group_values[g]]
 
 
 def attribute_misses(product: dict, attributes: Sequence[str]) -> list[dict]:
@@ -150,8 +187,12 @@ def diagnose(episode, shop=None, searches: Sequence[dict] | None = None) -> dict
         invalid=episode.invalid_actions, reward=episode.reward, searched=facts["searched"],
         target=str(target.get("asin") or ""), bought=str(last.get("purchased_asin") or "") if episode.purchased else "",
         seen_step=facts["seen_step"], opened=facts["opened"], reward_info=info,
-        errored=bool(record.get("errored")) or bool(last.get("errored"))))
-    out: dict[str, Any] = {"tag": tag, "rule": TAG_RULES.get(tag, ""), "has_target": bool(target),
+        errored=bool(record.get("errored")) or bool(last.get("errored")),
+        reachable=bool(record["reachable"]) if "reachable" in record else None))
+    out: dict[str, Any] = {"tag": tag, "rule": TAG_RULES.get(tag, ""), "family": FAMILY.get(tag, ""),
+                           "has_target": bool(target),
+                           "reachable": bool(record["reachable"]) if "reachable" in record else None,
+                           "unreachable_reason": str(record.get("reason") or "") if record.get("reachable") is False else "",
                            "target": target, "instruction": episode.instruction,
                            "seen_step": facts["seen_step"], "opened": facts["opened"],
                            "opened_step": facts["opened_step"], "purchased": episode.purchased}
@@ -172,7 +213,8 @@ def diagnose(episode, shop=None, searches: Sequence[dict] | None = None) -> dict
                      "price": price, "same": bool(bought_asin) and bought_asin.upper() == str(target.get("asin", "")).upper()}
     out["price"] = {"paid": price, "cap": upper,
                     "ok": None if price is None or upper is None else float(price) <= float(upper)}
-    out["options"] = option_misses(out["bought"]["options"], target.get("options")) if episode.purchased else []
+    offered = _offered_values(shop, bought_row) if bought_row >= 0 else None
+    out["options"] = option_misses(out["bought"]["options"], target.get("options"), offered) if episode.purchased else []
     if episode.purchased and bought_row >= 0:
         out["attributes"] = attribute_misses(shop.catalog.product_record(bought_row), target.get("attributes") or [])
     else:
@@ -189,8 +231,11 @@ def diagnose(episode, shop=None, searches: Sequence[dict] | None = None) -> dict
     queries = []
     for step, query, valid in facts["queries"]:
         found = ranks.get(step)
-        queries.append({"step": step, "query": query, "valid": valid,
-                        "rank": None if found is None else found.get("rank"),
-                        "total": None if found is None else found.get("total")})
+        rank = None if found is None else found.get("rank")
+        seen_pages, hit = facts["pages"].get(step, ([], False))
+        queries.append({"step": step, "query": query, "valid": valid, "rank": rank,
+                        "total": None if found is None else found.get("total"),
+                        "page": (int(rank) - 1) // PRODUCTS_PER_PAGE + 1 if rank else None,
+                        "pages_seen": seen_pages, "seen": hit})
     out["queries"] = queries
     return out

@@ -11,12 +11,15 @@ episode records, and never again elsewhere.  The rules:
   ``breakdown`` over purchases and the ``purchase_rate``; ``counts`` of episodes, successes,
   purchases, truncations, steps and invalid actions.
 * **Reachable goals.**  When episodes say whether their goal can be solved at all
-  (``reachable``), ``unreachable`` counts the others and ``sr_reachable`` is SR on the rest.
+  (``reachable``: a property of the goal, every run written by ``eval`` records it),
+  ``unreachable`` counts the others and ``sr_reachable`` is SR on the rest.
 * **Model calls.**  A served model's episodes add ``tokens`` (prompt, completion, total, per
   episode, episodes without usage), ``requests`` and ``retries`` (:func:`accounting`; errored
   episodes included: they were paid for) and, at given prices, the :func:`cost`.
 * **Intervals.**  :func:`intervals` gives the 95% intervals of Score and SR over the scored
-  episodes (:mod:`webshop_gym.analysis.intervals`).
+  episodes (:mod:`webshop_gym.analysis.intervals`); :func:`summarize` gives them as
+  ``intervals``: ``{"score": {"low", "high"}, "sr": {...}}`` (10,000 resamples, seed 0: the
+  viewer's and ``eval``'s).
 """
 
 from __future__ import annotations
@@ -95,6 +98,8 @@ def summarize(episodes: Sequence[dict]) -> dict:
             "invalid_actions": invalid,
         },
     }
+    found = intervals(rewards)
+    out["intervals"] = {k: None if v is None else {"low": float(v.low), "high": float(v.high)} for k, v in found.items()}
     if any("reachable" in e for e in episodes):
         reachable = [e for e in episodes if e.get("reachable", True)]
         out["unreachable"] = n - len(reachable)

@@ -1,15 +1,20 @@
-"""The failure taxonomy: why an episode did not succeed, as named causes and one tag.
+"""The failure taxonomy: one tag per episode, what went wrong, and whose doing it was.
 
-Two views of one failure, both computed from the log alone (no shop needed), so the run index
-gives every episode both while reading the file once, and ``eval``, the viewer, the report and
-the exports show the same words (rules in ``docs/runs.md``):
+One taxonomy, computed from the log alone (no shop needed), so the run index gives every
+episode its tag while reading the file once, and ``eval``, the viewer, the report and the
+exports show the same words (rules in ``docs/runs.md``, *Failure tags*):
 
-* **causes** (:data:`CAUSES`, :func:`failure_causes`): which parts of the reward fell short
-  after a purchase, or why there was none; an episode may have several, the first is its main
-  cause.
-* **the tag** (:data:`TAGS`, :func:`failure_tag`): one per episode, what the agent did wrong,
+* **the tag** (:data:`TAGS`, :func:`failure_tag`): one per episode, the first rule that holds,
   from an :class:`EpisodeFacts` (what the episode did, where the target appeared, what was
-  bought).
+  bought, whether its goal can be solved at all);
+* **its family** (:data:`FAMILIES`, :data:`FAMILY`): not the agent's doing (the model calls
+  failed, or the goal cannot score 1.0), no purchase, product selection (bought another product
+  than the target), option clicking (the target, without an option it offers), price, other.
+
+Beside the tag, an episode that bought something lists the **reward parts short**
+(:data:`CAUSES`, :func:`failure_causes`: type, attributes, options, price): a detail of the
+purchase's breakdown, not a second classification (run files of every format read as before:
+both are computed, never stored).
 """
 
 from __future__ import annotations
@@ -17,23 +22,26 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-__all__ = ["CAUSES", "SOLVED", "TAGS", "TAG_RULES", "EpisodeFacts", "failure_causes", "failure_tag"]
+__all__ = ["CAUSES", "FAMILIES", "FAMILY", "SOLVED", "TAGS", "TAG_RULES", "EpisodeFacts", "failure_causes",
+           "failure_tag"]
 
-#: Failure causes, in the order the rules test them (``docs/runs.md``).
-CAUSES = ("type", "attributes", "options", "price", "invalid actions", "step cap", "no purchase")
+#: The reward parts that can fall short after a purchase, in the reward's order (``docs/runs.md``).
+CAUSES = ("type", "attributes", "options", "price")
 
 SOLVED = "solved"
 #: Failure tags, in the order their rules are tried (``docs/runs.md``).
 TAGS = (
     "errored",
+    "goal unreachable",
     "invalid-action loop",
     "never searched",
     "step cap",
     "no purchase",
-    "target never retrieved",
-    "retrieved but not opened",
+    "target not on the pages seen",
+    "seen but not opened",
     "opened but wrong product bought",
     "wrong product bought",
+    "right product, option not clicked",
     "right product, wrong options",
     "price over the cap",
     "right product, other part short",
@@ -41,18 +49,44 @@ TAGS = (
 #: Each tag's rule, in words (shown on the run page and in the report).
 TAG_RULES = {
     "errored": "the episode record says the model calls failed (\"errored\": true)",
+    "goal unreachable": "bought the target, and no purchase of the target can score 1.0 on this goal "
+                        "(the goal asks for an option or attribute the target lacks)",
     "invalid-action loop": "no purchase, and at least half of the actions were invalid",
     "never searched": "no purchase, and no valid search action",
     "step cap": "no purchase: the step cap ended the episode",
     "no purchase": "the log ends without a purchase or a cap (an unfinished episode)",
-    "target never retrieved": "bought another product; the target was on none of the results pages the agent saw",
-    "retrieved but not opened": "bought another product; the target was on a results page but never clicked",
+    "target not on the pages seen": "bought another product; the target was on none of the results pages the "
+                                    "agent saw",
+    "seen but not opened": "bought another product; the target was on a results page the agent saw but never "
+                           "clicked",
     "opened but wrong product bought": "the agent opened the target's page, then bought another product",
     "wrong product bought": "bought another product (the log has no target or no observations to say more)",
-    "right product, wrong options": "bought the target with options that miss the asked ones",
+    "right product, option not clicked": "bought the target (a reachable goal) without an asked option it "
+                                         "offers",
+    "right product, wrong options": "bought the target with options that miss the asked ones (the run does not "
+                                    "say whether the goal is reachable)",
     "price over the cap": "bought the target (options right) above the price cap",
     "right product, other part short": "bought the target as asked, yet a part of the reward fell short "
                                        "(attributes or type: the target does not meet its own goal)",
+}
+#: The families of tags, in order: whose doing a failure was.
+FAMILIES = ("not the agent's", "no purchase", "product selection", "option clicking", "price", "other")
+#: Each tag's family.
+FAMILY = {
+    "errored": "not the agent's",
+    "goal unreachable": "not the agent's",
+    "invalid-action loop": "no purchase",
+    "never searched": "no purchase",
+    "step cap": "no purchase",
+    "no purchase": "no purchase",
+    "target not on the pages seen": "product selection",
+    "seen but not opened": "product selection",
+    "opened but wrong product bought": "product selection",
+    "wrong product bought": "product selection",
+    "right product, option not clicked": "option clicking",
+    "right product, wrong options": "option clicking",
+    "price over the cap": "price",
+    "right product, other part short": "other",
 }
 
 
@@ -71,6 +105,7 @@ class EpisodeFacts:
         opened: a valid click opened the target's page.
         reward_info: the purchase's breakdown.
         errored: the episode record says the model calls failed.
+        reachable: whether the goal can score 1.0 at all (``None``: the run does not say).
     """
 
     purchased: bool
@@ -85,6 +120,7 @@ class EpisodeFacts:
     opened: bool = False
     reward_info: dict = field(default_factory=dict)
     errored: bool = False
+    reachable: bool | None = None
 
 
 def failure_tag(f: EpisodeFacts) -> str:
@@ -107,11 +143,13 @@ def failure_tag(f: EpisodeFacts) -> str:
             return "opened but wrong product bought"
         if f.seen_step is None:
             return "wrong product bought"
-        return "retrieved but not opened" if f.seen_step else "target never retrieved"
+        return "seen but not opened" if f.seen_step else "target not on the pages seen"
+    if f.reachable is False:
+        return "goal unreachable"
     info = f.reward_info or {}
     r_option = info.get("r_option")
     if r_option is not None and float(r_option) < 1.0:
-        return "right product, wrong options"
+        return "right product, option not clicked" if f.reachable else "right product, wrong options"
     if "r_price" in info and not info["r_price"]:
         return "price over the cap"
     return "right product, other part short"
@@ -119,29 +157,24 @@ def failure_tag(f: EpisodeFacts) -> str:
 
 def failure_causes(purchased: bool, truncated: bool, steps: int, invalid_actions: int,
                    reward_info: dict | None, reward: float) -> list[str]:
-    """Why an episode did not succeed, most important first (``[]`` for a success).
+    """The reward parts that fell short after a purchase, in the reward's order (``[]``: none, or no purchase).
 
-    After a purchase, every part of the reward that fell short, in the order type (``r_type``
-    below 1), attributes (``r_att`` below 1), options (``r_option`` below 1), price
-    (``r_price`` false).  Without a purchase, one cause: ``invalid actions`` when at least half
-    of the episode's actions were invalid, else ``step cap`` when the step cap ended it, else
-    ``no purchase`` (the log ends without a purchase).
+    Type (``r_type`` below 1), attributes (``r_att`` below 1), options (``r_option`` below 1),
+    price (``r_price`` false).  An episode without a purchase has no parts: its tag says what
+    happened.  ``truncated``, ``steps`` and ``invalid_actions`` are kept for the callers of
+    earlier versions.
     """
-    if purchased:
-        if reward == 1.0:
-            return []
-        info = reward_info or {}
-        causes = []
-        if float(info.get("r_type", 1.0)) < 1.0:
-            causes.append("type")
-        if float(info.get("r_att", 1.0)) < 1.0:
-            causes.append("attributes")
-        r_option = info.get("r_option")
-        if r_option is not None and not (isinstance(r_option, float) and math.isnan(r_option)) and float(r_option) < 1.0:
-            causes.append("options")
-        if "r_price" in info and not info["r_price"]:
-            causes.append("price")
-        return causes or ["type"]  # a reward below 1 with no part short: only r_type can do that
-    if steps and invalid_actions * 2 >= steps:
-        return ["invalid actions"]
-    return ["step cap"] if truncated else ["no purchase"]
+    if not purchased or reward == 1.0:
+        return []
+    info = reward_info or {}
+    causes = []
+    if float(info.get("r_type", 1.0)) < 1.0:
+        causes.append("type")
+    if float(info.get("r_att", 1.0)) < 1.0:
+        causes.append("attributes")
+    r_option = info.get("r_option")
+    if r_option is not None and not (isinstance(r_option, float) and math.isnan(r_option)) and float(r_option) < 1.0:
+        causes.append("options")
+    if "r_price" in info and not info["r_price"]:
+        causes.append("price")
+    return causes or ["type"]  # a reward below 1 with no part short: only r_type can do that

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from webshop_gym.analysis.taxonomy import TAGS
 from webshop_gym.error import Error
 from webshop_gym.evaluation.local import evaluate, format_table
 from webshop_gym.evaluation.served import parse_shard
@@ -123,6 +124,8 @@ def run(args: argparse.Namespace) -> int:
         result["cost"] = cost(result["tokens"], args.price_input, args.price_output)
         if result.get("billed"):
             result["cost_billed"] = cost(result["billed"]["tokens"], args.price_input, args.price_output)
+    if args.out:
+        result["tags"] = _tag_counts(args.out)
     table = format_table(result)
     text = json.dumps(result, indent=1, default=_json_default)
     status = _unscored_status(result)
@@ -131,14 +134,37 @@ def run(args: argparse.Namespace) -> int:
         print(text)
         return status
     print(table)
-    summary = {k: result[k] for k in ("policy", "split", "score", "sr", "mean_steps", "valid_rate", "breakdown",
-                                      "errored", "tokens", "requests", "retries", "cost", "billed", "cost_billed")
-               if k in result}
-    print("json: " + json.dumps(summary, default=_json_default))
+    summary = {k: result[k] for k in ("policy", "split", "score", "sr", "intervals", "sr_reachable", "unreachable",
+                                      "mean_steps", "valid_rate", "breakdown", "errored", "tokens", "requests",
+                                      "retries", "cost", "billed", "cost_billed", "tags") if k in result}
+    print("json: " + json.dumps(_rounded(summary), default=_json_default))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
             handle.write(text + "\n")
     return status
+
+
+def _tag_counts(path: str) -> dict[str, int]:
+    """Episodes per failure tag of the run just written (the viewer's and the report's taxonomy, read from the file)."""
+    from webshop_gym.runs.index import RunIndex
+
+    index = RunIndex(path)
+    index.refresh()
+    counts = index.tag_counts()
+    return {tag: counts[tag] for tag in ("solved", *TAGS) if counts.get(tag)}
+
+
+#: Digits of the printed ``json:`` line, as the table rounds (the --json file keeps every digit).
+_DIGITS = {"score": 1, "sr": 1, "sr_reachable": 1, "valid_rate": 1, "mean_steps": 2, "purchase_rate": 1, "low": 1,
+           "high": 1, "per_episode": 0, "cost": 4}
+
+
+def _rounded(value, key: str = ""):
+    if isinstance(value, dict):
+        return {k: _rounded(v, k) for k, v in value.items()}
+    if isinstance(value, float):
+        return round(value, _DIGITS.get(key, 3))
+    return value
 
 
 def _unscored_status(result: dict) -> int:

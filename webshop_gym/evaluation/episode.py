@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
-__all__ = ["SLIM_KEYS", "episode_seed", "slim_info"]
+__all__ = ["SLIM_KEYS", "episode_seed", "mark_reachability", "slim_info"]
 
 #: The ``info`` keys a policy is handed each step (the rest stays with the engine).
 SLIM_KEYS = ("goal_index", "instruction", "page", "steps", "invalid_action", "available_actions", "valid_actions")
@@ -18,3 +20,20 @@ def episode_seed(seed: int, goal_index: int) -> int:
 def slim_info(info: dict) -> dict:
     """``info`` cut to :data:`SLIM_KEYS`."""
     return {k: info[k] for k in SLIM_KEYS if k in info}
+
+
+def mark_reachability(shop, then: Callable[[dict], None] | None = None) -> Callable[[dict], None]:
+    """A callback that gives each finished episode its goal's ``reachable`` and ``reason``, then calls ``then``.
+
+    Reachability is a property of the goal (:meth:`~webshop_gym.shop.Shop.reachability`, computed
+    once per shop and goal set), so every policy's run says which goals no purchase can solve,
+    and every reader reports SR on the reachable goals beside SR.
+    """
+    reach = shop.reachability()
+
+    def mark(episode: dict) -> None:
+        episode["reachable"], episode["reason"] = reach.of(int(episode["goal_index"]))
+        if then is not None:
+            then(episode)
+
+    return mark

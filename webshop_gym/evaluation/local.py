@@ -11,8 +11,9 @@ order, each to one slot, until every slot is idle) and returns the figures paper
 * ``valid_rate``: 100 x share of actions the env accepted;
 * ``breakdown``: mean ``r_type``, ``r_att``, ``r_option`` and ``r_price`` over the episodes that
   bought something (``r_option`` over those whose goal has options), with ``purchase_rate``;
-* ``unreachable``: for the oracle, goals whose target cannot score 1.0 (``sr_reachable`` is the
-  SR over the others).
+* ``unreachable``: goals on which no purchase of the target scores 1.0 (a property of the goal,
+  :meth:`~webshop_gym.shop.Shop.reachability`, marked on every episode as ``reachable`` and
+  ``reason``); ``sr_reachable`` is the SR over the others.
 
 Policies: a name (``random``, ``rule``, ``oracle``, ``hf:PATH`` for a local Hugging Face model
 directory, ``openai:MODEL`` for a model behind an OpenAI-compatible endpoint, played with many
@@ -39,7 +40,7 @@ from webshop_gym.agents.policies import make_policy
 from webshop_gym.analysis.figures import BREAKDOWN, summarize
 from webshop_gym.envs.vector_env import WebShopVectorEnv
 from webshop_gym.error import InvalidArgument
-from webshop_gym.evaluation.episode import episode_seed, slim_info
+from webshop_gym.evaluation.episode import episode_seed, mark_reachability, slim_info
 from webshop_gym.evaluation.served import (
     accounting_rows,
     evaluate_served,
@@ -115,11 +116,7 @@ class _Driver:
         if callable(reseed):
             reseed(episode_seed(self.seed, info["goal_index"]))
         policy.reset(info)
-        out = {}
-        if hasattr(policy, "reachable"):
-            out["reachable"] = bool(policy.reachable)
-            out["reason"] = str(getattr(policy, "reason", ""))
-        return out
+        return {}  # the goal's reachability is marked on every episode (mark_reachability)
 
     def act(self, active: Sequence[int], observations: Sequence[str], infos: Sequence[dict]) -> list[str]:
         n = len(observations)
@@ -166,8 +163,8 @@ def rollout(
     Returns:
         One record per goal, sorted by goal index: ``goal_index``, ``reward``, ``success``,
         ``steps``, ``invalid_actions``, ``purchased``, ``truncated`` and, after a purchase,
-        ``reward_info``, ``purchased_asin``, ``purchased_options``, ``purchased_price``; the
-        oracle adds ``reachable`` and ``reason``.
+        ``reward_info``, ``purchased_asin``, ``purchased_options``, ``purchased_price``
+        (:func:`evaluate` adds the goal's ``reachable`` and ``reason``).
     """
     if progress is None:
         return _rollout(env, policy, seed, num_goals, record, on_episode, stats)
@@ -351,7 +348,8 @@ def evaluate(
                 policy_factory, policy, hf_kwargs, split, seed, max_steps, num_envs, num_workers, observation_mode,
                 run_settings))
         episodes = rollout(env, policy, seed=seed, num_goals=num_goals, stats=stats, record=writer is not None,
-                           on_episode=None if writer is None else writer.add, progress="eval" if progress else None)
+                           on_episode=mark_reachability(shop, None if writer is None else writer.add),
+                           progress="eval" if progress else None)
     except BaseException:
         if writer is not None:
             writer.close()  # the finished episodes stay readable; no summary line
@@ -420,6 +418,11 @@ def _fingerprint_text(fingerprint: dict | None) -> str:
             f"({fingerprint['goals']} {fingerprint['goal_kind']} goals, price seed {fingerprint['price_seed']})")
 
 
+def _interval_text(result: dict, key: str) -> str:
+    found = (result.get("intervals") or {}).get(key)
+    return "" if not found else f" [{found['low']:.1f}, {found['high']:.1f}]"
+
+
 def format_table(result: dict) -> str:
     """A readable table of an :func:`evaluate` result."""
     b = result["breakdown"]
@@ -431,15 +434,18 @@ def format_table(result: dict) -> str:
         ("split", f"{result.get('split')}: goals [{result['goals'][0]}, {result['goals'][1]}), "
                   f"{c['episodes']} episodes, max_steps {result.get('max_steps')}, seed {result.get('seed')}"),
         # Rounded as the viewer and the report round: percentages to 0.1, steps to 0.01, parts to 0.001.
-        ("Score", _fmt(result["score"], 1)),
-        ("SR (%)", _fmt(result["sr"], 1)),
+        ("Score [95% CI]", _fmt(result["score"], 1) + _interval_text(result, "score")),
+        ("SR (%) [95% CI]", _fmt(result["sr"], 1) + _interval_text(result, "sr")),
         ("mean steps", _fmt(result["mean_steps"])),
         ("valid actions (%)", _fmt(result["valid_rate"], 1)),
         ("purchased (%)", _fmt(b["purchase_rate"], 1)),
         ("r_type / r_att / r_option / r_price", " / ".join(_fmt(b[k], 3) for k in BREAKDOWN)),
     ]
     if "unreachable" in result:
-        rows.append(("unreachable goals", f"{result['unreachable']} (SR on the others {_fmt(result['sr_reachable'], 1)})"))
+        rows.append(("SR on reachable goals (%)", f"{_fmt(result['sr_reachable'], 1)} ({result['unreachable']} "
+                                                  "unreachable goals: no purchase of the target scores 1.0)"))
+    if result.get("tags"):
+        rows.append(("failure tags", " · ".join(f"{t} {c}" for t, c in result["tags"].items() if c)))
     if "tokens" in result:
 
         rows += accounting_rows(result)

@@ -35,7 +35,7 @@ from typing import Any
 from webshop_gym.analysis.figures import accounting, add_accounting, billed, summarize
 from webshop_gym.engine import Engine
 from webshop_gym.error import Error
-from webshop_gym.evaluation.episode import episode_seed, slim_info
+from webshop_gym.evaluation.episode import episode_seed, mark_reachability, slim_info
 from webshop_gym.runs.log import dumps_line, episode_lines
 from webshop_gym.runs.replay import fingerprint_difference
 from webshop_gym.runs.run import SUMMARY_KEYS, RunWriter, load_run, now_iso
@@ -404,7 +404,8 @@ def evaluate_served(
             writer = RunWriter(out, shop, todo, append=bool(kept) or (resume and Path(out).is_file()),
                                **settings)
         played = play(agent, shop, todo, concurrency=n, seed=seed, max_steps=max_steps,
-                      observation_mode=observation_mode, on_episode=None if writer is None else writer.add,
+                      observation_mode=observation_mode,
+                      on_episode=mark_reachability(shop, None if writer is None else writer.add),
                       progress="eval" if progress else None, stats=stats)
     except BaseException:
         if writer is not None:
@@ -574,20 +575,21 @@ def accounting_rows(result: dict) -> list[tuple[str, str]]:
     per = tokens.get("per_episode")
     unknown = tokens.get("unknown", 0)
     rows = [
-        ("errored episodes", f"{result.get('errored', 0)} of {episodes} (not scored: the model's calls failed)"),
         ("tokens", f"{tokens.get('total', 0):,} ({tokens.get('prompt', 0):,} prompt + {tokens.get('completion', 0):,} "
                    f"completion; {per:,.0f} per episode)" if per is not None else "-"),
         ("requests / retries", f"{result.get('requests', 0):,} / {result.get('retries', 0):,}"),
     ]
     if unknown:
-        rows[1] = (rows[1][0], rows[1][1] + f"; {unknown} episodes without usage from the server")
+        rows[0] = (rows[0][0], rows[0][1] + f"; {unknown} episodes without usage from the server")
+    if result.get("errored"):  # said only when something errored
+        rows.insert(0, ("errored episodes", f"{result['errored']} of {episodes} (not scored: the model's calls failed)"))
     if result.get("cost") is not None:
-        rows.append(("cost", f"{result['cost']:.4f} (at the prices given per million tokens)"))
+        rows.append(("cost", f"{result['cost']:.4f} USD (at the prices given, USD per million tokens)"))
     whole = result.get("billed")
     if whole:  # a resumed run: what every session sent, the attempts --resume dropped included
         text = (f"{whole['tokens']['total']:,} tokens, {whole['requests']:,} requests / {whole['retries']:,} retries "
                 f"over {whole['episodes']:,} episodes played (kept and dropped)")
         if result.get("cost_billed") is not None:
-            text += f"; cost {result['cost_billed']:.4f}"
+            text += f"; cost {result['cost_billed']:.4f} USD"
         rows.append(("whole run", text))
     return rows

@@ -2,7 +2,7 @@
 
 Each function takes the report's per-run rows (:class:`webshop_gym.reporting.report.RunSummary`) and
 returns PNG bytes: Score and SR with their intervals, the reward histogram, SR by product
-category (with Wilson intervals), the distribution of steps, failure causes and the mean reward
+category (with Wilson intervals), the distribution of steps, failure tags and the mean reward
 breakdown, one bar (group) per run.  Legends sit outside the axes; a chart shows the unit of
 its table.
 """
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from webshop_gym.analysis.intervals import wilson
-from webshop_gym.analysis.taxonomy import CAUSES
+from webshop_gym.analysis.taxonomy import TAGS
 from webshop_gym.error import DependencyNotInstalled
 
 __all__ = ["PLOTS", "draw_all", "require_matplotlib"]
@@ -150,12 +150,17 @@ def steps_distribution(rows) -> bytes:
     return _png(fig)
 
 
-def failure_causes(rows) -> bytes:
-    """Episodes per main failure cause (counts, as the failure-cause table gives them)."""
-    fig, ax = _figure("Main failure cause")
-    series = [(row.label, [row.causes.get(c, 0) for c in CAUSES]) for row in rows]
-    _grouped(ax, list(CAUSES), series, fmt="{:.0f}")
-    ax.set_ylabel("episodes (main cause)")
+def failure_tags(rows) -> bytes:
+    """Episodes per failure tag, a bar per run (the tags any run has; as the failure-tag table counts them)."""
+    counts = [row.tags for row in rows]
+    shown = [t for t in TAGS if any(c.get(t) for c in counts)] or list(TAGS[:1])
+    fig, ax = _figure("Failure tags")
+    series = [(row.label, [c.get(t, 0) for t in shown]) for row, c in zip(rows, counts)]
+    _grouped(ax, shown, series, fmt="{:.0f}")
+    ax.set_ylabel("episodes")
+    ax.tick_params(axis="x", labelrotation=30)
+    for label in ax.get_xticklabels():
+        label.set_horizontalalignment("right")
     return _png(fig)
 
 
@@ -175,7 +180,7 @@ PLOTS = {
     "rewards": ("Reward histogram", reward_histogram),
     "categories": ("SR by product category", sr_by_category),
     "steps": ("Steps per episode", steps_distribution),
-    "causes": ("Failure causes", failure_causes),
+    "tags": ("Failure tags", failure_tags),
     "breakdown": ("Reward breakdown means", breakdown_means),
 }
 

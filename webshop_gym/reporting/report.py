@@ -22,7 +22,7 @@ from typing import Any
 from webshop_gym.analysis.figures import billed, cost
 from webshop_gym.analysis.intervals import METHOD, score_interval, sr_interval
 from webshop_gym.analysis.stats import Interval, PairedComparison, paired
-from webshop_gym.analysis.taxonomy import CAUSES, TAG_RULES, TAGS
+from webshop_gym.analysis.taxonomy import CAUSES, FAMILY, SOLVED, TAG_RULES, TAGS
 from webshop_gym.render.html import template_environment
 from webshop_gym.reporting.plots import PLOTS
 from webshop_gym.runs.index import CSV_COLUMNS, RunIndex, csv_row, seed_groups
@@ -44,7 +44,7 @@ class RunSummary:
         run: the run.
         score, sr: with their bootstrap 95% intervals.
         categories: per product category ``{"episodes", "successes", "sr"}``.
-        causes: episodes per main failure cause; ``any_causes``: episodes with each cause at all.
+        causes: purchases per first reward part short; ``any_causes``: purchases with each part short.
     """
 
     label: str
@@ -60,6 +60,11 @@ class RunSummary:
     def figures(self) -> dict:
         """The run's figures (as ``webshop-gym eval`` reports them)."""
         return self.run.figures
+
+    @property
+    def tags(self) -> Counter:
+        """Episodes per failure tag (:mod:`webshop_gym.analysis.taxonomy`; ``solved`` and ``errored`` included)."""
+        return self.index().tag_counts()
 
     def index(self):
         """The run file's :class:`~webshop_gym.runs.index.RunIndex` (failure tags, exports), read once."""
@@ -154,9 +159,9 @@ def build_report(paths: list[str | os.PathLike], resamples: int = RESAMPLES, see
                          f"{len(row.run.episodes)} episodes.")
         if not row.run.header:
             notes.append(f"{row.label}: a trajectory log without a run line (policy, split and settings unknown).")
-        if "unreachable" in row.figures:
-            notes.append(f"{row.label}: {row.figures['unreachable']} unreachable goals (the oracle cannot score 1.0 "
-                         f"on them); SR on the others {_f(row.figures.get('sr_reachable'))}%.")
+        if row.figures.get("unreachable"):
+            notes.append(f"{row.label}: {row.figures['unreachable']} unreachable goals (no purchase of the target "
+                         f"scores 1.0 on them); SR on the others {_f(row.figures.get('sr_reachable'))}%.")
     report = Report(rows, comparisons, int(resamples), int(seed), now_iso(), title or "WebShop evaluation report", notes,
                     viewer)
     report.prices = (price_input, price_output)
@@ -181,14 +186,15 @@ def _p(value: float) -> str:
 def tables(report: Report) -> dict[str, tuple[list[str], list[list[str]]]]:
     """The report's tables as (header, rows) of strings, shared by HTML and Markdown."""
     out: dict[str, tuple[list[str], list[list[str]]]] = {}
-    header = ["run", "policy", "split", "episodes", "Score [95% CI]", "SR % [95% CI]", "mean steps", "valid %",
-              "purchased %", "r_type", "r_att", "r_option", "r_price"]
+    header = ["run", "policy", "split", "episodes", "Score [95% CI]", "SR % [95% CI]", "SR % on reachable goals",
+              "mean steps", "valid %", "purchased %", "r_type", "r_att", "r_option", "r_price"]
     rows = []
     for row in report.rows:
         f, b, run = row.figures, row.figures["breakdown"], row.run
         errored = f["counts"].get("errored", 0)
         episodes = str(f["episodes"]) + (f" (+{errored} errored)" if errored else "")
-        rows.append([row.label, run.policy, run.split, episodes, _ci(row.score), _ci(row.sr),
+        reachable = "-" if f.get("sr_reachable") is None else f"{_f(f['sr_reachable'])} ({f['unreachable']} unreachable)"
+        rows.append([row.label, run.policy, run.split, episodes, _ci(row.score), _ci(row.sr), reachable,
                      _f(f["mean_steps"], 2), _f(f["valid_rate"]), _f(b["purchase_rate"]),
                      *(_f(b[k], 3) for k in ("r_type", "r_att", "r_option", "r_price"))])
     out["runs"] = (header, rows)
@@ -232,9 +238,9 @@ def tables(report: Report) -> dict[str, tuple[list[str], list[list[str]]]]:
     out["categories"] = (["category", *[row.label for row in report.rows]], [
         [c, *(f"{row.categories[c]['sr']:.1f} ({row.categories[c]['successes']}/{row.categories[c]['episodes']})"
               if c in row.categories else "-" for row in report.rows)] for c in categories])
-    out["causes"] = (["failure cause", *[row.label for row in report.rows]], [
-        [c, *(f"{row.causes.get(c, 0)} ({row.any_causes.get(c, 0)})" for row in report.rows)] for c in CAUSES]
-        + [["(solved)", *(str(row.figures['counts']['successes']) for row in report.rows)]])
+    out["tag-counts"] = tag_table(report)
+    out["causes"] = (["reward part short", *[row.label for row in report.rows]], [
+        [c, *(str(row.any_causes.get(c, 0)) for row in report.rows)] for c in CAUSES])
     settings = []
     for row in report.rows:
         h = row.run.header
@@ -251,6 +257,14 @@ def tables(report: Report) -> dict[str, tuple[list[str], list[list[str]]]]:
                           f"{g['score'][0]:.1f} ± {g['score'][1]:.1f}", f"{g['sr'][0]:.1f} ± {g['sr'][1]:.1f}"]
                          for g in groups])
     return out
+
+
+def tag_table(report: Report) -> tuple[list[str], list[list[str]]]:
+    """Episodes per failure tag, a column per run (the one taxonomy, :mod:`webshop_gym.analysis.taxonomy`)."""
+    counts = [row.tags for row in report.rows]
+    rows = [[tag, FAMILY[tag], *(str(c.get(tag, 0)) for c in counts)] for tag in TAGS if any(c.get(tag) for c in counts)]
+    rows.append([SOLVED, "", *(str(c.get(SOLVED, 0)) for c in counts)])
+    return ["failure tag", "family", *[row.label for row in report.rows]], rows
 
 
 def method(report: Report) -> str:
@@ -282,7 +296,8 @@ TABLE_TITLES = {
     "served": "Model calls: errored episodes (not scored), tokens, requests, retries, wall time (every session), "
               "cost; whole run: the kept episodes and the attempts --resume dropped",
     "categories": "SR by product category: % (solved / episodes)",
-    "causes": "Failure causes: episodes whose main cause it is (episodes with it at all)",
+    "tag-counts": "Failure tags: episodes per tag (docs/runs.md, Failure tags)",
+    "causes": "Reward parts short: purchases with each part of the reward below full",
     "settings": "Settings",
     "seeds": "Settings run with several seeds: mean ± sample standard deviation over the seeds",
 }
@@ -332,7 +347,7 @@ def to_markdown(report: Report, images: dict[str, str] | None) -> str:
     if images:
         lines += ["## Plots", ""]
         lines += [f"![{PLOTS[name][0]}]({path})" + "\n" for name, path in images.items()]
-    lines += ["Score = 100 x mean final reward; SR = % of episodes with reward exactly 1.0. Failure causes follow "
+    lines += ["Score = 100 x mean final reward; SR = % of episodes with reward exactly 1.0. Failure tags follow "
               "the rules of webshop-gym's docs/runs.md.", ""]
     return "\n".join(lines)
 

@@ -29,9 +29,11 @@ from pathlib import Path
 
 import numpy as np
 
+from webshop_gym.analysis.diagnosis import facts_of_steps, option_misses
 from webshop_gym.analysis.figures import summarize
 from webshop_gym.analysis.taxonomy import (
     CAUSES,
+    FAMILY,
     SOLVED,
     TAGS,
     EpisodeFacts,
@@ -94,10 +96,11 @@ class IndexTable:
         goal, reward, steps, invalid: numpy arrays.
         success, purchased, truncated, errored: boolean arrays (an errored episode: a served
             model's calls failed; it is left out of the figures).
-        tag: index into :data:`~webshop_gym.analysis.diagnosis.TAGS` (-1: solved).
-        cause: index of the main failure cause in :data:`~webshop_gym.runs.run.CAUSES` (-1: none).
-        causes: bit ``c`` set when cause ``c`` applies.
+        tag: index into :data:`~webshop_gym.analysis.taxonomy.TAGS` (-1: solved).
+        cause: index of the first reward part short in :data:`~webshop_gym.analysis.taxonomy.CAUSES` (-1: none).
+        causes: bit ``c`` set when reward part ``c`` fell short.
         category: index into ``categories``.
+        reachable: int8 per episode: 1 the goal can score 1.0, 0 it cannot, -1 the run does not say.
         instructions, instructions_lower: lists of str.
         figures: :func:`~webshop_gym.evaluation.local.summarize` of the episodes.
     """
@@ -115,6 +118,7 @@ class IndexTable:
     causes: np.ndarray
     category: np.ndarray
     categories: list[str]
+    reachable: np.ndarray
     instructions: list[str]
     instructions_lower: list[str]
     figures: dict
@@ -127,8 +131,13 @@ class IndexTable:
         t = int(self.tag[i])
         return SOLVED if t < 0 else TAGS[t]
 
+    def family(self, i: int) -> str:
+        """Episode ``i``'s tag family (``""`` for a success)."""
+        t = int(self.tag[i])
+        return "" if t < 0 else FAMILY[TAGS[t]]
+
     def cause_names(self, i: int) -> list[str]:
-        """Episode ``i``'s failure causes (main first)."""
+        """Episode ``i``'s reward parts short (first first)."""
         mask = int(self.causes[i])
         main = int(self.cause[i])
         names = [CAUSES[main]] if main >= 0 else []
@@ -142,7 +151,8 @@ class IndexTable:
     def nbytes(self) -> int:
         """Bytes held, roughly (arrays plus the instruction strings)."""
         arrays = sum(a.nbytes for a in (self.goal, self.reward, self.steps, self.invalid, self.success, self.purchased,
-                                         self.truncated, self.errored, self.tag, self.cause, self.causes, self.category))
+                                         self.truncated, self.errored, self.tag, self.cause, self.causes, self.category,
+                                         self.reachable))
         return arrays + sum(2 * (len(s) + 50) for s in self.instructions)
 
 
@@ -370,14 +380,14 @@ class RunIndex:
             truncated[i] = trunc
             success[i] = term and got == 1.0
             info = cols.info[i] if term else None
-            found = failure_causes(term, trunc, steps, invalid, info, got)
+            found = [] if cols.errored[i] else failure_causes(term, trunc, steps, invalid, info, got)
             if found:
                 cause[i] = cause_ids[found[0]]
                 for c in found:
                     causes[i] |= 1 << cause_ids[c]
             name = failure_tag(EpisodeFacts(term, trunc, steps, invalid, got, cols.searched[i], cols.target[i],
                                             cols.bought[i], cols.seen[i], cols.opened[i], info or {},
-                                            cols.errored[i]))
+                                            cols.errored[i], cols.reachable[i]))
             tag[i] = -1 if name == SOLVED else tag_ids[name]
             category[i] = category_ids.setdefault(cols.category[i], len(category_ids))
             rec = {"reward": got, "steps": steps, "invalid_actions": invalid, "purchased": term, "truncated": trunc}
@@ -394,6 +404,7 @@ class RunIndex:
             invalid=np.asarray(cols.invalid, np.int64), success=success, purchased=purchased, truncated=truncated,
             errored=np.asarray(cols.errored, bool),
             tag=tag, cause=cause, causes=causes, category=category, categories=list(category_ids),
+            reachable=np.array([-1 if r is None else int(r) for r in cols.reachable], np.int8),
             instructions=list(cols.instruction), instructions_lower=[s.lower() for s in cols.instruction],
             figures=figures)
 
@@ -452,20 +463,48 @@ class RunIndex:
             yield self.export_record(i)
 
 
-#: Columns of the per-episode export beyond ``eval --json --episodes``'s records.
-EXPORT_COLUMNS = ("position", "instruction", "category", "tag", "causes")
+#: Columns of the per-episode export beyond ``eval --json --episodes``'s records: the viewer's, then the diagnosis.
+EXPORT_COLUMNS = ("position", "instruction", "category", "tag", "causes", "family", "target_asin", "first_seen_step",
+                  "opened_step", "queries", "attributes_matched", "missed_options")
 
 
 def export_record(episode: RunEpisode, table: IndexTable | None = None) -> dict:
-    """An episode as ``eval --json --episodes`` reports it, then the viewer's columns (:data:`EXPORT_COLUMNS`)."""
+    """An episode as ``eval --json --episodes`` reports it, then the viewer's columns (:data:`EXPORT_COLUMNS`).
+
+    The diagnosis columns come from the log alone (:func:`~webshop_gym.analysis.diagnosis.facts_of_steps`):
+    ``family`` (the tag's), ``target_asin``, ``first_seen_step`` (the first step whose results
+    page showed the target; 0 never, empty when observations were not logged), ``opened_step``
+    (0: never), ``queries`` (per search: ``step``, ``query``, ``pages_seen``, ``seen``: the
+    target on those pages), ``attributes_matched`` (of the asked ones, from ``r_att``),
+    ``missed_options`` (the asked options the purchase missed, ``name: value``).  The target's
+    rank in the engine's results needs the shop: the episode page gives it.
+    """
     out = episode.record()
-    if "errored" in episode.log.record:
-        out["errored"] = episode.log.record["errored"]
+    record = episode.log.record
+    if "errored" in record:
+        out["errored"] = record["errored"]
     out["position"] = episode.position
     out["instruction"] = episode.instruction
     out["category"] = episode.category
-    out["tag"] = table.tag_name(episode.position) if table is not None else ""
+    tag = table.tag_name(episode.position) if table is not None else ""
+    out["tag"] = tag
     out["causes"] = list(episode.causes)
+    out["family"] = FAMILY.get(tag, "")
+    target = record.get("target") if isinstance(record.get("target"), dict) else {}
+    facts = facts_of_steps(episode.log.steps, record) if episode.log.steps else None
+    out["target_asin"] = str(target.get("asin") or "")
+    out["first_seen_step"] = None if facts is None else facts["seen_step"]
+    out["opened_step"] = None if facts is None else facts["opened_step"]
+    out["queries"] = [] if facts is None else [
+        {"step": step, "query": query, "pages_seen": facts["pages"].get(step, ([], False))[0],
+         "seen": facts["pages"].get(step, ([], False))[1]} for step, query, valid in facts["queries"] if valid]
+    info = episode.reward_info or {}
+    asked = target.get("attributes") or []
+    out["attributes_matched"] = (round(float(info["r_att"]) * len(asked)) if asked and info.get("r_att") is not None
+                                 else None)
+    out["missed_options"] = ([o["asked"] for o in option_misses(episode.last.get("purchased_options") or {},
+                                                                target.get("options")) if not o["matched"]]
+                             if episode.purchased else [])
     return out
 
 
@@ -474,7 +513,8 @@ CSV_COLUMNS = ("goal_index", "reward", "success", "steps", "invalid_actions", "p
                "purchased_asin", "purchased_options", "purchased_price", "reward_info.r_type", "reward_info.r_att",
                "reward_info.w_att", "reward_info.query_match", "reward_info.category_match", "reward_info.title_score",
                "reward_info.r_option", "reward_info.w_option", "reward_info.r_price", "reward_info.w_price",
-               "reachable", "reason", "errored", "position", "instruction", "category", "tag", "causes")
+               "reachable", "reason", "errored", "error", "tokens.prompt", "tokens.completion", "requests", "retries",
+               "latency_s", *EXPORT_COLUMNS)
 
 
 def csv_value(value) -> str:
@@ -497,6 +537,8 @@ def csv_row(record: dict) -> list[str]:
     for column in CSV_COLUMNS:
         if column.startswith("reward_info."):
             cells.append(csv_value(info.get(column[len("reward_info."):])))
+        elif column.startswith("tokens."):
+            cells.append(csv_value((record.get("tokens") or {}).get(column[len("tokens."):])))
         elif column == "causes":
             cells.append("; ".join(record.get("causes") or []))
         else:

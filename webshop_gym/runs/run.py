@@ -342,7 +342,7 @@ def _episode(position: int, ep: Episode) -> RunEpisode:
         invalid, steps = sum(bool(s["invalid_action"]) for s in ep.steps), len(ep.steps)
     causes = failure_causes(purchased, truncated, steps, invalid, last.get("reward_info"), reward)
     if ep.record.get("errored"):
-        causes = ["errored"]  # not the agent's failure: the model's calls failed
+        causes = []  # not the agent's failure: the model's calls failed (its tag says so)
     return RunEpisode(position, ep, reward, purchased and reward == 1.0, purchased, truncated, steps, invalid, causes)
 
 

@@ -11,13 +11,13 @@ the best plan scores below 1.0 (or the target cannot be found), :attr:`reachable
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 import numpy as np
 
 from webshop_gym.agents.policies.base import instruction_query
 from webshop_gym.agents.policies.rule import RulePolicy
+from webshop_gym.reward.reachability import best_options
 
 __all__ = ["OraclePolicy"]
 
@@ -61,40 +61,8 @@ class OraclePolicy:
     # -- planning -----------------------------------------------------------------------------
 
     def best_options(self, goal: int, row: int) -> tuple[list[str], float]:
-        """Option values (one per chosen group, page order) that maximise the reward."""
-        catalog, rewards = self.shop.catalog, self.shop.rewards
-        groups = [list(catalog.group_values[g]) for g in catalog.option_groups[row]]
-        price = float(self.shop.prices[row])
-        choices = [[None, *map(int, vals)] for vals in groups]
-
-        def score(combos):
-            selected = [[v for v in combo if v is not None] for combo in combos]
-            fz = [[int(x) for x in rewards.value_ids(s)] for s in selected]
-            n = len(combos)
-            batch = rewards.score(np.full(n, goal), np.full(n, row), fz, np.full(n, price))
-            return batch.total
-
-        size = 1
-        for c in choices:
-            size *= len(c)
-        if size <= self.max_combinations:
-            combos = list(itertools.product(*choices))
-            totals = score(combos)
-            clicks = np.array([sum(v is not None for v in c) for c in combos])
-            best = int(np.lexsort((clicks, -totals))[0])
-            combo = combos[best]
-            total = float(totals[best])
-        else:  # one group at a time, keeping the best value of each
-            combo = [None] * len(choices)
-            total = float(score([tuple(combo)])[0])
-            for g, options in enumerate(choices):
-                trial = [tuple(combo[:g] + [v] + combo[g + 1 :]) for v in options]
-                totals = score(trial)
-                pick = int(np.argmax(totals))
-                combo[g] = options[pick]
-                total = float(totals[pick])
-        values = [catalog.value_text[v] for v in combo if v is not None]
-        return values, total
+        """Option values (one per chosen group, page order) that maximise the reward (:func:`~webshop_gym.reward.reachability.best_options`)."""
+        return best_options(self.shop.catalog, self.shop.rewards, self.shop.prices, goal, row, self.max_combinations)
 
     def make_plan(self, goal: int) -> tuple[list[str], bool, str, float]:
         """Return (actions, reachable, reason, expected reward) for a goal."""

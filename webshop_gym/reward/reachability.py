@@ -1,0 +1,195 @@
+"""Which goals can score 1.0 at all: a property of the goal, computed once per shop and goal set.
+
+The reference's reward has a quirk: some goals ask for an option value (or an attribute) that
+their own target product does not offer, so no purchase of the target scores 1.0, whatever the
+agent does (20 of the 500 test goals of the real 1k shop).  A run should not blame the agent
+for those.  :func:`best_options` finds the option values that maximise the reward of buying a
+product for a goal (every combination scored with the reward kernel when there are at most
+``max_combinations``, else one option group at a time); :func:`goal_reachability` does it for
+every goal's target and, for each goal whose best purchase scores below 1.0, says why: the
+asked options the target does not offer, the asked attributes it lacks, a type or a price that
+fails.
+
+The answer depends only on the catalog, the goal set and its prices, so it is memoised beside
+the goal set's prices in the cache (``reachability-v1.json``; about 8 s for the 6,910 goals of
+the real 1k shop on a 2-core machine, then a file read).  A goal counts as reachable when
+buying its target with the best options scores exactly 1.0; another product that would also
+score 1.0 is not searched for (``docs/runs.md``, *Reachable goals*).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from webshop_gym.reward.reference import attribute_reward, option_reward
+
+__all__ = ["Reachability", "best_options", "goal_reachability"]
+
+#: The memo's file name beside the goal set's prices (bump the version when the rule changes).
+MEMO = "reachability-v1.json"
+
+
+@dataclass(frozen=True)
+class Reachability:
+    """Per goal: whether a purchase can score 1.0, the best reward of its target, and why not.
+
+    Attributes:
+        reachable: bool per goal.
+        best: the best reward of buying the target (0.0 when the target is not in the catalog).
+        reason: ``""`` for a reachable goal, else one line naming what no purchase of the
+            target satisfies (``option color: r.brown2070 not offered by the target``).
+    """
+
+    reachable: np.ndarray
+    best: np.ndarray
+    reason: list[str]
+
+    def __len__(self) -> int:
+        return len(self.reachable)
+
+    def of(self, goal: int) -> tuple[bool, str]:
+        """``(reachable, reason)`` of one goal."""
+        return bool(self.reachable[goal]), self.reason[goal]
+
+    @property
+    def unreachable(self) -> int:
+        """Goals that cannot score 1.0."""
+        return int((~self.reachable).sum())
+
+
+def best_options(catalog, rewards, prices, goal: int, row: int, max_combinations: int = 4096) -> tuple[list[str], float]:
+    """Option values (one per chosen group, page order) that maximise the reward of buying ``row`` for ``goal``.
+
+    Args:
+        catalog: the shop's :class:`~webshop_gym.data.catalog.Catalog`.
+        rewards: its :class:`~webshop_gym.reward.RewardModel`.
+        prices: per catalog row, the price the reward compares with the cap.
+        goal: the goal.
+        row: the product bought.
+        max_combinations: combinations scored exhaustively (more: one group at a time).
+
+    Returns:
+        ``(values, reward)``; among the best combinations, the one with the fewest clicks.
+    """
+    groups = [list(catalog.group_values[g]) for g in catalog.option_groups[row]]
+    price = float(prices[row])
+    choices = [[None, *map(int, vals)] for vals in groups]
+
+    def score(combos):
+        selected = [[v for v in combo if v is not None] for combo in combos]
+        fz = [[int(x) for x in rewards.value_ids(s)] for s in selected]
+        n = len(combos)
+        return rewards.score(np.full(n, goal), np.full(n, row), fz, np.full(n, price)).total
+
+    size = 1
+    for c in choices:
+        size *= len(c)
+    if size <= max_combinations:
+        combos = list(itertools.product(*choices))
+        totals = score(combos)
+        clicks = np.array([sum(v is not None for v in c) for c in combos])
+        best = int(np.lexsort((clicks, -totals))[0])
+        combo = combos[best]
+        total = float(totals[best])
+    else:  # one group at a time, keeping the best value of each
+        combo = [None] * len(choices)
+        total = float(score([tuple(combo)])[0])
+        for g, options in enumerate(choices):
+            trial = [tuple(combo[:g] + [v] + combo[g + 1 :]) for v in options]
+            totals = score(trial)
+            pick = int(np.argmax(totals))
+            combo[g] = options[pick]
+            total = float(totals[pick])
+    return [catalog.value_text[v] for v in combo if v is not None], total
+
+
+def _offered(catalog, row: int) -> list[str]:
+    return [catalog.value_text[int(v)] for g in catalog.option_groups[row] for v in catalog.group_values[g]]
+
+
+def unoffered_options(asked, offered: Sequence[str]) -> list[str]:
+    """The asked options (``name: value`` or ``value``) that none of ``offered`` matches, by the reward's rule."""
+    pairs = list(asked.items()) if isinstance(asked, dict) else [("", v) for v in asked or []]
+    out = []
+    for name, value in pairs:
+        _, hits = option_reward(list(offered), {name: value} if name else [value])
+        if not hits:
+            out.append(f"{name}: {value}" if name else str(value))
+    return out
+
+
+def _reason(catalog, rewards, goals, goal: int, row: int, values: list[str], total: float) -> str:
+    """Why the best purchase of the target scores ``total`` < 1.0, in one line."""
+    if row < 0:
+        return "the target product is not in the catalog"
+    _, info = rewards.reference(goal, row, {str(i): v for i, v in enumerate(values)}, float(goals.prices[row]))
+    parts = []
+    missing = unoffered_options(goals.options[goal], _offered(catalog, row))
+    if missing:
+        parts.append("option " + ", ".join(missing) + " not offered by the target")
+    elif info.get("r_option") is not None and float(info["r_option"]) < 1.0:
+        parts.append("no one choice of the target's options matches every asked option")
+    if float(info.get("r_att", 1.0)) < 1.0:
+        product = catalog.product_record(row)
+        lacking = [a for a in goals.attributes[goal] if attribute_reward(product, {"attributes": [a]})[1] == 0]
+        parts.append("attribute " + ", ".join(lacking) + " not found in the target" if lacking
+                     else "an asked attribute is not found in the target")
+    if float(info.get("r_type", 1.0)) < 1.0:
+        parts.append(f"the target's own type scores r_type {float(info['r_type']):g}")
+    if not info.get("r_price", True):
+        parts.append(f"the target's price {float(goals.prices[row]):.2f} is over the cap {float(goals.price_upper[goal]):.2f}")
+    return "; ".join(parts) or f"the best purchase of the target scores {total:.3f}"
+
+
+def _compute(catalog, goals, rewards, max_combinations: int) -> Reachability:
+    n = len(goals)
+    best = np.zeros(n)
+    reason = [""] * n
+    for g in range(n):
+        row = int(goals.target[g])
+        if row < 0:
+            reason[g] = "the target product is not in the catalog"
+            continue
+        values, total = best_options(catalog, rewards, goals.prices, g, row, max_combinations)
+        best[g] = total
+        if total < 1.0:
+            reason[g] = _reason(catalog, rewards, goals, g, row, values, total)
+    return Reachability(best >= 1.0, best, reason)
+
+
+def goal_reachability(catalog, goals, rewards, max_combinations: int = 4096) -> Reachability:
+    """Every goal's :class:`Reachability`, memoised beside the goal set's prices (see the module docstring).
+
+    Args:
+        catalog: the shop's catalog.
+        goals: its goal set (the memo goes beside its prices).
+        rewards: its reward model.
+        max_combinations: see :func:`best_options`.
+    """
+    folder = getattr(goals, "seed_folder", None)
+    memo = folder / MEMO if folder is not None else None
+    if memo is not None and memo.is_file():
+        try:
+            data = json.loads(memo.read_text(encoding="utf-8"))
+            if data.get("goals") == len(goals) and data.get("digest") == goals.digest():
+                return Reachability(np.asarray(data["best"], float) >= 1.0, np.asarray(data["best"], float),
+                                    [str(r) for r in data["reason"]])
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # an unreadable memo is computed again
+    found = _compute(catalog, goals, rewards, max_combinations)
+    if memo is not None:
+        data = {"goals": len(goals), "digest": goals.digest(), "best": found.best.tolist(), "reason": found.reason}
+        tmp = memo.with_name(f".{MEMO}.{os.getpid()}.tmp")
+        try:
+            tmp.write_text(json.dumps(data), encoding="utf-8")
+            os.replace(tmp, memo)
+        except OSError:  # a read-only cache: computed again next time
+            tmp.unlink(missing_ok=True)
+    return found
+
