@@ -68,7 +68,10 @@ def test_constructor_is_a_zero_argument_factory_with_keyword_only_settings():
     assert env.goal_index is None and env.done and env.get_reward() == 0.0
 
 
-def test_every_instance_shares_one_shop(default_shop):
+def test_every_instance_shares_one_shop(default_shop, monkeypatch):
+    # start from an empty cache of shared shops: an earlier test may have filled it before another
+    # cleared load_shop's own cache (tests/data/test_scale.py does), which no process does
+    monkeypatch.setattr(trl_integration, "_SHOPS", {})
     plain = WebShopToolEnv()
     partial = functools.partial(WebShopToolEnv, split="test", max_steps=5)()
     given = WebShopToolEnv(shop=default_shop)

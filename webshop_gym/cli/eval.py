@@ -218,7 +218,7 @@ def add_served_arguments(parser) -> None:
                             "$OPENAI_BASE_URL; one of the two is required: the API key is sent only there)")
     group.add_argument("--max-completion-tokens", metavar="N", type=types.at_most(types.positive_int, types.MAX_TOKENS),
                        help="send max_completion_tokens=N instead of max_tokens (APIs that refuse max_tokens, "
-                            "e.g. OpenAI's reasoning models); replaces --max-new-tokens")
+                            f"e.g. OpenAI's reasoning models); replaces --max-new-tokens; at most {types.MAX_TOKENS:,}")
     group.add_argument("--api-key-env", metavar="NAME", default="OPENAI_API_KEY",
                        help="environment variable holding the API key (default OPENAI_API_KEY; a local server "
                             "needs none)")
