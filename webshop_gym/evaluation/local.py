@@ -47,8 +47,8 @@ from webshop_gym.evaluation.served import (
     is_served,
     make_served_policy,
 )
-from webshop_gym.runs.run import RunWriter, model_outputs
 from webshop_gym.protocols import Protocol
+from webshop_gym.runs.run import RunWriter, model_outputs
 from webshop_gym.utils import progress as _progress
 
 __all__ = ["evaluate", "format_table", "make_policy_factory", "rollout"]

@@ -15,7 +15,13 @@ from dataclasses import dataclass, field
 
 from webshop_gym.error import InvalidArgument
 from webshop_gym.protocols import Protocol, Resolution, get_protocol
-from webshop_gym.protocols.play import PlannedEpisode, adhoc_protocol, plan, protocol_record, with_samples
+from webshop_gym.protocols.play import (
+    PlannedEpisode,
+    adhoc_protocol,
+    plan,
+    protocol_record,
+    with_samples,
+)
 from webshop_gym.shop import Shop, load_shop
 
 __all__ = ["EvaluationPlan", "prepare"]
@@ -96,8 +102,12 @@ def prepare(
         validation: the K-th validation (protocols that draw goals per validation).
         protocol_file: the goal-id file of a protocol that reads one.
         samples: plays per episode.
-        split, num_goals, max_steps, goals, human_goals, price_seed: the ad-hoc protocol's
-            settings and the shop's (without a protocol only).
+        split: the ad-hoc protocol's split (without a protocol only, as the next five).
+        num_goals: only the first ``num_goals`` goals of the split.
+        max_steps: the step cap.
+        goals: a frozen goal-set file (when ``shop`` is not a Shop).
+        human_goals: human instructions (idem).
+        price_seed: the seed of prices and price caps (idem).
 
     Raises:
         UnknownProtocol, ShopMismatch, ProtocolError: a bad protocol, shop or goal-id file.

@@ -21,7 +21,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from webshop_gym.error import InvalidArgument
-from webshop_gym.protocols.definition import FORMAT, FORMAT_VERSION, Protocol, Resolution, get_protocol, protocol_names
+from webshop_gym.protocols.definition import (
+    FORMAT,
+    FORMAT_VERSION,
+    Protocol,
+    Resolution,
+    get_protocol,
+    protocol_names,
+)
 
 __all__ = ["ADHOC", "PlannedEpisode", "adhoc_protocol", "plan", "protocol_difference", "protocol_record",
            "recorded_protocol", "with_samples"]
@@ -37,7 +44,8 @@ def adhoc_protocol(*, start: int, stop: int, max_steps: int, price_seed: int, go
     """The protocol a run without ``--protocol`` plays: goals ``start .. stop - 1`` of our goal order.
 
     Args:
-        start, stop: the goal range (the split, cut to ``--num-goals``).
+        start: the first goal (the split's, cut to ``--num-goals``).
+        stop: one past the last goal.
         max_steps: the step cap.
         price_seed: the seed of prices and price caps.
         goal_kind: ``"synthetic"`` or ``"human"`` (the shop's goals).
@@ -205,8 +213,9 @@ def protocol_difference(a: Mapping | None, b: Mapping | None) -> str:
     """Why runs recorded under protocols ``a`` and ``b`` cannot be compared, in words (``""``: same fingerprint).
 
     Args:
-        a, b: run lines' ``protocol`` objects (:func:`protocol_record`); ``None`` for a run
+        a: a run line's ``protocol`` object (:func:`protocol_record`); ``None`` for a run
             written before protocols were recorded (compared by its shop fingerprint only: ``""``).
+        b: the other run's.
     """
     if not isinstance(a, Mapping) or not isinstance(b, Mapping):
         return ""
