@@ -364,7 +364,7 @@ def evaluate(
         return evaluate_served(policy_factory, shop, split=split, seed=seed, max_steps=max_steps, num_goals=num_goals,
                                observation_mode=observation_mode, progress=progress, keep_episodes=keep_episodes,
                                out=out, run_settings=run_settings, concurrency=concurrency, resume=resume,
-                               shard=shard, plan=plan, **hf_kwargs)
+                               shard=shard, protocol_plan=plan, **hf_kwargs)
     if resume or shard is not None or concurrency is not None:
 
         raise InvalidArgument("concurrency, resume and shard apply to served policies (openai:MODEL) only")

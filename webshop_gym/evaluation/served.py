@@ -352,7 +352,7 @@ def evaluate_served(
     resume: bool = False,
     shard: tuple[int, int] | None = None,
     check: bool = True,
-    plan=None,
+    protocol_plan=None,
     **policy_kwargs: Any,
 ) -> dict:
     """:func:`~webshop_gym.evaluation.local.evaluate` for a served policy (see the module docstring).
@@ -373,7 +373,7 @@ def evaluate_served(
         resume: continue the run in ``out`` (see the module docstring).
         shard: ``(i, n)``: play only the ``i``-th of ``n`` blocks of the goals.
         check: check the endpoint and the model before starting (``policy.check()``).
-        plan: the :class:`~webshop_gym.evaluation.plan.EvaluationPlan` (``evaluate`` makes it):
+        protocol_plan: the :class:`~webshop_gym.evaluation.plan.EvaluationPlan` (``evaluate`` makes it):
             its protocol is recorded in the run line; a named protocol's or a ``--samples``
             plan's episodes are played as planned (not with ``resume`` or ``shard``).
         **policy_kwargs: :class:`~webshop_gym.agents.openai.OpenAIPolicy` arguments for ``openai:MODEL``.
@@ -387,14 +387,14 @@ def evaluate_served(
         raise Error("--resume needs --out (the run file to continue)")
     if concurrency is not None and not 1 <= int(concurrency) <= 1024:
         raise Error(f"concurrency must be in 1-1024, got {concurrency}")
-    if plan is not None and (plan.named or not plan.simple):
+    if protocol_plan is not None and (protocol_plan.named or not protocol_plan.simple):
         if resume or shard is not None:
             raise Error("--resume and --shard apply to runs without --protocol and --samples")
-        return _evaluate_plan(policy, plan, seed=seed, max_steps=max_steps, observation_mode=observation_mode,
+        return _evaluate_plan(policy, protocol_plan, seed=seed, max_steps=max_steps, observation_mode=observation_mode,
                               progress=progress, keep_episodes=keep_episodes, out=out, run_settings=run_settings,
                               concurrency=concurrency, check=check, **policy_kwargs)
-    if plan is not None:
-        run_settings = {**(run_settings or {}), "protocol": plan.record}
+    if protocol_plan is not None:
+        run_settings = {**(run_settings or {}), "protocol": protocol_plan.record}
     split = None if split == "all" else split
     all_goals = list(shop.goals.split_range(split))
     if num_goals is not None:
@@ -437,7 +437,7 @@ def evaluate_served(
         if writer is not None:
             writer.close()
         raise RuntimeError(f"evaluation covered {len(episodes)} goals, expected each of {len(goals)} exactly once")
-    result = summarize(episodes, protocol=None if plan is None else plan.record)
+    result = summarize(episodes, protocol=None if protocol_plan is None else protocol_plan.record)
     counts = result["counts"]
     result.update(
         policy=settings["policy"], shop=str(shop.path), fingerprint=shop.fingerprint(), goal_kind=shop.goals.kind,
