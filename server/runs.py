@@ -53,6 +53,7 @@ from webshop_gym.analysis.figures import intervals
 from webshop_gym.analysis.intervals import METHOD, RESAMPLES, fmt
 from webshop_gym.analysis.taxonomy import CAUSES
 from webshop_gym.error import Error
+from webshop_gym.protocols.play import display_name, protocol_difference
 from webshop_gym.render.html import Nav, stylesheet
 from webshop_gym.runs.index import (
     CSV_COLUMNS,
@@ -157,7 +158,28 @@ def _describe(header: dict) -> dict:
             "goals": f"{fp.get('goals', '?')} {fp.get('goal_kind', '')}".strip() if fp else "-",
             "policy": str(header.get("policy") or "?"), "prompt": str(header.get("prompt") or "-"),
             "split": str(header.get("split") or "?"), "seed": header.get("seed"),
-            "created": str(header.get("created") or ""), "max_steps": header.get("max_steps")}
+            "created": str(header.get("created") or ""), "max_steps": header.get("max_steps"),
+            **_protocol_about(header)}
+
+
+def _protocol_about(header: dict) -> dict:
+    """The run's protocol for the pages: its name and fingerprint (``-`` for a run written before protocols)."""
+    record = header.get("protocol") if isinstance(header.get("protocol"), dict) else None
+    return {"protocol": display_name(record), "protocol_fingerprint": (record or {}).get("fingerprint") or "-"}
+
+
+def _protocol_groups(rows: list[dict]) -> list[dict]:
+    """The readable runs grouped by protocol fingerprint (in listing order): name, fingerprint, run names."""
+    groups: dict = {}
+    for row in rows:
+        if row.get("index") is None:
+            continue
+        about = row["about"]
+        group = groups.setdefault(about["protocol_fingerprint"], {"name": about["protocol"],
+                                                                   "fingerprint": about["protocol_fingerprint"],
+                                                                   "runs": []})
+        group["runs"].append(row["name"])
+    return list(groups.values())
 
 
 def _facts(index: RunIndex) -> list[str]:
@@ -176,6 +198,9 @@ def _comparable(run_a: RunIndex, run_b: RunIndex) -> str:
     """Why two runs cannot be paired goal by goal (``""``: same shop and goal set, by their fingerprints)."""
     if run_a.path == run_b.path:
         return ""
+    refused = protocol_difference(run_a.header.get("protocol"), run_b.header.get("protocol"))
+    if refused:
+        return f"they played different protocols ({refused})"
     fa, fb = run_a.header.get("fingerprint"), run_b.header.get("fingerprint")
     if not fa or not fb:  # logs without a run line: the same shop record (path, goals, price seed)
         shop_a = run_a.header.get("shop") or run_a.first_shop
@@ -211,7 +236,7 @@ def index():
         row["complete"] = ix.summary is not None
     seeds = seed_groups([(r["name"], r["index"].header, r["table"].figures) for r in rows if r["index"] is not None])
     return _render("runs/index.html", rows=rows, folder=str(get_library().folder), seeds=seeds,
-                   method=METHOD.format(resamples=RESAMPLES, seed=0))
+                   protocols=_protocol_groups(rows), method=METHOD.format(resamples=RESAMPLES, seed=0))
 
 
 # -- routes: a run ----------------------------------------------------------------------------------

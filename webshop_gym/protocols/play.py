@@ -178,12 +178,12 @@ def _goals_text(definition: Mapping) -> str:
     indices = (definition.get("test") or {}).get("indices") or {}
     if "range" in indices:
         a, b = indices["range"]
-        return f"goals {a}-{'end' if b is None else b - 1}"
+        return f"{a}-{'end' if b is None else b - 1}"
     if "draw" in indices:
-        return "goals drawn per validation"
+        return "drawn per validation"
     if "seeds" in indices:
-        return "goals from env seeds"
-    return "goals from a file"
+        return "from env seeds"
+    return "from a file"
 
 
 _FIELD_WORDS = {
