@@ -206,3 +206,25 @@ def test_viewer_names_protocols_groups_them_and_refuses_to_pair(protocol_runs, m
     refused = compare.select_one("#refused").text
     assert "different protocols" in refused and "the step cap" not in refused and "the test goals" in refused
     assert client.get("/runs/verl/vs/adhoc/3").status_code == 409
+
+
+def test_served_models_play_protocols_too(real_dir, tmp_path):
+    pytest.importorskip("openai", reason="pip install 'webshop-gym[openai]' to run the served-model tests")
+    from tests.openai_server import ChatServer
+
+    out = tmp_path / "served.jsonl"
+    with ChatServer() as server:
+        result = _eval(out, "--policy", "openai:scripted", "--base-url", server.url, "--shop", str(real_dir),
+                       "--protocol", "verl-agent", "--seed", "3", "--samples", "2", "--max-retries", "0")
+    protocol = get_protocol("verl-agent")
+    resolution = protocol.resolve(3, num_goals=6910)
+    [header] = _lines(out, "run")
+    episodes = _lines(out, "episode")
+    assert header["protocol"]["samples"] == 2 and header["protocol"]["seed"] == 3 and len(episodes) == 512
+    for e in episodes:
+        expected = resolution.episodes[e["protocol"]["item"]]
+        assert (e["goal_index"], e["protocol"]["price_seed"]) == (expected.goal, expected.price_seed)
+    assert result["protocol"]["samples"] == 2 and result["protocol"]["pass@2"] >= result["protocol"]["mean@2"]
+    assert load_run(out).figures["protocol"] == result["protocol"]
+    assert main(["eval", "--policy", "openai:scripted", "--base-url", "http://127.0.0.1:9/v1", "--out", str(out),
+                 "--resume", "--protocol", "ragen", "--shop", str(real_dir), "--quiet"]) == 2
