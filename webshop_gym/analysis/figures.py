@@ -76,7 +76,7 @@ def protocol_figures(protocol: Protocol | Mapping | None, episodes: Sequence[dic
 
     Returns:
         ``None`` without a protocol; else ``{"name", "fingerprint", "metrics": [{"name",
-        "label", "value"}], "samples"}`` and, with several samples per goal, ``mean@K`` and ``pass@K`` (% of the
+        "label", "of", "value"}], "samples"}`` and, with several samples per goal, ``mean@K`` and ``pass@K`` (% of the
         resolved episodes with a success in their K samples).  Values are on the metric's scale
         (x 100 for rates); ``None`` without a scored episode.
     """
@@ -99,8 +99,8 @@ def protocol_figures(protocol: Protocol | Mapping | None, episodes: Sequence[dic
     values = protocol.figures(rows) if rows else {}
     out: dict = {"name": display_name(record) if record is not None else protocol.name,
                  "fingerprint": None if record is None else record.get("fingerprint"), "samples": samples,
-                 "metrics": [{"name": m["name"], "label": m.get("label", m["name"]), "value": values.get(m["name"])}
-                             for m in protocol.metrics]}
+                 "metrics": [{"name": m["name"], "label": m.get("label", m["name"]), "of": m["of"],
+                              "value": values.get(m["name"])} for m in protocol.metrics]}
     if samples > 1:
         for key in (f"mean@{samples}", f"pass@{samples}"):
             out[key] = values.get(key)

@@ -497,13 +497,16 @@ def _fingerprint_text(fingerprint: dict | None) -> str:
 
 
 def protocol_rows(result: dict) -> list[tuple[str, str]]:
-    """``eval``'s rows naming the protocol, its fingerprint and, when the family reports others, its metrics."""
+    """``eval``'s rows naming the protocol, its fingerprint and its metrics where they differ from Score and SR."""
     figures = result.get("protocol")
     if not figures:
         return []
     rows = [("protocol", f"{figures['name']}, fingerprint {figures.get('fingerprint') or '-'}")]
-    named = str(result.get("split", "")).startswith("protocol ")  # an ad-hoc run's metrics are Score and SR above
-    for m in figures["metrics"] if named else []:
+    plain = {"raw_reward": result.get("score"), "success": result.get("sr")}
+    for m in figures["metrics"]:
+        same = m["value"] is not None and plain.get(m["of"]) is not None and math.isclose(m["value"], plain[m["of"]])
+        if same:  # the family aggregates as Score and SR below do: no second row
+            continue
         rows.append((f"{m['label']} ({m['name']}, as the protocol aggregates it)", _fmt(m["value"], 1)))
     k = figures.get("samples", 1)
     if k > 1:
