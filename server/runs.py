@@ -194,13 +194,10 @@ def _facts(index: RunIndex) -> list[str]:
     return out
 
 
-def _comparable(run_a: RunIndex, run_b: RunIndex) -> str:
+def _shop_comparable(run_a: RunIndex, run_b: RunIndex) -> str:
     """Why two runs cannot be paired goal by goal (``""``: same shop and goal set, by their fingerprints)."""
     if run_a.path == run_b.path:
         return ""
-    refused = protocol_difference(run_a.header.get("protocol"), run_b.header.get("protocol"))
-    if refused:
-        return f"they played different protocols ({refused})"
     fa, fb = run_a.header.get("fingerprint"), run_b.header.get("fingerprint")
     if not fa or not fb:  # logs without a run line: the same shop record (path, goals, price seed)
         shop_a = run_a.header.get("shop") or run_a.first_shop
@@ -214,6 +211,15 @@ def _comparable(run_a: RunIndex, run_b: RunIndex) -> str:
             what = "goal set" if key in ("goal_set", "goals", "goal_kind", "price_seed") else "shop"
             return f"they played a different {what} ({key}: {fa.get(key)!r} vs {fb.get(key)!r})"
     return ""
+
+
+def _comparable(run_a: RunIndex, run_b: RunIndex) -> str:
+    """Why two runs cannot be paired goal by goal: another shop or goal set, another protocol (``""``: neither)."""
+    if run_a.path == run_b.path:
+        return ""
+    refused = protocol_difference(run_a.header.get("protocol"), run_b.header.get("protocol"))
+    protocols = f"they played different protocols ({refused})" if refused else ""
+    return "; ".join(x for x in (_shop_comparable(run_a, run_b), protocols) if x)
 
 
 # -- routes: the run list ---------------------------------------------------------------------------

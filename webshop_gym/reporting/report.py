@@ -135,10 +135,11 @@ def _pairing_keys(run: Run) -> dict:
 def compare(a: RunSummary, b: RunSummary, resamples: int = RESAMPLES, seed: int = 0) -> Comparison:
     """Pair run ``b`` with run ``a`` on their common goals (not across different protocols or goal sets)."""
     refused = protocol_difference(a.run.protocol, b.run.protocol)
-    if refused:
-        return Comparison(a, b, None, f"different protocols, not paired ({refused})")
+    notes = [f"different protocols, not paired ({refused})"] if refused else []
     if a.run.goal_set and b.run.goal_set and a.run.goal_set != b.run.goal_set:
-        return Comparison(a, b, None, f"different goal sets ({a.run.goal_set} vs {b.run.goal_set}): not paired")
+        notes.insert(0, f"different goal sets ({a.run.goal_set} vs {b.run.goal_set}): not paired")
+    if notes:
+        return Comparison(a, b, None, "; ".join(notes))
     goals_a, goals_b = _pairing_keys(a.run), _pairing_keys(b.run)
     common = sorted(set(goals_a) & set(goals_b), key=str)
     if not common:
