@@ -46,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                f"metrics ({', '.join(protocol_names())}); --split, --goals, --num-goals, --max-steps, "
                                "--human-goals and --price-seed are the protocol's")
     protocol.add_argument("--validation", type=types.at_most(types.non_negative_int, 10_000), metavar="K",
-                          help="the K-th validation of a protocol that draws goals per validation (verl-agent; default 0)")
+                          help="the K-th validation of a protocol that draws goals per validation (verl-agent; default 0; at most 10,000)")
     protocol.add_argument("--protocol-file", metavar="FILE", type=types.existing_file,
                           help="the protocol's goal-id file in its family's format (agentgym, seed-fairness)")
     protocol.add_argument("--samples", type=types.at_most(types.positive_int, 1000), default=1, metavar="K",
