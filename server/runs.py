@@ -53,6 +53,7 @@ from webshop_gym.analysis.figures import intervals
 from webshop_gym.analysis.intervals import METHOD, RESAMPLES, fmt
 from webshop_gym.analysis.taxonomy import CAUSES, FAMILIES, FAMILY
 from webshop_gym.error import Error
+from webshop_gym.protocols.play import display_name, protocol_difference
 from webshop_gym.render.html import Nav, stylesheet
 from webshop_gym.runs.index import (
     CSV_COLUMNS,
@@ -157,7 +158,28 @@ def _describe(header: dict) -> dict:
             "goals": f"{fp.get('goals', '?')} {fp.get('goal_kind', '')}".strip() if fp else "-",
             "policy": str(header.get("policy") or "?"), "prompt": str(header.get("prompt") or "-"),
             "split": str(header.get("split") or "?"), "seed": header.get("seed"),
-            "created": str(header.get("created") or ""), "max_steps": header.get("max_steps")}
+            "created": str(header.get("created") or ""), "max_steps": header.get("max_steps"),
+            **_protocol_about(header)}
+
+
+def _protocol_about(header: dict) -> dict:
+    """The run's protocol for the pages: its name and fingerprint (``-`` for a run written before protocols)."""
+    record = header.get("protocol") if isinstance(header.get("protocol"), dict) else None
+    return {"protocol": display_name(record), "protocol_fingerprint": (record or {}).get("fingerprint") or "-"}
+
+
+def _protocol_groups(rows: list[dict]) -> list[dict]:
+    """The readable runs grouped by protocol fingerprint (in listing order): name, fingerprint, run names."""
+    groups: dict = {}
+    for row in rows:
+        if row.get("index") is None:
+            continue
+        about = row["about"]
+        group = groups.setdefault(about["protocol_fingerprint"], {"name": about["protocol"],
+                                                                   "fingerprint": about["protocol_fingerprint"],
+                                                                   "runs": []})
+        group["runs"].append(row["name"])
+    return list(groups.values())
 
 
 def _facts(index: RunIndex) -> list[str]:
@@ -172,7 +194,7 @@ def _facts(index: RunIndex) -> list[str]:
     return out
 
 
-def _comparable(run_a: RunIndex, run_b: RunIndex) -> str:
+def _shop_comparable(run_a: RunIndex, run_b: RunIndex) -> str:
     """Why two runs cannot be paired goal by goal (``""``: same shop and goal set, by their fingerprints)."""
     if run_a.path == run_b.path:
         return ""
@@ -189,6 +211,15 @@ def _comparable(run_a: RunIndex, run_b: RunIndex) -> str:
             what = "goal set" if key in ("goal_set", "goals", "goal_kind", "price_seed") else "shop"
             return f"they played a different {what} ({key}: {fa.get(key)!r} vs {fb.get(key)!r})"
     return ""
+
+
+def _comparable(run_a: RunIndex, run_b: RunIndex) -> str:
+    """Why two runs cannot be paired goal by goal: another shop or goal set, another protocol (``""``: neither)."""
+    if run_a.path == run_b.path:
+        return ""
+    refused = protocol_difference(run_a.header.get("protocol"), run_b.header.get("protocol"))
+    protocols = f"they played different protocols ({refused})" if refused else ""
+    return "; ".join(x for x in (_shop_comparable(run_a, run_b), protocols) if x)
 
 
 # -- routes: the run list ---------------------------------------------------------------------------
@@ -211,7 +242,7 @@ def index():
         row["complete"] = ix.summary is not None
     seeds = seed_groups([(r["name"], r["index"].header, r["table"].figures) for r in rows if r["index"] is not None])
     return _render("runs/index.html", rows=rows, folder=str(get_library().folder), seeds=seeds,
-                   method=METHOD.format(resamples=RESAMPLES, seed=0))
+                   protocols=_protocol_groups(rows), method=METHOD.format(resamples=RESAMPLES, seed=0))
 
 
 # -- routes: a run ----------------------------------------------------------------------------------

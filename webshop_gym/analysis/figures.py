@@ -20,17 +20,25 @@ episode records, and never again elsewhere.  The rules:
   episodes (:mod:`webshop_gym.analysis.intervals`); :func:`summarize` gives them as
   ``intervals``: ``{"score": {"low", "high"}, "sr": {...}}`` (10,000 resamples, seed 0: the
   viewer's and ``eval``'s).
+* **A protocol's metrics.**  :func:`protocol_figures` gives the metrics a run's protocol
+  reports, aggregated as its family does (verl-agent: the mean of each reset's batch, then over
+  the draws), and ``mean@K`` / ``pass@K`` when each goal was played K times (``eval --samples``);
+  the rules are the protocol's data (:meth:`webshop_gym.protocols.Protocol.figures`), the scored
+  episodes are chosen here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from webshop_gym.analysis.intervals import RESAMPLES, Interval, score_interval, sr_interval
+from webshop_gym.protocols import Protocol
+from webshop_gym.protocols.play import display_name, recorded_protocol
 
-__all__ = ["BREAKDOWN", "accounting", "add_accounting", "billed", "cost", "intervals", "scored", "summarize"]
+__all__ = ["BREAKDOWN", "accounting", "add_accounting", "billed", "cost", "intervals", "protocol_figures", "scored",
+           "summarize"]
 
 #: The reward parts whose means over purchases a run's figures give.
 BREAKDOWN = ("r_type", "r_att", "r_option", "r_price")
@@ -61,12 +69,55 @@ def _mean(values: Sequence[float]) -> float | None:
     return float(np.mean(values)) if len(values) else None
 
 
-def summarize(episodes: Sequence[dict]) -> dict:
+def protocol_figures(protocol: Protocol | Mapping | None, episodes: Sequence[dict]) -> dict | None:
+    """The metrics of a run's protocol over its scored episodes, as the family aggregates them.
+
+    Args:
+        protocol: a :class:`~webshop_gym.protocols.Protocol`, or a run line's ``protocol``
+            object (:func:`webshop_gym.protocols.play.protocol_record`); ``None``: no protocol.
+        episodes: episode records (``reward``, ``purchased``, ``errored``) whose ``protocol``
+            object gives the ``draw``, ``item`` (the resolved episode) and ``sample``.
+
+    Returns:
+        ``None`` without a protocol; else ``{"name", "fingerprint", "metrics": [{"name",
+        "label", "of", "value"}], "samples"}`` and, with several samples per goal, ``mean@K`` and ``pass@K`` (% of the
+        resolved episodes with a success in their K samples).  Values are on the metric's scale
+        (x 100 for rates); ``None`` without a scored episode.
+    """
+    record = protocol if isinstance(protocol, Mapping) else None
+    if record is not None:
+        protocol = recorded_protocol(record)
+    if protocol is None:
+        return None
+    samples = int(protocol.samples_per_goal)
+    rows = []
+    for e in scored(episodes):
+        extra = e.get("protocol") or {}
+        row = {"raw_reward": float(e["reward"]), "purchased": bool(e.get("purchased", False)),
+               "goal": extra.get("item", e.get("goal_index")), "trial": 0}
+        if extra.get("draw") is not None:
+            row["draw"] = extra["draw"]
+        if samples > 1:
+            row["sample"] = extra.get("sample", 0)
+        rows.append(row)
+    values = protocol.figures(rows) if rows else {}
+    out: dict = {"name": display_name(record) if record is not None else protocol.name,
+                 "fingerprint": None if record is None else record.get("fingerprint"), "samples": samples,
+                 "metrics": [{"name": m["name"], "label": m.get("label", m["name"]), "of": m["of"],
+                              "value": values.get(m["name"])} for m in protocol.metrics]}
+    if samples > 1:
+        for key in (f"mean@{samples}", f"pass@{samples}"):
+            out[key] = values.get(key)
+    return out
+
+
+def summarize(episodes: Sequence[dict], protocol: Protocol | Mapping | None = None) -> dict:
     """Score, SR and the other figures of a list of episode records (see the module docstring).
 
     Errored episodes (a served model's calls failed: ``errored`` true) are left out of every
     figure and counted apart; a served model's records also give the token, request and retry
-    totals (:func:`accounting`).
+    totals (:func:`accounting`).  With the run's ``protocol``, ``protocol`` holds its metrics
+    (:func:`protocol_figures`).
     """
     everything = episodes
     episodes = scored(episodes)
@@ -107,6 +158,8 @@ def summarize(episodes: Sequence[dict]) -> dict:
     if any("errored" in e or "tokens" in e for e in everything):
         out.update(accounting(everything))
         out["counts"]["errored"] = out["errored"]
+    if protocol is not None:
+        out["protocol"] = protocol_figures(protocol, everything)
     return out
 
 

@@ -29,14 +29,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(a model behind an OpenAI-compatible chat endpoint: vLLM, SGLang, llama.cpp, a hosted "
                              "API) (default rule)")
     add_shop_arguments(parser)
-    parser.add_argument("--split", default="test", choices=["test", "eval", "train", "all"], help="goal split (default test)")
+    parser.add_argument("--split", choices=["test", "eval", "train", "all"], help="goal split (default test)")
     parser.add_argument("--num-envs", type=types.at_most(types.positive_int, types.MAX_ENVS), default=16, metavar="N",
                         help=f"parallel slots of the vector env (default 16; at most {types.MAX_ENVS:,})")
     parser.add_argument("-n", "--num-goals", type=types.at_most(types.positive_int, types.MAX_COUNT), metavar="N",
                         help=f"only the first N goals of the split (at most {types.MAX_COUNT:,})")
-    parser.add_argument("--seed", type=types.seed, default=0, metavar="SEED", help="run seed (default 0)")
-    parser.add_argument("--max-steps", type=types.at_most(types.positive_int, types.MAX_STEPS), default=15, metavar="N",
+    parser.add_argument("--seed", type=types.seed, default=0, metavar="SEED",
+                        help="run seed (default 0); with --protocol also the protocol's seed when it takes one "
+                             "(verl-agent: the run's env.seed; ragen: seed.val)")
+    parser.add_argument("--max-steps", type=types.at_most(types.positive_int, types.MAX_STEPS), metavar="N",
                         help=f"step cap per episode (default 15; at most {types.MAX_STEPS:,})")
+    from webshop_gym.protocols import protocol_names
+
+    protocol = parser.add_argument_group("evaluation protocols (webshop-gym protocols; docs/protocols.md)")
+    protocol.add_argument("--protocol", metavar="NAME", type=_protocol_name,
+                          help="play a named protocol exactly: its goals, price seeds, step cap, reward transform and "
+                               f"metrics ({', '.join(protocol_names())}); --split, --goals, --num-goals, --max-steps, "
+                               "--human-goals and --price-seed are the protocol's")
+    protocol.add_argument("--validation", type=types.at_most(types.non_negative_int, 10_000), metavar="K",
+                          help="the K-th validation of a protocol that draws goals per validation (verl-agent; default 0; at most 10,000)")
+    protocol.add_argument("--protocol-file", metavar="FILE", type=types.existing_file,
+                          help="the protocol's goal-id file in its family's format (agentgym, seed-fairness)")
+    protocol.add_argument("--samples", type=types.at_most(types.positive_int, 1000), default=1, metavar="K",
+                          help="play every goal K times, each with its own recorded seed (sampling policies); "
+                               "reports mean@K and pass@K beside Score and SR (default 1; at most 1,000)")
     parser.add_argument("--num-workers", type=types.at_most(types.non_negative_int, types.MAX_WORKERS), default=0,
                         metavar="N", help="processes stepping the vector env: W >= 2 steps one shard here and the "
                                           "others in W - 1 spawned workers (default 0: all in this process; at most "
@@ -95,6 +111,39 @@ def policy_spec(text: str) -> str:
     return text
 
 
+def _protocol_name(text: str) -> str:
+    """``--protocol``: a shipped protocol's name (an unknown one lists them)."""
+    from webshop_gym.error import UnknownProtocol
+    from webshop_gym.protocols import get_protocol
+
+    try:
+        get_protocol(text)
+    except UnknownProtocol as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+#: eval's flags a protocol decides, with their defaults (a flag given with --protocol is refused).
+PROTOCOL_FIXED = (("--split", "split", None), ("--goals", "goals", None), ("--num-goals", "num_goals", None),
+                  ("--max-steps", "max_steps", None), ("--human-goals", "human_goals", False),
+                  ("--price-seed", "price_seed", 0))
+
+
+def check_protocol_arguments(args: argparse.Namespace) -> None:
+    """Refuse flags that contradict ``--protocol`` (one line), and protocol flags without it."""
+    if args.protocol is None:
+        given = [flag for flag, value in (("--validation", args.validation), ("--protocol-file", args.protocol_file))
+                 if value is not None]
+        if given:
+            raise Error(f"{' and '.join(given)} appl{'y' if len(given) > 1 else 'ies'} to --protocol NAME only")
+        return
+    clash = [flag for flag, key, default in PROTOCOL_FIXED if getattr(args, key) != default]
+    if clash:
+        raise Error(f"{', '.join(clash)} contradict{'s' if len(clash) == 1 else ''} --protocol {args.protocol}: the "
+                    "protocol fixes its goals, price seeds, step cap and shop (see `webshop-gym protocols show "
+                    f"{args.protocol}`); drop {'it' if len(clash) == 1 else 'them'}")
+
+
 def _json_target(text: str) -> str:
     from webshop_gym.cli import argtypes as types
 
@@ -105,6 +154,9 @@ def run(args: argparse.Namespace) -> int:
     """Run ``webshop-gym eval``."""
     hf_kwargs: dict[str, Any] = {}
     check_served_arguments(args)
+    check_protocol_arguments(args)
+    if args.protocol is None:  # the plain defaults (with --protocol these are the protocol's)
+        args.split, args.max_steps = args.split or "test", args.max_steps or 15
     if args.policy.startswith("openai:"):
         hf_kwargs = served_kwargs(args)
     elif args.policy.startswith("hf:"):
@@ -114,9 +166,11 @@ def run(args: argparse.Namespace) -> int:
                          max_prompt_tokens=args.max_prompt_tokens, batch_size=args.batch_size)
     result = evaluate(
         args.policy, shop=args.shop, split=args.split, num_envs=args.num_envs, seed=args.seed,
-        max_steps=args.max_steps, goals=args.goals, human_goals=args.human_goals, price_seed=args.price_seed,
+        max_steps=args.max_steps or 15, goals=args.goals, human_goals=args.human_goals, price_seed=args.price_seed,
         num_goals=args.num_goals, num_workers=args.num_workers, progress=not args.quiet,
-        keep_episodes=args.episodes, out=args.out, run_settings={"arguments": _arguments(args)}, **hf_kwargs,
+        keep_episodes=args.episodes, out=args.out, run_settings={"arguments": _arguments(args)},
+        protocol=args.protocol, validation=args.validation or 0, protocol_file=args.protocol_file,
+        samples=args.samples, **hf_kwargs,
     )
     if "tokens" in result and (args.price_input is not None or args.price_output is not None):
         from webshop_gym.analysis.figures import cost
@@ -136,7 +190,7 @@ def run(args: argparse.Namespace) -> int:
     print(table)
     summary = {k: result[k] for k in ("policy", "split", "score", "sr", "intervals", "sr_reachable", "unreachable",
                                       "mean_steps", "valid_rate", "breakdown", "errored", "tokens", "requests",
-                                      "retries", "cost", "billed", "cost_billed", "tags") if k in result}
+                                      "retries", "cost", "billed", "cost_billed", "tags", "protocol") if k in result}
     print("json: " + json.dumps(_rounded(summary), default=_json_default))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:

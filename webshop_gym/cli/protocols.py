@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     show.add_argument("--seed", type=types.seed, metavar="S",
                       help="the protocol's seed (verl-agent: the run's env.seed; ragen: seed.val); default: the protocol's")
     show.add_argument("--validation", type=types.at_most(types.non_negative_int, 10_000), default=0, metavar="K",
-                      help="the K-th validation of a run (verl-agent draws new goals each time; default 0)")
+                      help="the K-th validation of a run (verl-agent draws new goals each time; default 0; at most 10,000)")
     show.add_argument("--protocol-file", metavar="FILE", type=types.existing_file,
                       help="the protocol's goal-id file in its family's format (agentgym, seed-fairness)")
     show.add_argument("--shop", metavar="DIR", type=types.existing_dir,

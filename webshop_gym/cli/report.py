@@ -11,6 +11,7 @@ from webshop_gym.reporting.report import (
     RESAMPLES,
     build_report,
     to_html,
+    to_latex,
     to_markdown,
     write_episodes,
 )
@@ -25,9 +26,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", metavar="FILE", type=types.output_file,
                         help="write the report here (default: Markdown tables on stdout, no plots); Markdown "
                              "plots go to FILE's stem + '_files/'")
-    parser.add_argument("--format", choices=["html", "md"],
-                        help="html (self-contained) or md (default: from --out's suffix, .md -> md, else html; "
-                             "without --out md; html without --out only into a redirected stdout)")
+    parser.add_argument("--format", choices=["html", "md", "latex"],
+                        help="html (self-contained), md, or latex (the published-table rows, grouped by protocol, as "
+                             "a booktabs tabular; no plots) (default: from --out's suffix, .md -> md, .tex -> latex, "
+                             "else html; without --out md; html without --out only into a redirected stdout)")
     parser.add_argument("--bootstrap", type=_resamples, default=RESAMPLES, metavar="N",
                         help=f"bootstrap resamples of each interval (default {RESAMPLES:,})")
     parser.add_argument("--seed", type=types.seed, default=0, metavar="SEED", help="seed of the bootstrap (default 0)")
@@ -64,7 +66,8 @@ def run(args: argparse.Namespace) -> int:
     if args.format is not None:
         fmt = args.format
     elif args.out:
-        fmt = "md" if Path(args.out).suffix.lower() in (".md", ".markdown") else "html"
+        suffix = Path(args.out).suffix.lower()
+        fmt = "md" if suffix in (".md", ".markdown") else "latex" if suffix == ".tex" else "html"
     else:  # the terminal gets readable tables, never a page of HTML with images inlined
         fmt = "md"
     if fmt == "html" and not args.out and sys.stdout.isatty():
@@ -86,13 +89,15 @@ def run(args: argparse.Namespace) -> int:
     if args.csv or args.jsonl:
         write_episodes(report, csv_path=args.csv, jsonl_path=args.jsonl)
     plots: dict[str, bytes] | None = None
-    if not args.no_plots and (fmt == "html" or args.out):
+    if not args.no_plots and fmt != "latex" and (fmt == "html" or args.out):
         from webshop_gym.reporting.plots import draw_all
 
         plots = draw_all(report.rows)
     written: list[str] = []
     if fmt == "html":
         text = to_html(report, plots)
+    elif fmt == "latex":
+        text = to_latex(report)
     else:
         images: dict[str, str] = {}
         if plots:

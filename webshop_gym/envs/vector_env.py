@@ -107,6 +107,8 @@ class WebShopVectorEnv(VectorEnv):
             ``num_envs`` must be a multiple of it.
         eval_mode: hand out the goals of ``split`` in order, each to exactly one group, then
             leave slots idle; :attr:`exhausted` and :attr:`all_idle` report the end.
+        eval_goals: eval mode: hand out these goal indices in this order instead (repeats
+            allowed: a protocol's episodes, ``eval --samples``).
         autoreset_mode: :class:`gymnasium.vector.AutoresetMode` or its name: ``"next-step"``
             (default), ``"same-step"`` or ``"disabled"`` (Gymnasium's ``"NextStep"`` etc. work too).
         num_workers: processes that step the batch: 0 or 1, this one alone; ``W >= 2`` splits the
@@ -146,6 +148,7 @@ class WebShopVectorEnv(VectorEnv):
         render_mode: str | None = None,
         max_episode_steps: int | None = None,
         allow_test_goals: bool = False,
+        eval_goals: Sequence[int] | None = None,
     ):
         num_envs = check_int("num_envs", num_envs, low=1)
         group_size = check_int("group_size", group_size, low=1)
@@ -190,13 +193,22 @@ class WebShopVectorEnv(VectorEnv):
         self._rngs = [seeding.np_random(None)[0] for _ in range(n)]
         self._episode = np.zeros(n, np.int64)
         self._streams: list[list[int]] = [[] for _ in range(n // self.group_size)]
-        self._queue: list[int] = list(self.engine.goal_range) if self.eval_mode else []
+        self._eval_goals: list[int] | None = None
+        if eval_goals is not None:
+            if not self.eval_mode:
+                raise InvalidArgument("eval_goals needs eval_mode=True")
+            self._eval_goals = [check_goal_index(g, len(self.shop.goals), f"eval_goals[{i}]")
+                                for i, g in enumerate(eval_goals)]
+        self._queue: list[int] = self._eval_queue() if self.eval_mode else []
         self._idle = np.zeros(n, bool)
         self._autoreset = np.zeros(n, bool)
         self._started = False
         self._obs: list[str] = [""] * n
 
     # -- goals ----------------------------------------------------------------------------------
+
+    def _eval_queue(self) -> list[int]:
+        return list(self._eval_goals) if self._eval_goals is not None else list(self.engine.goal_range)
 
     @property
     def exhausted(self) -> bool:
@@ -289,7 +301,7 @@ class WebShopVectorEnv(VectorEnv):
             self._episode[:] = 0
             self._streams = [[] for _ in range(n // self.group_size)]
             if self.eval_mode:
-                self._queue = list(self.engine.goal_range)
+                self._queue = self._eval_queue()
         if goal_opt is not None:
             for i, g in zip(slots, goals):
                 stream = self._streams[i // self.group_size]

@@ -12,9 +12,14 @@ __all__ = ["SLIM_KEYS", "episode_seed", "mark_reachability", "slim_info"]
 SLIM_KEYS = ("goal_index", "instruction", "page", "steps", "invalid_action", "available_actions", "valid_actions")
 
 
-def episode_seed(seed: int, goal_index: int) -> int:
-    """The seed of one episode's policy: a function of the run seed and the goal only."""
-    return int(np.random.SeedSequence([int(seed), int(goal_index)]).generate_state(1)[0])
+def episode_seed(seed: int, goal_index: int, sample: int = 0) -> int:
+    """The seed of one episode's policy: a function of the run seed, the goal and the sample only.
+
+    ``sample`` counts the earlier plays of the goal in the run (``eval --samples K``: 0 to K - 1);
+    the first play's seed is the one a run of one play per goal uses.
+    """
+    entropy = [int(seed), int(goal_index)] + ([int(sample)] if sample else [])
+    return int(np.random.SeedSequence(entropy).generate_state(1)[0])
 
 
 def slim_info(info: dict) -> dict:

@@ -41,14 +41,15 @@ from webshop_gym.analysis.figures import BREAKDOWN, summarize
 from webshop_gym.envs.vector_env import WebShopVectorEnv
 from webshop_gym.error import InvalidArgument
 from webshop_gym.evaluation.episode import episode_seed, mark_reachability, slim_info
+from webshop_gym.evaluation.plan import prepare
 from webshop_gym.evaluation.served import (
     accounting_rows,
     evaluate_served,
     is_served,
     make_served_policy,
 )
+from webshop_gym.protocols import Protocol
 from webshop_gym.runs.run import RunWriter, model_outputs
-from webshop_gym.shop import Shop, load_shop
 from webshop_gym.utils import progress as _progress
 
 __all__ = ["evaluate", "format_table", "make_policy_factory", "rollout"]
@@ -107,14 +108,14 @@ class _Driver:
         target = self.batch if self.batch is not None else self.policies[0]
         return str(getattr(target, "name", type(target).__name__))
 
-    def start(self, slot: int, info: dict) -> dict:
-        """A slot starts an episode; return what the policy reports about it."""
+    def start(self, slot: int, info: dict, seed: int | None = None) -> dict:
+        """A slot starts an episode (``seed``: its policy seed, default from the goal); return what the policy reports."""
         if self.batch is not None:
             return {}
         policy = self.policies[slot]
         reseed = getattr(policy, "seed_episode", None)
         if callable(reseed):
-            reseed(episode_seed(self.seed, info["goal_index"]))
+            reseed(episode_seed(self.seed, info["goal_index"]) if seed is None else int(seed))
         policy.reset(info)
         return {}  # the goal's reachability is marked on every episode (mark_reachability)
 
@@ -143,6 +144,8 @@ def rollout(
     on_episode: Callable[[dict], None] | None = None,
     stats: dict | None = None,
     progress: str | None = None,
+    goals: Sequence[int] | None = None,
+    seeds: Sequence[int] | None = None,
 ) -> list[dict]:
     """Run an eval-mode vector env until its goals (or the first ``num_goals``) are done.
 
@@ -159,20 +162,22 @@ def rollout(
         stats: a dict to fill with facts of the run (``policy``: the policy's name,
             ``env_steps``: vector-env steps taken).
         progress: show a progress bar (on stderr) with this description.
+        goals: the env's ``eval_goals`` (repeats allowed): one record per entry, in this order,
+            with ``entry``: its index in ``goals``.
+        seeds: with ``goals``, each episode's policy seed (default: from the run seed and the goal).
 
     Returns:
-        One record per goal, sorted by goal index: ``goal_index``, ``reward``, ``success``,
+        One record per goal, sorted by goal index (per entry of ``goals``, in order): ``goal_index``, ``reward``, ``success``,
         ``steps``, ``invalid_actions``, ``purchased``, ``truncated`` and, after a purchase,
         ``reward_info``, ``purchased_asin``, ``purchased_options``, ``purchased_price``
         (:func:`evaluate` adds the goal's ``reachable`` and ``reason``).
     """
     if progress is None:
-        return _rollout(env, policy, seed, num_goals, record, on_episode, stats)
+        return _rollout(env, policy, seed, num_goals, record, on_episode, stats, goals, seeds)
     from tqdm import tqdm
 
-
-    goals = len(env.engine.goal_range)
-    total = goals if num_goals is None else min(int(num_goals), goals)
+    available = len(env.engine.goal_range) if goals is None else len(goals)
+    total = available if num_goals is None or goals is not None else min(int(num_goals), available)
     with tqdm(disable=_progress.disable(), total=total, desc=progress, unit="goal", file=sys.stderr, dynamic_ncols=True) as bar:
 
         def tick(episode: dict) -> None:
@@ -180,17 +185,23 @@ def rollout(
             if on_episode is not None:
                 on_episode(episode)
 
-        return _rollout(env, policy, seed, num_goals, record, tick, stats)
+        return _rollout(env, policy, seed, num_goals, record, tick, stats, goals, seeds)
 
 
-def _rollout(env, policy, seed, num_goals, record, on_episode, stats) -> list[dict]:
+def _rollout(env, policy, seed, num_goals, record, on_episode, stats, listed=None, seeds=None) -> list[dict]:
 
     if not getattr(env, "eval_mode", False):
         raise ValueError("rollout needs a WebShopVectorEnv created with eval_mode=True")
     n = env.num_envs
-    goal_range = env.engine.goal_range
-    total = len(goal_range) if num_goals is None else min(int(num_goals), len(goal_range))
-    wanted = set(goal_range[:total])
+    if listed is not None:  # the env hands these out in order: one record per entry
+        listed = [int(g) for g in listed]
+        total = len(listed)
+        wanted = set(range(total))
+    else:
+        goal_range = env.engine.goal_range
+        total = len(goal_range) if num_goals is None else min(int(num_goals), len(goal_range))
+        wanted = set(goal_range[:total])
+    handed = 0
     driver = _Driver(policy, n, seed)
     env_steps = 0
     observations, infos = env.reset(seed=seed)
@@ -200,8 +211,16 @@ def _rollout(env, policy, seed, num_goals, record, on_episode, stats) -> list[di
     results: dict[int, dict] = {}
 
     def start(slot: int, info: dict) -> None:
+        nonlocal handed
         episode = {"goal_index": int(info["goal_index"]), "invalid_actions": 0}
-        episode.update(driver.start(slot, info))
+        policy_seed = None
+        if listed is not None:  # slots start in the order the env hands the goals out
+            if handed >= total or listed[handed] != episode["goal_index"]:
+                raise RuntimeError(f"the env started goal {episode['goal_index']} as entry {handed} of its list")
+            episode["entry"] = handed
+            policy_seed = None if seeds is None else int(seeds[handed])
+            handed += 1
+        episode.update(driver.start(slot, info, policy_seed))
         if record:
             episode["trajectory"] = []
         current[slot] = episode
@@ -248,7 +267,7 @@ def _rollout(env, policy, seed, num_goals, record, on_episode, stats) -> list[di
                 episode.update(final_observation=observations[i], final_info=slim_info(info))
             current[i] = None
             pending[i] = True
-            goal = episode["goal_index"]
+            goal = episode["entry"] if listed is not None else episode["goal_index"]
             if goal in wanted:
                 if goal in results:
                     raise RuntimeError(f"goal {goal} ran twice")
@@ -280,9 +299,13 @@ def evaluate(
     concurrency: int | None = None,
     resume: bool = False,
     shard: tuple[int, int] | None = None,
+    protocol: str | Protocol | None = None,
+    validation: int = 0,
+    protocol_file: str | os.PathLike | None = None,
+    samples: int = 1,
     **hf_kwargs: Any,
 ) -> dict:
-    """Run every goal of ``split`` exactly once and report Score, SR and the rest.
+    """Run every goal of ``split`` (or of a protocol) and report Score, SR and the rest.
 
     Args:
         policy_factory: a policy name (``random``, ``rule``, ``oracle``, ``hf:PATH``), a
@@ -305,79 +328,124 @@ def evaluate(
         concurrency: a served policy's episodes in flight (``openai:MODEL``; default: its own).
         resume: a served policy: continue the run in ``out`` (:mod:`webshop_gym.evaluation.served`).
         shard: a served policy: ``(i, n)``, play the ``i``-th of ``n`` blocks of the goals.
+        protocol: play this protocol (a name of :func:`webshop_gym.protocols.protocol_names` or a
+            :class:`~webshop_gym.protocols.Protocol`): its goals, price seeds, step cap and metrics
+            (``split``, ``num_goals``, ``max_steps``, ``goals``, ``human_goals`` and
+            ``price_seed`` are then the protocol's; ``seed`` is its seed when it takes one).
+            ``None``: the run records the ad-hoc protocol of its split (:mod:`.plan`).
+        validation: the K-th validation of a protocol that draws goals per validation (verl-agent).
+        protocol_file: the goal-id file of a protocol that reads one (agentgym, seed-fairness).
+        samples: play each episode this many times (sampling policies), each with its own seed;
+            the figures add ``mean@K`` and ``pass@K``.
         **hf_kwargs: :class:`~webshop_gym.agents.hf.HFPolicy` arguments for ``hf:PATH``, or
             :class:`~webshop_gym.agents.openai.OpenAIPolicy` arguments for ``openai:MODEL``.
 
     Returns:
         A JSON-ready dict: ``score``, ``sr``, ``mean_steps``, ``valid_rate``, ``breakdown``,
-        ``counts``, (``unreachable``, ``sr_reachable``), and the run's settings and wall time.
+        ``counts``, (``unreachable``, ``sr_reachable``), ``protocol`` (the protocol's metrics and
+        fingerprint), ``protocol_record`` (the run line's protocol object), and the run's
+        settings and wall time.
 
     Example:
         >>> result = evaluate("rule", split="test", num_envs=8, num_goals=8)  # doctest: +SKIP
         >>> round(result["score"], 1), result["counts"]["episodes"]  # doctest: +SKIP
     """
-    if not isinstance(shop, Shop):
-        shop = load_shop(shop, goals=goals, human_goals=human_goals, seed=price_seed, progress=False)
+    plan = prepare(shop, protocol=protocol, seed=seed, validation=validation, protocol_file=protocol_file,
+                   samples=samples, split=split, num_goals=num_goals, max_steps=max_steps, goals=goals,
+                   human_goals=human_goals, price_seed=price_seed)
+    if plan.named:
+        max_steps = int(plan.protocol.step_cap)
+    shop = plan.shop
 
     if is_served(policy_factory):  # a model behind an API: episodes in flight, not a vector env
         return evaluate_served(policy_factory, shop, split=split, seed=seed, max_steps=max_steps, num_goals=num_goals,
                                observation_mode=observation_mode, progress=progress, keep_episodes=keep_episodes,
                                out=out, run_settings=run_settings, concurrency=concurrency, resume=resume,
-                               shard=shard, **hf_kwargs)
+                               shard=shard, protocol_plan=plan, **hf_kwargs)
     if resume or shard is not None or concurrency is not None:
 
         raise InvalidArgument("concurrency, resume and shard apply to served policies (openai:MODEL) only")
+    groups = plan.groups()
+    if len(groups) > 1 and num_workers:
+        raise InvalidArgument(f"num_workers applies to one shop; protocol {plan.protocol.name!r} plays "
+                              f"{len(groups)} price seeds (one shop each), stepped in this process")
     split = None if split == "all" else split
+    expected = [e.goal for e in plan.episodes]
     # Never more slots than goals to play: spare slots would only sit idle (and cost memory per
     # slot before the first step).  Results do not depend on num_envs (per-goal reseeding).
-    playing = len(shop.goals.split_range(split))
-    if num_goals is not None:
-        playing = min(int(num_goals), playing)
-    num_envs = max(1, min(int(num_envs), playing))
+    num_envs = max(1, min(int(num_envs), max(len(g) for _, g in groups)))
     policy = make_policy_factory(policy_factory, shop=shop, seed=seed, **hf_kwargs)
-    env = WebShopVectorEnv(num_envs, shop=shop, split=split, max_steps=max_steps, eval_mode=True,
-                           observation_mode=observation_mode, num_workers=num_workers)
-    total = len(env.engine.goal_range) if num_goals is None else min(num_goals, len(env.engine.goal_range))
+    tagged = plan.named or not plan.simple  # episodes carry their protocol fields (ad-hoc runs: implied)
     started = time.perf_counter()
-    stats: dict = {}
+    stats: dict = {"env_steps": 0}
     writer = None
+    episodes: list[dict] = []
+    bar = _progress_bar(len(expected), progress)
     try:
         if out is not None:
 
-            writer = RunWriter(out, shop, list(env.engine.goal_range)[:total], **_run_line(
-                policy_factory, policy, hf_kwargs, split, seed, max_steps, num_envs, num_workers, observation_mode,
-                run_settings))
-        episodes = rollout(env, policy, seed=seed, num_goals=num_goals, stats=stats, record=writer is not None,
-                           on_episode=mark_reachability(shop, None if writer is None else writer.add),
-                           progress="eval" if progress else None)
+            writer = RunWriter(out, shop, expected, keys=None if plan.simple else [e.ordinal for e in plan.episodes],
+                               **_run_line(policy_factory, policy, hf_kwargs, split, seed, max_steps, num_envs,
+                                           num_workers, observation_mode, run_settings), protocol=plan.record)
+        for group_shop, group in groups:
+            seeds = [episode_seed(seed, e.goal, e.sample) for e in group]
+
+            def finished(episode: dict, group=group, group_shop=group_shop, seeds=seeds) -> None:
+                entry = episode.pop("entry")
+                planned = group[entry]
+                if tagged:
+                    episode["ordinal"] = planned.ordinal
+                    episode["protocol"] = {**planned.as_dict(), "policy_seed": seeds[entry]}
+                if writer is not None:
+                    writer.add(episode, shop=group_shop)
+                if bar is not None:
+                    bar.update(1)
+
+            factory = policy
+            if policy_factory == "oracle" and group_shop is not shop:  # the oracle reads its shop's price caps
+                factory = make_policy_factory("oracle", shop=group_shop, seed=seed)
+            env = WebShopVectorEnv(min(num_envs, len(group)), shop=group_shop, max_steps=max_steps, eval_mode=True,
+                                   observation_mode=observation_mode, num_workers=num_workers,
+                                   eval_goals=[e.goal for e in group])
+            part: dict = {}
+            try:
+                episodes += rollout(env, factory, seed=seed, stats=part, record=writer is not None,
+                                    on_episode=mark_reachability(group_shop, finished), goals=[e.goal for e in group], seeds=seeds)
+            finally:
+                env.close()
+            stats["policy"] = part["policy"]
+            stats["env_steps"] += part["env_steps"]
     except BaseException:
         if writer is not None:
             writer.close()  # the finished episodes stay readable; no summary line
         raise
     finally:
-        env.close()
+        if bar is not None:
+            bar.close()
     wall = time.perf_counter() - started
-    expected = list(env.engine.goal_range)[:total]
+    if tagged:
+        episodes.sort(key=lambda e: e["ordinal"])
     got = [e["goal_index"] for e in episodes]
     if got != expected:
         if writer is not None:
             writer.close()
         raise RuntimeError(f"evaluation covered {len(got)} goals, expected each of {len(expected)} exactly once")
-    result = summarize(episodes)
+    result = summarize(episodes, protocol=plan.record)
     name = policy_factory if isinstance(policy_factory, str) else stats["policy"]
     result.update(
         policy=name,
         shop=str(shop.path),
         fingerprint=shop.fingerprint(),
         goal_kind=shop.goals.kind,
-        split=split or "all",
-        goals=[expected[0], expected[-1] + 1] if expected else [0, 0],
+        split=(f"protocol {plan.protocol.name}" if plan.named else split or "all"),
+        goals=[min(expected), max(expected) + 1] if expected else [0, 0],
         num_envs=num_envs,
         seed=seed,
         max_steps=max_steps,
         wall_s=wall,
         steps_per_s=result["counts"]["steps"] / wall if wall > 0 else None,
         env_steps=stats["env_steps"],
+        protocol_record=plan.record,
     )
     if writer is not None:
         writer.close(result)
@@ -386,6 +454,13 @@ def evaluate(
         result["episodes_detail"] = episodes
     return result
 
+
+def _progress_bar(total: int, show: bool):
+    if not show:
+        return None
+    from tqdm import tqdm  # only with a progress bar
+
+    return tqdm(disable=_progress.disable(), total=total, desc="eval", unit="goal", file=sys.stderr, dynamic_ncols=True)
 
 def _run_line(policy_factory, policy, hf_kwargs, split, seed, max_steps, num_envs, num_workers, observation_mode,
               extra) -> dict:
@@ -423,6 +498,24 @@ def _interval_text(result: dict, key: str) -> str:
     return "" if not found else f" [{found['low']:.1f}, {found['high']:.1f}]"
 
 
+def protocol_rows(result: dict) -> list[tuple[str, str]]:
+    """``eval``'s rows naming the protocol, its fingerprint and its metrics where they differ from Score and SR."""
+    figures = result.get("protocol")
+    if not figures:
+        return []
+    rows = [("protocol", f"{figures['name']}, fingerprint {figures.get('fingerprint') or '-'}")]
+    plain = {"raw_reward": result.get("score"), "success": result.get("sr")}
+    for m in figures["metrics"]:
+        same = m["value"] is not None and plain.get(m["of"]) is not None and math.isclose(m["value"], plain[m["of"]])
+        if same:  # the family aggregates as Score and SR below do: no second row
+            continue
+        rows.append((f"{m['label']} ({m['name']}, as the protocol aggregates it)", _fmt(m["value"], 1)))
+    k = figures.get("samples", 1)
+    if k > 1:
+        rows.append((f"mean@{k} / pass@{k} (%)", f"{_fmt(figures.get(f'mean@{k}'), 1)} / {_fmt(figures.get(f'pass@{k}'), 1)}"))
+    return rows
+
+
 def format_table(result: dict) -> str:
     """A readable table of an :func:`evaluate` result."""
     b = result["breakdown"]
@@ -441,6 +534,7 @@ def format_table(result: dict) -> str:
         ("purchased (%)", _fmt(b["purchase_rate"], 1)),
         ("r_type / r_att / r_option / r_price", " / ".join(_fmt(b[k], 3) for k in BREAKDOWN)),
     ]
+    rows[4:4] = protocol_rows(result)
     if "unreachable" in result:
         rows.append(("SR on reachable goals (%)", f"{_fmt(result['sr_reachable'], 1)} ({result['unreachable']} "
                                                   "unreachable goals: no purchase of the target scores 1.0)"))

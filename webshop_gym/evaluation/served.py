@@ -131,8 +131,9 @@ def play(
     on_episode: Callable[[dict], None] | None = None,
     progress: str | None = None,
     stats: dict | None = None,
+    seeds: Sequence[int] | None = None,
 ) -> list[dict]:
-    """Play one episode per goal with up to ``concurrency`` in flight; return the records in goal order.
+    """Play one episode per entry of ``goals`` with up to ``concurrency`` in flight; return the records in that order.
 
     Args:
         policy: an object with ``new_session(info, seed)`` and ``decide(session, obs, info)``
@@ -146,6 +147,8 @@ def play(
         on_episode: called with each finished record (with its ``trajectory``), in finishing order.
         progress: show a progress bar with this description.
         stats: filled with ``requests_max_in_flight`` and ``engine_steps``.
+        seeds: each entry's episode seed (repeated goals: a protocol's plays); the records then
+            carry ``entry``, their index in ``goals``.  Default: from ``seed`` and the goal.
 
     Returns:
         Records as :func:`~webshop_gym.evaluation.local.rollout` makes them, plus ``errored`` (and
@@ -175,7 +178,7 @@ def play(
     threads = [threading.Thread(target=worker, name=f"webshop-served-{k}", daemon=True) for k in range(n)]
     for thread in threads:
         thread.start()
-    pending = list(reversed(goals))
+    pending = list(reversed(range(len(goals))))
     current: list[dict | None] = [None] * n
     sessions: list[Any] = [None] * n
     tokens = [0] * n  # a slot's episode number: a late answer of an older episode is ignored
@@ -198,25 +201,30 @@ def play(
             if not pending:
                 current[slot] = None
                 continue
-            goal = pending.pop()
-            live.append((slot, goal))
+            k = pending.pop()
+            live.append((slot, k))
         if not live:
             return
-        engine.reset([s for s, _ in live], [g for _, g in live])
-        for slot, goal in live:
+        engine.reset([s for s, _ in live], [goals[k] for _, k in live])
+        for slot, k in live:
+            goal = goals[k]
             tokens[slot] += 1
             info = engine.info(slot)
-            sessions[slot] = policy.new_session(info, seed=episode_seed(seed, goal))
+            sessions[slot] = policy.new_session(info, seed=episode_seed(seed, goal) if seeds is None else int(seeds[k]))
             if hasattr(sessions[slot], "max_steps"):
                 sessions[slot].max_steps = max_steps  # the tools format's texts name the step cap
             current[slot] = {"goal_index": goal, "invalid_actions": 0, "trajectory": [], "errored": False,
-                             "tokens": {"prompt": 0, "completion": 0}, "requests": 0, "retries": 0, "latency_s": 0.0}
+                             "tokens": {"prompt": 0, "completion": 0}, "requests": 0, "retries": 0, "latency_s": 0.0,
+                             "_k": k}
             submit(slot, info)
 
     def finish(slot: int, episode: dict) -> None:
         episode.pop("_obs", None)
         episode.pop("_info", None)
-        results[episode["goal_index"]] = episode
+        k = episode.pop("_k")
+        if seeds is not None:
+            episode["entry"] = k
+        results[k] = episode
         progress_bar.update(episode)
         if on_episode is not None:
             on_episode(episode)
@@ -298,7 +306,7 @@ def play(
         progress_bar.close()
     if stats is not None:
         stats.update(requests_max_in_flight=max_in_flight, engine_steps=engine_steps, concurrency=n)
-    return [results[g] for g in goals]
+    return [results[k] for k in range(len(goals))]
 
 
 def _account(episode: dict, call) -> None:
@@ -345,6 +353,7 @@ def evaluate_served(
     resume: bool = False,
     shard: tuple[int, int] | None = None,
     check: bool = True,
+    protocol_plan=None,
     **policy_kwargs: Any,
 ) -> dict:
     """:func:`~webshop_gym.evaluation.local.evaluate` for a served policy (see the module docstring).
@@ -365,6 +374,9 @@ def evaluate_served(
         resume: continue the run in ``out`` (see the module docstring).
         shard: ``(i, n)``: play only the ``i``-th of ``n`` blocks of the goals.
         check: check the endpoint and the model before starting (``policy.check()``).
+        protocol_plan: the :class:`~webshop_gym.evaluation.plan.EvaluationPlan` (``evaluate`` makes it):
+            its protocol is recorded in the run line; a named protocol's or a ``--samples``
+            plan's episodes are played as planned (not with ``resume`` or ``shard``).
         **policy_kwargs: :class:`~webshop_gym.agents.openai.OpenAIPolicy` arguments for ``openai:MODEL``.
 
     Returns:
@@ -376,6 +388,14 @@ def evaluate_served(
         raise Error("--resume needs --out (the run file to continue)")
     if concurrency is not None and not 1 <= int(concurrency) <= 1024:
         raise Error(f"concurrency must be in 1-1024, got {concurrency}")
+    if protocol_plan is not None and (protocol_plan.named or not protocol_plan.simple):
+        if resume or shard is not None:
+            raise Error("--resume and --shard apply to runs without --protocol and --samples")
+        return _evaluate_plan(policy, protocol_plan, seed=seed, max_steps=max_steps, observation_mode=observation_mode,
+                              progress=progress, keep_episodes=keep_episodes, out=out, run_settings=run_settings,
+                              concurrency=concurrency, check=check, **policy_kwargs)
+    if protocol_plan is not None:
+        run_settings = {**(run_settings or {}), "protocol": protocol_plan.record}
     split = None if split == "all" else split
     all_goals = list(shop.goals.split_range(split))
     if num_goals is not None:
@@ -420,7 +440,7 @@ def evaluate_served(
         if writer is not None:
             writer.close()
         raise RuntimeError(f"evaluation covered {len(episodes)} goals, expected each of {len(goals)} exactly once")
-    result = summarize(episodes)
+    result = summarize(episodes, protocol=None if protocol_plan is None else protocol_plan.record)
     played_steps = sum(int(e["steps"]) for e in played)
     result.update(
         policy=settings["policy"], shop=str(shop.path), fingerprint=shop.fingerprint(), goal_kind=shop.goals.kind,
@@ -445,6 +465,68 @@ def evaluate_served(
         return result
     result["episodes_detail"] = [{k: v for k, v in e.items() if k not in ("trajectory", "final_observation",
                                                                           "final_info")} for e in episodes]
+    return result
+
+
+def _evaluate_plan(policy, plan, *, seed, max_steps, observation_mode, progress, keep_episodes, out, run_settings,
+                   concurrency, check, **policy_kwargs) -> dict:
+    """Play a protocol's planned episodes (one engine per price seed), write the run, return the figures."""
+    agent = make_served_policy(policy, seed=seed, **policy_kwargs)
+    owned = agent is not policy
+    n = int(concurrency or getattr(agent, "concurrency", 8))
+    expected = [e.goal for e in plan.episodes]
+    settings = _run_line(policy, agent, f"protocol {plan.protocol.name}", seed, max_steps, n, observation_mode, None,
+                         {**(run_settings or {}), "protocol": plan.record})
+    writer = None
+    episodes: list[dict] = []
+    stats: dict = {}
+    started = time.perf_counter()
+    try:
+        if check and expected and callable(getattr(agent, "check", None)):
+            agent.check()  # before the file is touched
+        if out is not None:
+            writer = RunWriter(out, plan.shop, expected, keys=[e.ordinal for e in plan.episodes], **settings)
+        for group_shop, group in plan.groups():
+            seeds = [episode_seed(seed, e.goal, e.sample) for e in group]
+
+            def finished(episode: dict, group=group, group_shop=group_shop, seeds=seeds) -> None:
+                entry = episode.pop("entry")
+                episode["ordinal"] = group[entry].ordinal
+                episode["protocol"] = {**group[entry].as_dict(), "policy_seed": seeds[entry]}
+                if writer is not None:
+                    writer.add(episode, shop=group_shop)
+
+            part: dict = {}
+            episodes += play(agent, group_shop, [e.goal for e in group], concurrency=n, seed=seed, max_steps=max_steps,
+                             observation_mode=observation_mode, on_episode=mark_reachability(group_shop, finished),
+                             progress="eval" if progress else None, stats=part, seeds=seeds)
+            stats["engine_steps"] = stats.get("engine_steps", 0) + part.get("engine_steps", 0)
+            stats["requests_max_in_flight"] = max(stats.get("requests_max_in_flight", 0),
+                                                  part.get("requests_max_in_flight", 0))
+    except BaseException:
+        if writer is not None:
+            writer.close()  # every finished episode stays in the file; no summary line
+        raise
+    finally:
+        if owned:
+            agent.close()
+    wall = time.perf_counter() - started
+    episodes.sort(key=lambda e: e["ordinal"])
+    result = summarize(episodes, protocol=plan.record)
+    shop = plan.shop
+    result.update(
+        policy=settings["policy"], shop=str(shop.path), fingerprint=shop.fingerprint(), goal_kind=shop.goals.kind,
+        split=settings["split"], goals=[min(expected), max(expected) + 1] if expected else [0, 0], num_envs=n,
+        concurrency=n, seed=seed, max_steps=max_steps, wall_s=wall,
+        steps_per_s=result["counts"]["steps"] / wall if wall > 0 else None, env_steps=stats.get("engine_steps", 0),
+        requests_max_in_flight=stats.get("requests_max_in_flight", 0), protocol_record=plan.record,
+    )
+    if writer is not None:
+        writer.close(result)
+        result["run_file"] = str(out)
+    if keep_episodes:
+        result["episodes_detail"] = [{k: v for k, v in e.items() if k not in ("trajectory", "final_observation",
+                                                                              "final_info")} for e in episodes]
     return result
 
 

@@ -23,13 +23,15 @@ from webshop_gym.analysis.figures import billed, cost
 from webshop_gym.analysis.intervals import METHOD, score_interval, sr_interval
 from webshop_gym.analysis.stats import Interval, PairedComparison, paired
 from webshop_gym.analysis.taxonomy import CAUSES, FAMILY, SOLVED, TAG_RULES, TAGS
+from webshop_gym.protocols.play import display_name, protocol_difference
 from webshop_gym.render.html import template_environment
 from webshop_gym.reporting.plots import PLOTS
 from webshop_gym.runs.index import CSV_COLUMNS, RunIndex, csv_row, seed_groups
 from webshop_gym.runs.run import Run, load_run, now_iso
 from webshop_gym.runs.shards import group_shards
 
-__all__ = ["Report", "RunSummary", "build_report", "to_html", "to_markdown"]
+__all__ = ["Report", "RunSummary", "build_report", "protocol_groups", "published_table", "to_html", "to_latex",
+           "to_markdown"]
 
 #: Resamples of every bootstrap (``--bootstrap``).
 RESAMPLES = 10_000
@@ -125,13 +127,26 @@ def summarize_run(label: str, run: Run, resamples: int = RESAMPLES, seed: int = 
     )  # fmt: skip
 
 
+def _pairing_keys(run: Run) -> dict:
+    """A run's scored episodes by what pairs them: the goal, or a protocol's (item, sample) when it records them."""
+    out: dict = {}
+    for e in run.episodes:
+        extra = e.log.record.get("protocol")
+        key = (extra.get("item"), extra.get("sample")) if isinstance(extra, dict) else e.goal_index
+        out[key] = e
+    return {k: e for k, e in out.items() if not e.errored}
+
+
 def compare(a: RunSummary, b: RunSummary, resamples: int = RESAMPLES, seed: int = 0) -> Comparison:
-    """Pair run ``b`` with run ``a`` on their common goals (not across different goal sets)."""
+    """Pair run ``b`` with run ``a`` on their common goals (not across different protocols or goal sets)."""
+    refused = protocol_difference(a.run.protocol, b.run.protocol)
+    notes = [f"different protocols, not paired ({refused})"] if refused else []
     if a.run.goal_set and b.run.goal_set and a.run.goal_set != b.run.goal_set:
-        return Comparison(a, b, None, f"different goal sets ({a.run.goal_set} vs {b.run.goal_set}): not paired")
-    goals_a = {g: e for g, e in a.run.by_goal().items() if not e.errored}
-    goals_b = {g: e for g, e in b.run.by_goal().items() if not e.errored}
-    common = sorted(set(goals_a) & set(goals_b))
+        notes.insert(0, f"different goal sets ({a.run.goal_set} vs {b.run.goal_set}): not paired")
+    if notes:
+        return Comparison(a, b, None, "; ".join(notes))
+    goals_a, goals_b = _pairing_keys(a.run), _pairing_keys(b.run)
+    common = sorted(set(goals_a) & set(goals_b), key=str)
     if not common:
         return Comparison(a, b, None, "no goal in common: not paired")
     note = "" if len(common) == len(goals_a) == len(goals_b) else f"paired on the {len(common)} goals both runs played"
@@ -187,7 +202,7 @@ def tables(report: Report) -> dict[str, tuple[list[str], list[list[str]]]]:
     """The report's tables as (header, rows) of strings, shared by HTML and Markdown."""
     out: dict[str, tuple[list[str], list[list[str]]]] = {}
     header = ["run", "policy", "split", "episodes", "Score [95% CI]", "SR % [95% CI]", "SR % on reachable goals",
-              "mean steps", "valid %", "purchased %", "r_type", "r_att", "r_option", "r_price"]
+              "mean steps", "valid %", "purchased %", "r_type", "r_att", "r_option", "r_price", "protocol (fingerprint)"]
     rows = []
     for row in report.rows:
         f, b, run = row.figures, row.figures["breakdown"], row.run
@@ -196,8 +211,9 @@ def tables(report: Report) -> dict[str, tuple[list[str], list[list[str]]]]:
         reachable = "-" if f.get("sr_reachable") is None else f"{_f(f['sr_reachable'])} ({f['unreachable']} unreachable)"
         rows.append([row.label, run.policy, run.split, episodes, _ci(row.score), _ci(row.sr), reachable,
                      _f(f["mean_steps"], 2), _f(f["valid_rate"]), _f(b["purchase_rate"]),
-                     *(_f(b[k], 3) for k in ("r_type", "r_att", "r_option", "r_price"))])
+                     *(_f(b[k], 3) for k in ("r_type", "r_att", "r_option", "r_price")), _protocol_cell(run)])
     out["runs"] = (header, rows)
+    out["published"] = published_table(report)
     if report.comparisons:
         header = ["run vs first", "goals", "won / lost / tied", "Δ Score [95% CI]", "sign test p",
                   "solved: only first / only this / both", "Δ SR [95% CI]", "McNemar p"]
@@ -267,6 +283,86 @@ def tag_table(report: Report) -> tuple[list[str], list[list[str]]]:
     return ["failure tag", "family", *[row.label for row in report.rows]], rows
 
 
+# -- protocols: groups and the published tables' rows ----------------------------------------------------
+
+
+def _protocol_cell(run: Run) -> str:
+    record = run.protocol
+    if record is None:
+        return "- (recorded before protocols)"
+    return f"{display_name(record)} ({record.get('fingerprint')})"
+
+
+def protocol_groups(report: Report) -> list[dict]:
+    """The runs grouped by protocol fingerprint, in order of first appearance.
+
+    Returns:
+        Per group: ``name`` (the protocol, for people), ``fingerprint`` (``None``: runs written
+        before protocols were recorded), ``rows`` (the :class:`RunSummary` of each run).
+    """
+    groups: dict = {}
+    for row in report.rows:
+        record = row.run.protocol
+        key = None if record is None else record.get("fingerprint")
+        group = groups.setdefault(key, {"name": "-" if record is None else display_name(record), "fingerprint": key,
+                                        "rows": []})
+        group["rows"].append(row)
+    return list(groups.values())
+
+
+def published_table(report: Report) -> tuple[list[str], list[list[str]]]:
+    """The rows in the shape published WebShop tables use, grouped by protocol, ready to paste.
+
+    Columns: the run (method), the protocol and its fingerprint, Score, SR with its 95% interval,
+    the valid-action rate, mean steps and, when a run played each goal several times
+    (``eval --samples K``), mean@K and pass@K.  Figures come from the run's figures
+    (:func:`webshop_gym.analysis.figures.summarize`), never recomputed here.
+    """
+    sampled = sorted({int((row.figures.get("protocol") or {}).get("samples", 1)) for row in report.rows} - {1})
+    header = ["method", "protocol", "fingerprint", "Score", "SR % [95% CI]", "valid %", "mean steps"]
+    for k in sampled:
+        header += [f"mean@{k}", f"pass@{k}"]
+    rows = []
+    for group in protocol_groups(report):
+        for row in group["rows"]:
+            f = row.figures
+            pf = f.get("protocol") or {}
+            cells = [row.label, group["name"], group["fingerprint"] or "-", _f(f["score"]), _ci(row.sr),
+                     _f(f["valid_rate"]), _f(f["mean_steps"], 2)]
+            for k in sampled:
+                mine = pf.get("samples") == k
+                cells += [_f(pf.get(f"mean@{k}")) if mine else "-", _f(pf.get(f"pass@{k}")) if mine else "-"]
+            rows.append(cells)
+    return header, rows
+
+
+_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+
+
+def _tex(text: str) -> str:
+    return "".join(_LATEX_SPECIAL.get(c, c) for c in str(text)).replace("±", r"$\pm$").replace("−", "-")
+
+
+def to_latex(report: Report) -> str:
+    """The published-table rows (:func:`published_table`) as a LaTeX ``tabular`` (booktabs), one block per protocol."""
+    header, rows = published_table(report)
+    groups = protocol_groups(report)
+    lines = [f"% {_tex(report.title)}: {len(report.rows)} run(s); {_tex(method(report))}; written {report.created}",
+             "% Runs are comparable exactly when their protocol fingerprints are equal (one block per protocol).",
+             r"\begin{tabular}{l" + "l" * 2 + "r" * (len(header) - 3) + "}", r"\toprule",
+             " & ".join(_tex(h) for h in header) + r" \\", r"\midrule"]
+    k = 0
+    for g, group in enumerate(groups):
+        if g:
+            lines.append(r"\midrule")
+        for _ in group["rows"]:
+            lines.append(" & ".join(_tex(c) for c in rows[k]) + r" \\")
+            k += 1
+    lines += [r"\bottomrule", r"\end{tabular}", ""]
+    return "\n".join(lines)
+
+
 def method(report: Report) -> str:
     """How the report's intervals are computed (the one method of :mod:`webshop_gym.analysis.intervals`)."""
     return METHOD.format(resamples=report.resamples, seed=report.seed) + "; paired differences by the paired bootstrap"
@@ -292,6 +388,7 @@ def failure_tags(report: Report, examples: int = 5) -> list[dict]:
 
 TABLE_TITLES = {
     "runs": "Runs",
+    "published": "Rows as published tables give them (one block per protocol: compare numbers within a block only)",
     "paired": "Paired comparison with the first run",
     "served": "Model calls: errored episodes (not scored), tokens, requests, retries, wall time (every session), "
               "cost; whole run: the kept episodes and the attempts --resume dropped",

@@ -83,6 +83,7 @@ class _Columns:
         self.reachable: list[bool | None] = []
         self.record_extra: list[dict | None] = []  # reachable / reason / errored for exports
         self.accounting: list[dict | None] = []  # a served model's errored / tokens / requests / retries
+        self.protocol: list[dict | None] = []  # a protocol's episode fields (item, sample, draw, price seed)
 
 
 _INFO_KEYS = ("r_type", "r_att", "r_option", "r_price")
@@ -300,6 +301,7 @@ class RunIndex:
         cols.record_extra.append(extra or None)
         accounting = {k: record[k] for k in ("errored", "tokens", "requests", "retries") if k in record}
         cols.accounting.append(accounting or None)
+        cols.protocol.append(record["protocol"] if isinstance(record.get("protocol"), dict) else None)
 
     def _step(self, record: dict, number: int, start: int, end: int) -> None:
         path, cols = self.path, self._cols
@@ -396,8 +398,10 @@ class RunIndex:
                 rec["reward_info"] = {k: v for k, v in info.items() if not (isinstance(v, float) and math.isnan(v))}
             if cols.reachable[i] is not None:
                 rec["reachable"] = cols.reachable[i]
+            if cols.protocol[i] is not None:
+                rec["protocol"] = cols.protocol[i]
             records.append(rec)
-        figures = summarize(records)
+        figures = summarize(records, protocol=(self.header or {}).get("protocol"))
         del records
         return IndexTable(
             goal=np.asarray(cols.goal, np.int64), reward=reward, steps=np.asarray(cols.steps, np.int64),

@@ -52,10 +52,11 @@ __all__ = [
 #: The figures of an evaluation kept in a run's summary line.
 SUMMARY_KEYS = ("episodes", "score", "sr", "mean_reward", "mean_steps", "valid_rate", "breakdown", "counts",
                 "unreachable", "sr_reachable", "policy", "wall_s", "steps_per_s", "env_steps",
-                "errored", "tokens", "requests", "retries", "concurrency", "shard", "resumed", "sessions", "billed")
+                "errored", "tokens", "requests", "retries", "concurrency", "shard", "resumed", "sessions", "billed",
+                "protocol")
 #: The figures :func:`summary_difference` checks (everything the episodes determine).
 CHECKED_KEYS = ("episodes", "score", "sr", "mean_reward", "mean_steps", "valid_rate", "breakdown", "counts",
-                "unreachable", "sr_reachable", "errored", "tokens", "requests", "retries")
+                "unreachable", "sr_reachable", "errored", "tokens", "requests", "retries", "protocol")
 #: A served model's episode totals (episode line) and per-step accounting (step lines).
 EPISODE_ACCOUNTING = ("errored", "error", "tokens", "requests", "retries", "latency_s")
 STEP_ACCOUNTING = ("usage", "latency_s", "retries", "reasoning", "finish_reason")
@@ -98,20 +99,25 @@ class RunWriter:
     Episodes finish out of order in a vector env; they are written in goal order (held back
     only while an earlier goal is still running, i.e. about ``num_envs`` episodes), so that the
     same seed gives the same file whatever ``num_envs`` is.  Each trajectory is dropped from
-    memory once written.
+    memory once written.  A protocol's episodes (``keys``: repeated goals, several price seeds)
+    are written in play order, keyed by their ``ordinal``, with ids ``e<ordinal>``.
 
     Args:
         path: the run file (overwritten).
-        shop: the :class:`~webshop_gym.shop.Shop` evaluated.
+        shop: the :class:`~webshop_gym.shop.Shop` evaluated (the run line's shop).
         goals: the goal indices of the run, in order.
         append: add the episodes to an existing run file (``--resume``: its run line is kept).
-        settings: the run line's other fields (policy, split, seed, max_steps, ...).
+        keys: the episodes' ``ordinal`` in writing order (``None``: one episode per goal, keyed by goal).
+        settings: the run line's other fields (policy, split, seed, max_steps, protocol, ...).
     """
 
-    def __init__(self, path: str | os.PathLike, shop, goals: Sequence[int], append: bool = False, **settings: Any):
+    def __init__(self, path: str | os.PathLike, shop, goals: Sequence[int], append: bool = False,
+                 keys: Sequence[int] | None = None, **settings: Any):
         self.shop = shop
         self.path = Path(path)
-        self.order = [int(g) for g in goals]
+        goals = [int(g) for g in goals]
+        self.keyed = keys is not None
+        self.order = [int(k) for k in keys] if keys is not None else goals
         self._position = 0
         self._held: dict[int, list[str]] = {}
         self.run_id = uuid.uuid4().hex
@@ -120,8 +126,8 @@ class RunWriter:
 
         header = {"type": "run", "format": FORMAT_VERSION, "run": self.run_id, "created": now_iso(),
                   "package": f"webshop-gym {__version__}", **settings,
-                  "goals": [self.order[0], self.order[-1] + 1] if self.order else [0, 0],
-                  "num_goals": len(self.order), "shop": shop_record(shop), "fingerprint": shop.fingerprint()}
+                  "goals": [min(goals), max(goals) + 1] if goals else [0, 0],
+                  "num_goals": len(goals), "shop": shop_record(shop), "fingerprint": shop.fingerprint()}
         self.writer = TrajectoryWriter(self.path, append=append)
         if append:
             with open(self.path, encoding="utf-8") as handle:
@@ -130,10 +136,15 @@ class RunWriter:
             self.writer.write(header)
         self.written = 0
 
-    def add(self, episode: dict) -> None:
-        """Take one finished episode record of :func:`~webshop_gym.evaluation.local.rollout` (``record=True``)."""
-        goal = int(episode["goal_index"])
-        self._held[goal] = self._lines(episode)
+    def add(self, episode: dict, shop=None) -> None:
+        """Take one finished episode record of :func:`~webshop_gym.evaluation.local.rollout` (``record=True``).
+
+        Args:
+            episode: the record (with ``ordinal`` when the writer has ``keys``).
+            shop: the shop the episode played when it is not the run line's (another price seed).
+        """
+        goal = int(episode["ordinal"]) if self.keyed else int(episode["goal_index"])
+        self._held[goal] = self._lines(episode, shop)
         for key in ("trajectory", "final_observation", "final_info"):
             episode.pop(key, None)
         while self._position < len(self.order) and self.order[self._position] in self._held:
@@ -147,11 +158,12 @@ class RunWriter:
         self.writer.write_line("\n".join(lines))
         self.written += 1
 
-    def _lines(self, e: dict) -> list[str]:
-        goals = self.shop.goals
+    def _lines(self, e: dict, shop=None) -> list[str]:
+        own = shop is not None and shop is not self.shop
+        goals = (shop if own else self.shop).goals
         g = int(e["goal_index"])
         trajectory = e.get("trajectory") or []
-        eid = f"g{g}"
+        eid = f"e{int(e['ordinal'])}" if self.keyed else f"g{g}"
         options = goals.options[g]
         head = {"type": "episode", "episode": eid, "goal_index": g, "instruction": goals.instruction[g],
                 "max_steps": self.max_steps, "observation_mode": self.mode,
@@ -159,6 +171,10 @@ class RunWriter:
                 "target": {"asin": goals.asin[g], "title": goals.name[g], "attributes": list(goals.attributes[g]),
                            "options": dict(options) if isinstance(options, dict) else list(options),
                            "price_upper": float(goals.price_upper[g])}}
+        if own:  # another price seed than the run line's shop: its own shop record (replay, viewer)
+            head["shop"] = shop_record(shop)
+        if "protocol" in e:
+            head["protocol"] = e["protocol"]
         if trajectory:
             head["observation"] = trajectory[0]["observation"]
         for key in ("reachable", "reason", *EPISODE_ACCOUNTING):
@@ -270,7 +286,7 @@ class RunEpisode:
         for key in ("reward_info", "purchased_asin", "purchased_options", "purchased_price"):
             if self.purchased and key in self.last:
                 out[key] = self.last[key]
-        for key in ("reachable", "reason", *EPISODE_ACCOUNTING):
+        for key in ("reachable", "reason", "protocol", *EPISODE_ACCOUNTING):
             if key in self.log.record:
                 out[key] = self.log.record[key]
         return out
@@ -322,6 +338,12 @@ class Run:
         return (self.header.get("fingerprint") or {}).get("goal_set")
 
     @property
+    def protocol(self) -> dict | None:
+        """The run line's ``protocol`` object (``None`` for a run written before protocols were recorded)."""
+        found = self.header.get("protocol")
+        return found if isinstance(found, dict) else None
+
+    @property
     def complete(self) -> bool:
         """The evaluation finished (its summary line is there)."""
         return self.summary is not None
@@ -349,7 +371,9 @@ def _episode(position: int, ep: Episode) -> RunEpisode:
 def run_from_log(log: Log) -> Run:
     """A :class:`Run` of a read log."""
     episodes = [_episode(i, ep) for i, ep in enumerate(log.episodes)]
-    return Run(log.path, log.header or {}, episodes, log.summary, summarize([e.record() for e in episodes]))
+    header = log.header or {}
+    return Run(log.path, header, episodes, log.summary, summarize([e.record() for e in episodes],
+                                                                  protocol=header.get("protocol")))
 
 
 def load_run(path: str | os.PathLike, require_episodes: bool = True, steps: bool = True) -> Run:

@@ -25,7 +25,7 @@ __all__ = ["group_shards", "merge_runs", "merge_shards", "shard_key"]
 
 #: Run-line fields that differ between the shards of one evaluation.
 _PER_SHARD = ("run", "created", "shard", "goals", "num_goals", "arguments", "concurrency", "num_envs", "num_workers",
-              "package")
+              "package", "protocol")  # protocol: the ad-hoc one of the goals asked, which the goal check compares
 
 
 def shard_key(header: dict, goals: bool = True) -> str | None:
@@ -83,7 +83,7 @@ def merge_runs(runs: Sequence[Run]) -> tuple[Run, list[str]]:
     header.update(shards=total, goals=[min(g[0] for g in ranges), max(g[1] for g in ranges)],
                   num_goals=sum(int(r.header.get("num_goals") or 0) for r in runs),
                   created=min(str(r.header.get("created") or "") for r in runs))
-    figures = summarize([e.record() for e in merged])
+    figures = summarize([e.record() for e in merged], protocol=header.get("protocol"))
     summary = None
     if not missing and all(r.complete for r in runs):
         walls = [float((r.summary.get("result") or {}).get("wall_s") or 0.0) for r in runs]

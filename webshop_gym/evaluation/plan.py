@@ -1,0 +1,140 @@
+"""What an evaluation plays: a protocol's episodes (or the ad-hoc equivalent), their shops, the run's record.
+
+:func:`prepare` turns ``evaluate``'s arguments into an :class:`EvaluationPlan`: the protocol
+(``protocol="verl-agent"``, or the ad-hoc protocol of a split, a goal count, a step cap and a
+price seed), its resolved episodes (:meth:`webshop_gym.protocols.Protocol.resolve`), the planned
+plays (:func:`webshop_gym.protocols.play.plan`: ``samples`` per episode), one shop per price seed,
+and the run line's ``protocol`` object with the protocol fingerprint.  The local and the served
+loops both play a plan.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from webshop_gym.error import InvalidArgument
+from webshop_gym.protocols import Protocol, Resolution, get_protocol
+from webshop_gym.protocols.play import (
+    PlannedEpisode,
+    adhoc_protocol,
+    plan,
+    protocol_record,
+    with_samples,
+)
+from webshop_gym.shop import Shop, load_shop
+
+__all__ = ["EvaluationPlan", "prepare"]
+
+
+@dataclass
+class EvaluationPlan:
+    """An evaluation's episodes and their shops.
+
+    Attributes:
+        protocol: the protocol played (``samples_per_goal`` = ``samples``).
+        resolution: its resolved episodes.
+        episodes: the plays, in play order (grouped by price seed).
+        shops: the shop of each price seed.
+        record: the run line's ``protocol`` object.
+        named: the protocol was asked for by name (``--protocol``), not the ad-hoc one of a split.
+    """
+
+    protocol: Protocol
+    resolution: Resolution
+    episodes: list[PlannedEpisode]
+    shops: dict[int, Shop] = field(repr=False)
+    record: dict = field(repr=False)
+    named: bool = False
+
+    @property
+    def samples(self) -> int:
+        """Plays per resolved episode."""
+        return int(self.protocol.samples_per_goal)
+
+    @property
+    def shop(self) -> Shop:
+        """The shop of the first episode (the run line's shop and fingerprint)."""
+        return self.shops[self.episodes[0].price_seed] if self.episodes else next(iter(self.shops.values()))
+
+    def groups(self) -> list[tuple[Shop, list[PlannedEpisode]]]:
+        """The plays by price seed (one shop each), in play order."""
+        out: dict[int, list[PlannedEpisode]] = {}
+        for e in self.episodes:
+            out.setdefault(e.price_seed, []).append(e)
+        return [(self.shops[seed], eps) for seed, eps in out.items()]
+
+    @property
+    def simple(self) -> bool:
+        """One play per goal of one shop, in goal order: the plain loop (and its file layout) applies."""
+        goals = [e.goal for e in self.episodes]
+        return len(self.shops) == 1 and goals == sorted(set(goals))
+
+
+def _shop_at(shop: Shop, price_seed: int) -> Shop:
+    if shop.goals.seed == price_seed:
+        return shop
+    return load_shop(shop.path, human_goals=shop.goals.kind == "human", seed=price_seed, progress=False)
+
+
+def prepare(
+    shop,
+    *,
+    protocol: str | Protocol | None = None,
+    seed: int = 0,
+    validation: int = 0,
+    protocol_file: str | os.PathLike | None = None,
+    samples: int = 1,
+    split: str | None = "test",
+    num_goals: int | None = None,
+    max_steps: int = 15,
+    goals=None,
+    human_goals: bool = False,
+    price_seed: int = 0,
+) -> EvaluationPlan:
+    """The plan of an evaluation (see the module docstring).
+
+    Args:
+        shop: a :class:`~webshop_gym.shop.Shop`, a shop directory or ``None`` (the embedded shop).
+        protocol: a protocol name or object; ``None``: the ad-hoc protocol of ``split``,
+            ``num_goals``, ``max_steps`` and ``price_seed``.
+        seed: the run's seed, and the protocol's seed when it takes one (verl-agent's ``env.seed``).
+        validation: the K-th validation (protocols that draw goals per validation).
+        protocol_file: the goal-id file of a protocol that reads one.
+        samples: plays per episode.
+        split: the ad-hoc protocol's split (without a protocol only, as the next five).
+        num_goals: only the first ``num_goals`` goals of the split.
+        max_steps: the step cap.
+        goals: a frozen goal-set file (when ``shop`` is not a Shop).
+        human_goals: human instructions (idem).
+        price_seed: the seed of prices and price caps (idem).
+
+    Raises:
+        UnknownProtocol, ShopMismatch, ProtocolError: a bad protocol, shop or goal-id file.
+        InvalidArgument: ``validation`` or ``protocol_file`` without a protocol.
+    """
+    if protocol is None:
+        if validation:
+            raise InvalidArgument("validation applies to a protocol that draws goals per validation (protocol=...)")
+        if protocol_file is not None:
+            raise InvalidArgument("protocol_file applies to a protocol that reads its goal ids from a file (protocol=...)")
+        if not isinstance(shop, Shop):
+            shop = load_shop(shop, goals=goals, human_goals=human_goals, seed=price_seed, progress=False)
+        picked = shop.goals.split_range(None if split == "all" else split)
+        stop = picked.start + len(picked) if num_goals is None else picked.start + min(int(num_goals), len(picked))
+        chosen = adhoc_protocol(start=picked.start, stop=stop, max_steps=max_steps, price_seed=shop.goals.seed,
+                                goal_kind=shop.goals.kind)
+        named = False
+    else:
+        chosen = protocol if isinstance(protocol, Protocol) else get_protocol(protocol)
+        if not isinstance(shop, Shop):
+            shop = load_shop(shop, human_goals=chosen.goal_kind == "human", progress=False)
+        named = True
+    chosen.check_shop(shop)
+    chosen = with_samples(chosen, samples)
+    resolution = chosen.resolve(seed if chosen.seed is not None else None, validation, num_goals=len(shop.goals),
+                                ids_file=protocol_file)
+    episodes = plan(resolution, chosen.samples_per_goal)
+    shops = {ps: _shop_at(shop, ps) for ps in dict.fromkeys(e.price_seed for e in episodes)} or {shop.goals.seed: shop}
+    record = protocol_record(chosen, resolution, shop, chosen.samples_per_goal)
+    return EvaluationPlan(chosen, resolution, episodes, shops, record, named)
