@@ -228,3 +228,17 @@ def test_served_models_play_protocols_too(real_dir, tmp_path):
     assert load_run(out).figures["protocol"] == result["protocol"]
     assert main(["eval", "--policy", "openai:scripted", "--base-url", "http://127.0.0.1:9/v1", "--out", str(out),
                  "--resume", "--protocol", "ragen", "--shop", str(real_dir), "--quiet"]) == 2
+
+
+def test_a_frozen_goal_set_plays_its_own_prices_and_refuses_a_named_protocol(real_dir, golden_dir, tmp_path, capsys):
+    from webshop_gym.cli import main
+
+    out = tmp_path / "frozen.jsonl"
+    assert main(["eval", "--policy", "rule", "--shop", str(real_dir), "--goals", str(golden_dir / "goals.json"),
+                 "--num-goals", "3", "--quiet", "--out", str(out)]) == 0
+    assert main(["replay", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["eval", "--policy", "rule", "--shop", str(real_dir), "--goals", str(golden_dir / "goals.json"),
+                 "--protocol", "verl-agent-500", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "--goals" in err or "frozen goal set" in err

@@ -122,19 +122,26 @@ def prepare(
             shop = load_shop(shop, goals=goals, human_goals=human_goals, seed=price_seed, progress=False)
         picked = shop.goals.split_range(None if split == "all" else split)
         stop = picked.start + len(picked) if num_goals is None else picked.start + min(int(num_goals), len(picked))
-        chosen = adhoc_protocol(start=picked.start, stop=stop, max_steps=max_steps, price_seed=shop.goals.seed,
-                                goal_kind=shop.goals.kind)
+        # a frozen goal set (goals=FILE) carries its own prices: no seed made them (recorded as 0)
+        chosen = adhoc_protocol(start=picked.start, stop=stop, max_steps=max_steps,
+                                price_seed=0 if shop.goals.seed is None else shop.goals.seed, goal_kind=shop.goals.kind)
         named = False
     else:
         chosen = protocol if isinstance(protocol, Protocol) else get_protocol(protocol)
         if not isinstance(shop, Shop):
             shop = load_shop(shop, human_goals=chosen.goal_kind == "human", progress=False)
+        if shop.goals.seed is None:
+            raise InvalidArgument(f"protocol {chosen.name!r} sets the prices by its price seeds; a frozen goal set "
+                                  "(goals=FILE) has prices of its own: load the shop without a goal file")
         named = True
     chosen.check_shop(shop)
     chosen = with_samples(chosen, samples)
     resolution = chosen.resolve(seed if chosen.seed is not None else None, validation, num_goals=len(shop.goals),
                                 ids_file=protocol_file)
     episodes = plan(resolution, chosen.samples_per_goal)
-    shops = {ps: _shop_at(shop, ps) for ps in dict.fromkeys(e.price_seed for e in episodes)} or {shop.goals.seed: shop}
+    if shop.goals.seed is None:  # the ad-hoc protocol of a frozen goal set: its one shop, its own prices
+        shops = {ps: shop for ps in dict.fromkeys(e.price_seed for e in episodes)} or {0: shop}
+    else:
+        shops = {ps: _shop_at(shop, ps) for ps in dict.fromkeys(e.price_seed for e in episodes)} or {shop.goals.seed: shop}
     record = protocol_record(chosen, resolution, shop, chosen.samples_per_goal)
     return EvaluationPlan(chosen, resolution, episodes, shops, record, named)
