@@ -206,7 +206,7 @@ def _data_index(args) -> int:
 
     catalog = load_catalog(args.dir or _default_dir(), num_products=args.num_products)
     engine = BM25Search(catalog)
-    engine.prepare()
+    _build_search(engine)
     print(f"index of {len(catalog)} products: {engine.index_path} (postings: {engine.postings_path})")
     return 0
 

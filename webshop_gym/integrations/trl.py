@@ -15,6 +15,9 @@ done signal: once an episode is over, every tool call raises (TRL shows the erro
 * an action the page does not admit is stepped like any invalid action (it uses one of the
   ``max_steps`` steps, reward 0, counted in :attr:`~WebShopToolEnv.invalid_actions`) and the tool
   raises :class:`InadmissibleAction` naming what is admissible;
+* an action is at most :data:`~webshop_gym.core.actions.MAX_ACTION_LENGTH` (100,000) characters,
+  ``search[`` and ``]`` included, as in every WebShop env: a longer query is inadmissible on
+  every page, and the error says so and gives its length instead of echoing it;
 * ``get_reward()`` is the WebShop reward of the purchase (0.0 without one); the breakdown is
   :attr:`~WebShopToolEnv.reward_info`.
 
@@ -46,6 +49,7 @@ from typing import Any
 
 from webshop_gym import Shop, WebShopEnv, load_shop
 from webshop_gym.agents.prompts import strip_instruction
+from webshop_gym.core.actions import MAX_ACTION_LENGTH
 from webshop_gym.error import (
     DependencyNotInstalled,
     EpisodeFinished,
@@ -290,7 +294,7 @@ class WebShopToolEnv:
     # -- internals --------------------------------------------------------------------------------
 
     def _act(self, kind: str, argument: str) -> str:
-        call = f"{kind}({argument!r})"
+        call = f"{kind}({_shown(argument)})"
         if not self._started:
             raise EpisodeFinished(f"{call}: no episode yet; reset() starts one")
         if self._over:
@@ -306,8 +310,10 @@ class WebShopToolEnv:
             self.reward_info = dict(info.get("reward_info", {}))
         if info["invalid_action"]:
             self.invalid_actions += 1
+            why = "on this page" if len(action) <= MAX_ACTION_LENGTH else (
+                f"anywhere: the action has {len(action):,} characters, at most {MAX_ACTION_LENGTH:,}")
             message = (
-                f"{call} is not admissible on this page (invalid action {self.invalid_actions}; "
+                f"{call} is not admissible {why} (invalid action {self.invalid_actions}; "
                 f"{self._step_text()}). {self._admissible(admissible_before, argument if kind == 'click' else None)}"
             )
             if self._over:
@@ -405,3 +411,9 @@ def webshop_dataset(
             ) from None
         return rows
     return datasets.Dataset.from_list(rows)
+
+
+def _shown(argument: str) -> str:
+    """A tool argument as the error shows it: its repr, cut after 200 characters with its length."""
+    text = repr(argument)
+    return text if len(text) <= 200 else f"{text[:200]}... [{len(argument):,} characters]"
