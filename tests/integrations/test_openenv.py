@@ -487,6 +487,16 @@ def test_idle_sessions_are_evicted_and_their_slots_reused(serve, default_shop):
         with pytest.raises(websockets.ConnectionClosedOK) as closed:
             await asyncio.wait_for(idle.recv(), 10)
         assert closed.value.rcvd.code == 1000 and "idle for more than 1 s" in closed.value.rcvd.reason
+        async with GenericEnvClient(base_url=url) as env:  # OpenEnv's client reconnects by itself
+            await env.reset(goal_index=3)
+            for _ in range(200):
+                if pool.in_use == 0:
+                    break
+                await asyncio.sleep(0.1)
+            await asyncio.sleep(0.2)
+            with pytest.raises(RuntimeError, match=r"send a reset first .* closed after 1 s idle reconnects"):
+                await env.step({"action": "search[x]"})  # on a new session: the old one was closed
+            assert (await env.reset(goal_index=4)).observation["goal_index"] == 4
 
     asyncio.run(scenario())
 

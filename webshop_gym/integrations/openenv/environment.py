@@ -381,8 +381,10 @@ class WebShopEnvironment(Environment[WebShopAction, WebShopObservation, WebShopS
         self._check_open()
         slot = self._slot
         if slot is None:
-            raise NoEpisode("no episode in this session: send a reset first"
-                            " (HTTP POST /step is stateless; play episodes over the WebSocket at /ws)")
+            idle = self.pool.idle_timeout
+            raise NoEpisode("no episode in this session: send a reset first (HTTP POST /step is stateless"
+                            + (f", and a client whose session was closed after {idle:g} s idle reconnects to a new "
+                               "session" if idle else "") + "; play episodes over the WebSocket at /ws)")
         if self.pool.engine.finished(slot):
             raise EpisodeFinished("the episode has finished (bought or truncated); send a reset to start a new one")
         return slot
