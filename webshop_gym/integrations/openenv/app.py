@@ -61,7 +61,7 @@ def create_app(shop: Shop | str | os.PathLike | None = None, *, goals: str | os.
         price_seed: seed of product prices and price caps (when ``shop`` is not loaded yet).
         max_envs: WebSocket sessions alive at once (1 to :data:`MAX_ENVS`).
         max_steps: step cap per episode (``None``: none).
-        idle_timeout: seconds after which an idle session is evicted (``None``: never).
+        idle_timeout: seconds after which an idle session is evicted and its socket closed (``None``: never).
         observation_mode: ``text`` (default), ``text_rich``, ``html`` or ``url``.
         show_attrs: show the Attributes tab on item pages.
         seed_goals: ``reset(seed=s)`` plays goal ``s`` (see :class:`~webshop_gym.integrations.openenv.environment.SlotPool`).
