@@ -9,11 +9,14 @@ a fresh process: it must print exactly what an undamaged cache prints.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -257,3 +260,152 @@ def test_a_freshly_compiled_cache_is_not_read_again_by_the_next_process(tmp_path
     loaded = subprocess.run([sys.executable, "-c", code], env=_env(cache), cwd=tmp_path, capture_output=True,
                             text=True, timeout=300)
     assert loaded.returncode == 0 and loaded.stdout.split() == ["B000000002"], loaded.stdout + loaded.stderr
+
+
+# -- issue 34: every damage `data verify` reports is repaired by the command it names -------------
+
+
+def _truncate_lucene_segment(folder: Path) -> Path:
+    lucene = folder / "index-v1" / "lucene"
+    segment = max((p for p in lucene.iterdir() if p.is_file()), key=lambda p: p.stat().st_size)
+    _truncate(segment)
+    return segment
+
+
+def test_a_damaged_lucene_index_is_repaired_by_the_documented_command(pristine, tmp_path):
+    # The default (bm25) backend searches exported postings and never reads the Lucene index, so
+    # neither a load nor `data compile` used to notice that verify reported it damaged.
+    base, shop, _, _, expected = pristine
+    cache, folder = _copy(pristine, tmp_path)
+    segment = _truncate_lucene_segment(folder)
+    index = folder / "index-v1"
+
+    verify = _cli(["data", "verify", str(shop)], cache, base)
+    assert verify.returncode == 1
+    assert f"DAMAGED  {index}: lucene/{segment.name} has " in verify.stdout
+    advice = verify.stdout.strip().splitlines()[-1]
+    assert advice.startswith("7 folders checked, 1 damaged (to repair, run `webshop-gym data compile ")
+    command = advice.split("`")[1].split()[1:]  # the command verify names, run as it says
+    assert command == ["data", "compile", str(shop)]
+
+    compiled = _cli(command, cache, base)
+    assert compiled.returncode == 0, compiled.stderr
+    assert compiled.stdout.startswith(f"removed {index} (damaged: lucene/{segment.name} has ")
+    again = _cli(["data", "verify", str(shop)], cache, base)
+    assert again.returncode == 0, again.stdout
+    assert f"ok       {index}" in again.stdout and "DAMAGED" not in again.stdout
+    assert again.stdout.strip().splitlines()[-1].endswith(" folders checked, 0 damaged")
+    demo = _cli([*DEMO, "--shop", str(shop)], cache, base)
+    assert demo.returncode == 0 and demo.stdout == expected
+    code = ("from webshop_gym import load_shop; import json, sys; "
+            "print(json.dumps([load_shop(sys.argv[1], progress=False, search_backend=b).search('snack bars').tolist() "
+            "for b in ('bm25', 'pyserini')]))")
+    both = subprocess.run([sys.executable, "-c", code, str(shop)], env=_env(cache), cwd=base, capture_output=True,
+                          text=True, timeout=600)
+    assert both.returncode == 0, both.stderr
+    bm25, pyserini = json.loads(both.stdout)  # the rebuilt index ranks as the postings do
+    assert bm25 == pyserini and bm25
+
+
+def test_data_compile_removes_damaged_folders_it_does_not_compile(pristine, tmp_path):
+    base, shop, _, _, _ = pristine
+    cache, folder = _copy(pristine, tmp_path)
+    human = _cli(["data", "compile", str(shop), "--human-goals", "--no-index"], cache, base)
+    assert human.returncode == 0, human.stderr
+    _overwrite4(folder / "goals-human-v1" / "seed-0" / "prices.npy")
+    assert _cli(["data", "verify", str(shop)], cache, base).returncode == 1
+    compiled = _cli(["data", "compile", str(shop), "--no-index"], cache, base)  # without --human-goals
+    assert compiled.returncode == 0, compiled.stderr
+    assert f"removed {folder / 'goals-human-v1' / 'seed-0'} (damaged: prices.npy does not match" in compiled.stdout
+    assert _cli(["data", "verify", str(shop)], cache, base).returncode == 0  # and a human-goal run rebuilds it
+
+
+BUILDER = """
+import sys, time
+from pathlib import Path
+from webshop_gym.utils.paths import build_atomically
+
+def build(tmp):
+    (tmp / "half-written.npy").write_bytes(bytes(4096))
+    print(tmp, flush=True)
+    time.sleep(600)
+
+build_atomically(Path(sys.argv[1]), build)
+"""
+
+
+def test_a_killed_builders_folder_is_listed_then_removed_but_never_a_running_one(pristine, tmp_path):
+    base, shop, _, _, _ = pristine
+    cache, folder = _copy(pristine, tmp_path)
+    builder = subprocess.Popen([sys.executable, "-c", BUILDER, str(folder / "goals-human-v1")], env=_env(cache),
+                               cwd=base, stdout=subprocess.PIPE, text=True)
+    try:
+        tmp = Path(builder.stdout.readline().strip())
+        assert tmp.parent == folder and tmp.name.startswith("goals-human-v1.tmp-")
+        running = _cli(["data", "verify", str(shop)], cache, base)
+        assert running.returncode == 0 and f"BUILDING {tmp}: a build in progress" in running.stdout
+        assert running.stdout.strip().splitlines()[-1] == "7 folders checked, 0 damaged"
+        compiled = _cli(["data", "compile", str(shop), "--no-index"], cache, base)  # a concurrent compile
+        assert compiled.returncode == 0 and tmp.is_dir() and "removed" not in compiled.stdout
+        builder.kill()  # kill -9: no cleanup runs
+        builder.wait(30)
+    finally:
+        builder.kill()
+        builder.communicate()
+    assert tmp.is_dir()
+    stale = _cli(["data", "verify", str(shop)], cache, base)
+    assert stale.returncode == 0  # nothing a run reads is damaged
+    assert f"STALE    {tmp}: left by an interrupted build" in stale.stdout
+    assert stale.stdout.strip().splitlines()[-1].startswith(
+        f"7 folders checked, 0 damaged, 1 left by interrupted builds (to repair, run `webshop-gym data compile {shop}`")
+    compiled = _cli(["data", "compile", str(shop), "--no-index"], cache, base)
+    assert compiled.returncode == 0 and compiled.stdout.startswith(f"removed {tmp} (left by an interrupted build)")
+    assert not tmp.exists()
+    assert "STALE" not in _cli(["data", "verify", str(shop)], cache, base).stdout
+
+
+def test_the_next_build_of_a_stage_removes_a_killed_builds_folder(pristine, tmp_path):
+    from webshop_gym.utils.paths import build_atomically, interrupted_builds
+
+    base, _, _, _, _ = pristine
+    cache, folder = _copy(pristine, tmp_path)
+    builder = subprocess.Popen([sys.executable, "-c", BUILDER, str(folder / "stage")], env=_env(cache), cwd=base,
+                               stdout=subprocess.PIPE, text=True)
+    tmp = Path(builder.stdout.readline().strip())
+    assert interrupted_builds(folder) == [(tmp, True)]
+    builder.kill()
+    builder.communicate()
+    assert interrupted_builds(folder) == [(tmp, False)]
+
+    def build(out: Path) -> None:
+        (out / "meta.json").write_text("{}")
+
+    build_atomically(folder / "stage", build)
+    assert (folder / "stage" / "meta.json").is_file() and not tmp.exists()
+    assert interrupted_builds(folder) == []
+
+
+@pytest.mark.slow
+def test_kill_9_during_data_compile_leaves_nothing_that_data_compile_does_not_remove(tmp_path):
+    # the issue's own scenario: `data compile` killed while it builds
+    tmp_path.chmod(0o755)
+    shop = _small_shop(tmp_path / "shop")
+    cache = tmp_path / "cache"
+    compiling = subprocess.Popen([sys.executable, "-m", "webshop_gym.cli", "data", "compile", str(shop)],
+                                 env=_env(cache), cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    seen: list[Path] = []
+    deadline = time.monotonic() + 300
+    while compiling.poll() is None and not seen and time.monotonic() < deadline:
+        seen = [p for p in cache.rglob("*.tmp-*") if p.is_dir()] if cache.is_dir() else []
+        time.sleep(0.005)
+    compiling.kill()
+    compiling.wait(30)
+    assert seen and compiling.returncode == -signal.SIGKILL, "data compile finished before any build was seen"
+    verify = _cli(["data", "verify", str(shop)], cache, tmp_path)
+    assert "STALE    " in verify.stdout and "left by an interrupted build" in verify.stdout, verify.stdout
+    compiled = _cli(["data", "compile", str(shop)], cache, tmp_path)
+    assert compiled.returncode == 0, compiled.stderr
+    assert [p for p in cache.rglob("*.tmp-*")] == []
+    verify = _cli(["data", "verify", str(shop)], cache, tmp_path)
+    assert verify.returncode == 0 and "STALE" not in verify.stdout
+    assert verify.stdout.strip().splitlines()[-1].endswith(" folders checked, 0 damaged")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -118,6 +119,119 @@ def test_openenv_task_api(default_server, default_shop):
     assert requests.post(f"{url}/webshop/task", json={"split": "test", "index": 500}, timeout=10).status_code == 400
     with GenericEnvClient(base_url=url).sync() as client:  # the task API's way to play a task
         assert client.reset(split="eval", index=2).observation["goal_index"] == 502
+
+
+def _strict(text: str):
+    """Parse JSON that must be strict: no NaN, Infinity or -Infinity tokens."""
+    def refuse(token):
+        raise AssertionError(f"not strict JSON: {token} in {text[:200]}")
+    return json.loads(text, parse_constant=refuse)
+
+
+# (route, raw body, what the answer must name); issue 34: the first two answered 500
+HOSTILE_BODIES = [
+    ("/reset", '{"split": ["a"]}', "split must be one of test, eval, train"),
+    ("/reset", '{"seed": 1e400}', "seed"),
+    ("/reset", '{"seed": NaN}', "seed"),
+    ("/reset", '{"seed": -Infinity}', "seed"),
+    ("/reset", '{"split": {"a": 1}}', "split must be one of"),
+    ("/reset", '{"split": 1e400}', "split must be one of"),
+    ("/reset", '{"goal_index": 1e400}', "goal_index"),
+    ("/reset", '{"split": "test", "index": NaN}', "index within split"),
+    ("/reset", '{"episode_id": 1e400}', "episode_id"),
+    ("/reset", '{"seed": "\\ud800"}', "seed"),
+    ("/reset", '[1e400]', "body"),
+    ("/step", '{"action": {"action": 1e400}}', "action"),
+    ("/step", '{"action": 1e400}', "action"),
+    ("/step", '{"action": {"action": "x"}, "timeout_s": NaN}', "timeout_s"),
+    ("/webshop/num_tasks", '{"split": ["a"]}', "split"),
+    ("/webshop/task", '{"split": "test", "index": 1e400}', "index"),
+    ("/webshop/task_range", '{"split": "test", "start": NaN}', "start"),
+    ("/webshop/tasks", '{"split": 1e400}', "split"),
+]
+
+
+def test_http_routes_never_answer_500_and_every_error_is_strict_json(default_server):
+    _, url = default_server
+    for route, body, named in HOSTILE_BODIES:
+        answer = requests.post(f"{url}{route}", data=body.encode(), headers={"content-type": "application/json"},
+                               timeout=10)
+        assert answer.status_code == 422, (route, body, answer.status_code, answer.text[:300])
+        assert named in json.dumps(_strict(answer.text)["detail"]), (route, body, answer.text[:300])
+    # the value echoed back is the JSON string of the number, as on the AgentGym API
+    detail = requests.post(f"{url}/reset", data=b'{"seed": 1e400}', headers={"content-type": "application/json"},
+                           timeout=10).json()["detail"]
+    assert detail[0]["loc"] == ["body", "seed"] and detail[0]["input"] == "Infinity"
+    assert requests.get(f"{url}/health", timeout=10).json() == {"status": "healthy"}
+
+
+def test_wrong_typed_reset_arguments_are_named_over_the_websocket(default_server):
+    _, url = default_server
+
+    async def scenario():
+        ws = await _raw(url)
+        answers = []
+        for data in ('{"split": ["a"]}', '{"split": {"a": 1}}', '{"seed": 1e400}', '{"goal_index": NaN}',
+                     '{"episode_id": ["x"]}', '{"episode_id": "' + "e" * 256 + '"}'):
+            await ws.send('{"type": "reset", "data": ' + data + "}")
+            answers.append(_strict(await ws.recv()))
+        await ws.send(json.dumps({"type": "reset", "data": {"split": "test", "index": 3}}))
+        answers.append(json.loads(await ws.recv()))
+        await ws.close()
+        return answers
+
+    *errors, played = asyncio.run(scenario())
+    assert [e["data"]["code"] for e in errors] == ["EXECUTION_ERROR"] * 6
+    messages = [e["data"]["message"] for e in errors]
+    assert messages[0] == "split must be one of test, eval, train (test = the first 500 goals), got ['a'] (list)"
+    assert messages[1].startswith("split must be one of") and "(dict)" in messages[1]
+    assert messages[2] == "seed must be an integer >= 0 or None, got inf (float)"
+    assert messages[3].startswith("goal_index must be an integer") and "nan (float)" in messages[3]
+    assert messages[4] == "episode_id must be a string of at most 255 characters, got list"
+    assert messages[5] == "episode_id must be a string of at most 255 characters, got 256 characters"
+    assert not any("unhashable" in m for m in messages)
+    assert played["type"] == "observation" and played["data"]["observation"]["goal_index"] == 3
+
+
+def test_an_over_long_action_is_refused_with_its_bound(default_server):
+    from webshop_gym.core.actions import MAX_ACTION_LENGTH
+    from webshop_gym.integrations.openenv.app import MAX_FRAME_BYTES
+
+    app, url = default_server
+    schema = requests.get(f"{url}/schema", timeout=10).json()
+    assert schema["action"]["properties"]["action"]["maxLength"] == MAX_ACTION_LENGTH == 100_000
+    long_search = "search[" + "red shoes " * 20_000 + "]"  # 200,008 characters: ~40,000 words
+
+    async def scenario():
+        ws = await _raw(url)
+
+        async def ask(message):
+            await ws.send(json.dumps(message))
+            return json.loads(await ws.recv())
+
+        await ask({"type": "reset", "data": {"goal_index": 0}})
+        refused = await ask({"type": "step", "data": {"action": long_search}})
+        state = await ask({"type": "state"})
+        at_bound = await ask({"type": "step", "data": {"action": "x" * MAX_ACTION_LENGTH}})  # within bounds: a no-op
+        searched = await ask({"type": "step", "data": {"action": "search[red shoes]"}})
+        await ws.close()
+        big = await _raw(url)  # a frame over MAX_FRAME_BYTES closes the connection (1009, message too big)
+        await big.send(json.dumps({"type": "step", "data": {"action": "search[" + "x" * MAX_FRAME_BYTES + "]"}}))
+        with pytest.raises(websockets.ConnectionClosed) as closed:
+            await big.recv()
+        return refused, state, at_bound, searched, closed.value.rcvd
+
+    refused, state, at_bound, searched, close = asyncio.run(scenario())
+    assert refused["type"] == "error" and refused["data"]["code"] == "EXECUTION_ERROR"
+    assert refused["data"]["message"] == ("action has 200,008 characters; an action has at most 100,000 "
+                                          "(a search's keywords included)")
+    assert state["data"]["step_count"] == 0  # refused, not stepped
+    assert at_bound["type"] == "observation" and at_bound["data"]["observation"]["invalid_action"] is True
+    assert searched["data"]["observation"]["page"] == "results"
+    assert close is not None and close.code == 1009
+    http = requests.post(f"{url}/step", json={"action": {"action": long_search}}, timeout=10)
+    assert http.status_code == 422 and http.json()["detail"].startswith("action has 200,008 characters")
+    assert _wait(lambda: app.state.webshop_pool.in_use == 0)
 
 
 # -- golden trajectories over the WebSocket ------------------------------------------------------
@@ -384,7 +498,7 @@ def test_malformed_messages_get_error_frames_and_the_session_lives_on(default_se
         assert "goal_index must be" in frame["data"]["message"]
         frame = await ask({"type": "reset", "data": {"goal_index": 5}})
         assert frame["type"] == "observation" and frame["data"]["observation"]["goal_index"] == 5
-        frame = await ask({"type": "step", "data": {"action": "x" * 200_000}})  # an invalid action: a no-op
+        frame = await ask({"type": "step", "data": {"action": "x" * 100_000}})  # an invalid action: a no-op
         assert frame["type"] == "observation" and frame["data"]["observation"]["invalid_action"] is True
         frame = await ask({"type": "step", "data": {"action": "search[red shoes]"}})
         assert frame["data"]["observation"]["page"] == "results"
@@ -421,12 +535,76 @@ def test_idle_sessions_are_evicted_and_their_slots_reused(serve, default_shop):
         assert pool.in_use == 0
         async with GenericEnvClient(base_url=url) as env:  # the one allowed session is free again
             assert (await env.reset(goal_index=2)).observation["goal_index"] == 2
-        await idle.send(json.dumps({"type": "step", "data": {"action": "search[x]"}}))
-        frame = json.loads(await idle.recv())
-        assert frame["type"] == "error" and "idle for more than 1 s" in frame["data"]["message"]
-        await idle.close()
+        # the evicted socket was told why, then closed (issue 34: it used to stay open for ever)
+        frame = json.loads(await asyncio.wait_for(idle.recv(), 10))
+        assert frame == {"type": "error", "data": {"code": "SESSION_ERROR", "message":
+                         "this session was closed (idle for more than 1 s); open a new session"}}
+        with pytest.raises(websockets.ConnectionClosedOK) as closed:
+            await asyncio.wait_for(idle.recv(), 10)
+        assert closed.value.rcvd.code == 1000 and "idle for more than 1 s" in closed.value.rcvd.reason
+        async with GenericEnvClient(base_url=url) as env:  # OpenEnv's client reconnects by itself
+            await env.reset(goal_index=3)
+            for _ in range(200):
+                if pool.in_use == 0:
+                    break
+                await asyncio.sleep(0.1)
+            await asyncio.sleep(0.2)
+            with pytest.raises(RuntimeError, match=r"send a reset first .* closed after 1 s idle reconnects"):
+                await env.step({"action": "search[x]"})  # on a new session: the old one was closed
+            assert (await env.reset(goal_index=4)).observation["goal_index"] == 4
 
     asyncio.run(scenario())
+
+
+def _fds(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts file descriptors in /proc")
+def test_clients_that_never_close_cannot_exhaust_the_server(tmp_path):
+    # Issue 34: an evicted session's socket stayed open, so every idle timeout a client that drops
+    # sessions without closing them got a fresh --max-envs (256 connections after 4 rounds of 70
+    # against --max-envs 64).  Here: 4 rounds of 10 sessions against --max-envs 8, none closed.
+    proc = subprocess.Popen([sys.executable, "-m", "webshop_gym.cli", "openenv", "--port", "0", "--max-envs", "8",
+                             "--idle-timeout", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=ROOT, env=dict(os.environ))
+    try:
+        lines = [proc.stdout.readline(), proc.stdout.readline()]
+        url = lines[1].split("serving at ")[1].split()[0]
+        with GenericEnvClient(base_url=url).sync() as client:  # one session opened and closed: the server is warm
+            client.reset(goal_index=0)
+        time.sleep(0.5)
+        baseline = _fds(proc.pid)
+
+        async def rounds():
+            kept, peaks, after = [], [], []
+            for _ in range(4):
+                sockets = [await _raw(url) for _ in range(10)]
+                kept += sockets  # never closed, never collected: a trainer that drops its clients
+                frames = []
+                for ws in sockets:
+                    with contextlib.suppress(websockets.ConnectionClosed):  # refused ones are closed at once
+                        await ws.send(json.dumps({"type": "reset", "data": {"goal_index": 1}}))
+                    frames.append(json.loads(await ws.recv()))
+                assert [f["type"] for f in frames].count("observation") == 8
+                assert [f["data"]["code"] for f in frames if f["type"] == "error"] == ["CAPACITY_REACHED"] * 2
+                peaks.append(_fds(proc.pid))
+                deadline = time.monotonic() + 20  # the reaper looks every 5 s; the client acks the close
+                while _fds(proc.pid) > baseline and time.monotonic() < deadline:
+                    await asyncio.sleep(0.1)
+                after.append(_fds(proc.pid))
+                assert peaks[-1] >= baseline + 8 and after[-1] == baseline, (baseline, peaks, after)
+            told = [json.loads(await asyncio.wait_for(ws.recv(), 10)) for ws in kept[:8]]  # round 1's, evicted
+            return told
+
+        told = asyncio.run(rounds())
+        assert all("idle for more than 1 s" in t["data"]["message"] for t in told)
+        with GenericEnvClient(base_url=url).sync() as client:  # and the server still serves
+            assert client.reset(goal_index=3).observation["goal_index"] == 3
+    finally:
+        proc.kill()
+        proc.communicate()
 
 
 # -- the command line ----------------------------------------------------------------------------

@@ -120,6 +120,22 @@ def test_tool_episode_gives_webshopenv_reward_and_breakdown(default_shop, goal):
     assert env.invalid_actions == 1
 
 
+def test_an_over_long_search_says_it_is_too_long_without_echoing_it():
+    # issue 34: a search of ~400,000 words is inadmissible; the error said "on this page" and
+    # echoed every word back into the model's context
+    env = WebShopToolEnv(max_steps=4)
+    env.reset(goal_index=1500)
+    with pytest.raises(InadmissibleAction) as excinfo:
+        env.search("red " * 400_000)
+    message = str(excinfo.value)
+    assert message.startswith("search('red red red")
+    assert "... [1,599,999 characters]) is not admissible anywhere: the action has 1,600,007 characters, " \
+           "at most 100,000 (invalid action 1; step 1 of 4). Admissible actions: search(query)" in message
+    assert len(message) < 400
+    assert env.invalid_actions == 1 and env.steps == 1
+    assert "Total results" in env.search("red shoes")  # within the bound: a search like any other
+
+
 def test_inadmissible_actions_are_stepped_counted_and_explained():
     env = WebShopToolEnv(max_steps=4)
     env.reset(goal_index=1500)

@@ -467,7 +467,8 @@ class OpenAIPolicy:
                     content = tool_message_content(error=done["error"])
                 elif info.get("invalid_action"):
                     content = tool_message_content(error=inadmissible_text(
-                        done["call"], done["label"], session.invalid, info, done["admissible"], False, cap))
+                        done["call"], done["label"], session.invalid, info, done["admissible"], False, cap,
+                        action_length=done["length"]))
                 else:
                     content = tool_message_content(result=page_text(obs, info, False, cap))
                 session.messages.append({"role": "tool", "tool_call_id": done["id"], "name": done["name"],
@@ -508,7 +509,7 @@ class OpenAIPolicy:
             return Decision("", ParsedAction("", False, False, False, f"bad tool call: {exc}"), call)
         label = action[len("click["):-1] if name == "click" else None
         session.stepped = {"id": tool_call["id"], "name": name, "error": None, "call": text, "label": label,
-                           "admissible": list(info.get("valid_actions", []))}
+                           "admissible": list(info.get("valid_actions", [])), "length": len(action)}
         valid = action in admissible or (name == "search" and "search[<query>]" in admissible)
         if call.requests == 0:
             call.text = json.dumps({"tool_calls": [tool_call]}, ensure_ascii=False)

@@ -24,9 +24,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from webshop_gym.agents.prompts import strip_instruction
+from webshop_gym.core.actions import MAX_ACTION_LENGTH
 from webshop_gym.error import close_match
 
-__all__ = ["TASK_PROMPT", "TOOLS", "ToolCallError", "ToolCalling", "admissible_text", "ending_text", "call_action", "inadmissible_text", "page_text", "reset_text",
+__all__ = ["TASK_PROMPT", "TOOLS", "ToolCallError", "ToolCalling", "admissible_text", "call_text", "ending_text", "call_action", "inadmissible_text", "page_text", "reset_text",
            "tool_docstring", "tool_message_content", "tool_schemas"]
 
 TASK_PROMPT = (
@@ -129,7 +130,7 @@ def call_action(name: str, arguments: Any) -> tuple[str, str]:
         raise ToolCallError(f"{name}({argument}): {argument} must be a string, got {value!r}")
     if name == "search":
         value = " ".join(value.split())  # a newline would end the action in the env's grammar
-    return f"{name}[{value}]", f"{name}({value!r})"
+    return f"{name}[{value}]", call_text(name, value)
 
 
 def admissible_text(valid: Sequence[str], tried: str | None = None) -> str:
@@ -167,8 +168,15 @@ def reset_text(obs: str, info: Mapping[str, Any], max_steps: int | None) -> str:
     return f"\n\nInstruction: {info['instruction']}\n\n{page_text(obs, info, False, max_steps)}"
 
 
+def call_text(name: str, argument: str) -> str:
+    """A tool call as an error shows it: ``click('x')``, the argument's repr cut after 200 characters."""
+    text = repr(argument)
+    return f"{name}({text if len(text) <= 200 else f'{text[:200]}... [{len(argument):,} characters]'})"
+
+
 def inadmissible_text(call: str, tried_label: str | None, invalid: int, info: Mapping[str, Any],
-                      admissible_before: Sequence[str], over: bool, max_steps: int | None) -> str:
+                      admissible_before: Sequence[str], over: bool, max_steps: int | None,
+                      action_length: int = 0) -> str:
     """The error of an action the page did not admit (it was stepped: it used one of the steps).
 
     Args:
@@ -179,10 +187,14 @@ def inadmissible_text(call: str, tried_label: str | None, invalid: int, info: Ma
         admissible_before: what the page admitted before the action.
         over: whether this step ended the episode (the step cap).
         max_steps: the step cap.
+        action_length: the action's length (one over :data:`~webshop_gym.core.actions.MAX_ACTION_LENGTH`
+            is admissible nowhere, and the error says so).
     """
     steps = int(info.get("steps", 0))
     where = f"step {steps}" + ("" if max_steps is None else f" of {max_steps}")
-    message = (f"{call} is not admissible on this page (invalid action {invalid}; {where}). "
+    why = "on this page" if action_length <= MAX_ACTION_LENGTH else (
+        f"anywhere: the action has {action_length:,} characters, at most {MAX_ACTION_LENGTH:,}")
+    message = (f"{call} is not admissible {why} (invalid action {invalid}; {where}). "
                f"{admissible_text(admissible_before, tried_label)}")
     if over:
         message += f" The episode is over: {ending_text(info, max_steps)}."

@@ -116,10 +116,44 @@ def _data_synth(args) -> int:
     return 0
 
 
+def _shop_cache(args):
+    """The compiled-catalog folder of ``args.dir`` (or of the embedded shop) in the cache (may not exist)."""
+    from webshop_gym.data.catalog import catalog_key, check_num_products, find_shop_files
+    from webshop_gym.utils.paths import cache_dir
+
+    files = find_shop_files(args.dir or _default_dir())
+    return cache_dir(create=False) / "catalogs" / catalog_key(files, check_num_products(args.num_products))
+
+
+def _cache_roots() -> list:
+    """Every folder of the cache that holds built folders: the compiled catalogs and external postings."""
+    from webshop_gym.utils.paths import cache_dir
+
+    return [cache_dir(create=False) / "catalogs", cache_dir(create=False) / "external-postings"]
+
+
+def _build_search(engine) -> None:
+    """The Lucene index (the catalog's own; the pyserini backend reads it) and its exported postings."""
+    from webshop_gym.search import build_index
+
+    if engine.index_arg is None:  # a damaged index is rebuilt here: a bm25 load never reads it
+        build_index(engine.catalog, engine.index_path, progress=True)
+    engine.prepare(build=True)
+
+
 def _data_compile(args) -> int:
     from webshop_gym.shop import load_shop
+    from webshop_gym.utils.integrity import remove_damaged
+    from webshop_gym.utils.paths import remove_interrupted_builds
 
     path = args.dir or _default_dir()
+    # the repair that `data verify` advises: damaged folders and dead builds' leftovers go first
+    for root in _cache_roots():
+        for tmp in remove_interrupted_builds(root):
+            print(f"removed {tmp} (left by an interrupted build)")
+    for root in (_shop_cache(args), _cache_roots()[1]):
+        for folder, problem in remove_damaged(root):
+            print(f"removed {folder} (damaged: {problem})")
     sets = [dict(human_goals=human, seed=seed) for human in ([False, True] if args.human_goals else [False])
             for seed in (args.price_seed or [0])]
     sets += [dict(goals=goals) for goals in args.goals or []]
@@ -129,7 +163,7 @@ def _data_compile(args) -> int:
         shop.goals.digest()
     shop.catalog.ensure_nouns(progress=True, complete=True)  # every title, so no process ever waits for spaCy
     if not args.no_index:
-        shop.engine.prepare(build=True)  # the Lucene index and its exported postings
+        _build_search(shop.engine)
     names = ", ".join(f"{'human' if k.get('human_goals') else 'synthetic'} goals (price seed {k['seed']})"
                       if "seed" in k else f"goals of {k['goals']}" for k in sets)
     print(f"compiled {len(shop.catalog)} products into {shop.catalog.folder}: catalog, title nouns, {names}"
@@ -139,26 +173,32 @@ def _data_compile(args) -> int:
 
 def _data_verify(args) -> int:
     from webshop_gym.utils.integrity import verify_tree
-    from webshop_gym.utils.paths import cache_dir
+    from webshop_gym.utils.paths import interrupted_builds
 
-    if args.all:
-        root = cache_dir(create=False) / "catalogs"
-    else:
-        from webshop_gym.data.catalog import catalog_key, check_num_products, find_shop_files
-
-        files = find_shop_files(args.dir or _default_dir())
-        root = cache_dir(create=False) / "catalogs" / catalog_key(files, check_num_products(args.num_products))
-    results = verify_tree(root)
-    if args.all:
-        results += verify_tree(cache_dir(create=False) / "external-postings")
-    if not results:
-        raise FileNotFoundError(f"nothing compiled in {root}: run `webshop-gym data compile` first")
+    roots = _cache_roots() if args.all else [_shop_cache(args)]
+    results = [found for root in roots for found in verify_tree(root)]
+    leftovers = [found for root in roots for found in interrupted_builds(root)]
+    if not results and not leftovers:
+        raise FileNotFoundError(f"nothing compiled in {roots[0]}: run `webshop-gym data compile` first")
     for folder, problem in results:
         print(f"ok       {folder}" if problem is None else f"DAMAGED  {folder}: {problem}")
+    for tmp, running in leftovers:
+        print(f"BUILDING {tmp}: a build in progress" if running else f"STALE    {tmp}: left by an interrupted build")
     damaged = [folder for folder, problem in results if problem is not None]
-    print(f"{len(results)} folders checked, {len(damaged)} damaged"
-          + (" (delete them, or load the shop where the cache is writable: damaged folders are rebuilt)"
-             if damaged else ""))
+    stale = [tmp for tmp, running in leftovers if not running]
+    summary = f"{len(results)} folders checked, {len(damaged)} damaged"
+    if stale:
+        summary += f", {len(stale)} left by interrupted builds"
+    if damaged or stale:
+        import shlex
+
+        command = "webshop-gym data compile" + ("" if args.all or args.dir is None else f" {shlex.quote(args.dir)}")
+        if not args.all and args.num_products:
+            command += f" --num-products {args.num_products}"
+        summary += (f" (to repair, run `{command}`" + (" for each shop" if args.all else "")
+                    + " where the cache is writable: it removes them and rebuilds what it compiles, and a run "
+                      "rebuilds any other folder it needs)")
+    print(summary)
     return 1 if damaged else 0
 
 
@@ -168,7 +208,7 @@ def _data_index(args) -> int:
 
     catalog = load_catalog(args.dir or _default_dir(), num_products=args.num_products)
     engine = BM25Search(catalog)
-    engine.prepare()
+    _build_search(engine)
     print(f"index of {len(catalog)} products: {engine.index_path} (postings: {engine.postings_path})")
     return 0
 

@@ -51,7 +51,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "one more gets OpenEnv's CAPACITY_REACHED error frame")
     parser.add_argument("--idle-timeout", type=types.seconds, default=DEFAULT_IDLE_TIMEOUT,
                         metavar="SECONDS",
-                        help=f"evict sessions idle this long (default {DEFAULT_IDLE_TIMEOUT:g}; 0: never; at most {types.MAX_SECONDS:,})")
+                        help=f"evict sessions idle this long and close their socket (default {DEFAULT_IDLE_TIMEOUT:g}; 0: never; "
+                             f"at most {types.MAX_SECONDS:,})")
     parser.add_argument("--max-steps", type=types.at_most(types.non_negative_int, types.MAX_STEPS), default=15,
                         metavar="N", help=f"actions per episode before it is truncated (default 15; 0: no cap; at most {types.MAX_STEPS:,})")
     parser.add_argument("--seed-goals", action="store_true",

@@ -15,6 +15,9 @@ done signal: once an episode is over, every tool call raises (TRL shows the erro
 * an action the page does not admit is stepped like any invalid action (it uses one of the
   ``max_steps`` steps, reward 0, counted in :attr:`~WebShopToolEnv.invalid_actions`) and the tool
   raises :class:`InadmissibleAction` naming what is admissible;
+* an action is at most :data:`~webshop_gym.core.actions.MAX_ACTION_LENGTH` (100,000) characters,
+  ``search[`` and ``]`` included, as in every WebShop env: a longer query is inadmissible on
+  every page, and the error says so and gives its length instead of echoing it;
 * ``get_reward()`` is the WebShop reward of the purchase (0.0 without one); the breakdown is
   :attr:`~WebShopToolEnv.reward_info`.
 
@@ -48,6 +51,7 @@ import numpy as np
 from webshop_gym import Shop, WebShopEnv, load_shop
 from webshop_gym.agents.tools import (
     TASK_PROMPT,
+    call_text,
     ending_text,
     inadmissible_text,
     page_text,
@@ -291,7 +295,7 @@ class WebShopToolEnv:
         return self._env.step(action)
 
     def _act(self, kind: str, argument: str) -> str:
-        call = f"{kind}({argument!r})"
+        call = call_text(kind, argument)
         if not self._started:
             raise EpisodeFinished(f"{call}: no episode yet; reset() starts one")
         if self._over:
@@ -308,7 +312,8 @@ class WebShopToolEnv:
         if info["invalid_action"]:
             self.invalid_actions += 1
             raise InadmissibleAction(inadmissible_text(call, argument if kind == "click" else None, self.invalid_actions,
-                                                       info, admissible_before, self._over, self._max_steps))
+                                                       info, admissible_before, self._over, self._max_steps,
+                                                       action_length=len(action)))
         return page_text(obs, info, self._over, self._max_steps)
 
     def _ending(self) -> str:

@@ -25,7 +25,10 @@ A damaged folder is removed and built again, with one warning line naming it; wh
 be removed (a read-only cache), loading stops with :class:`~webshop_gym.error.CacheDamaged`,
 one line that names the folder to delete.  A folder without a manifest (compiled by a version
 before checksums) counts as damaged: it cannot be checked.  ``webshop-gym data verify`` checks
-every folder's contents on demand.
+every folder's contents on demand; ``webshop-gym data compile`` removes the damaged ones
+(:func:`remove_damaged`) before it builds, so it repairs folders a load never reads (the Lucene
+index, under the default search backend) and ones it does not compile itself (a later run
+rebuilds those).
 
 Files added to a folder after it was built (nested stages, memo files) are not listed and not
 checked; nested stages have their own manifest.
@@ -41,7 +44,7 @@ from pathlib import Path
 
 from webshop_gym.error import CacheDamaged
 
-__all__ = ["MANIFEST", "STAMP", "VERIFIED_ENV", "VERIFY_ENV", "damage", "ensure_intact", "stamp_fresh", "verify_tree",
+__all__ = ["MANIFEST", "STAMP", "VERIFIED_ENV", "VERIFY_ENV", "damage", "ensure_intact", "remove_damaged", "stamp_fresh", "verify_tree",
            "write_manifest"]
 
 log = logging.getLogger("webshop_gym")
@@ -254,3 +257,39 @@ def verify_tree(root: str | os.PathLike) -> list[tuple[Path, str | None]]:
             continue  # a file of a checked folder that happens to be called meta.json
         found.append((folder, damage(folder, contents=True)))
     return found
+
+
+def remove_damaged(root: str | os.PathLike) -> list[tuple[Path, str]]:
+    """Remove every damaged built folder under ``root`` (contents checked), to be built again.
+
+    Each folder is checked again and removed under its build lock, taken without waiting: a
+    folder being rebuilt right now (its lock held) is left to that build.  Folders that cannot be
+    removed (a read-only cache) are left too; loading them then raises
+    :class:`~webshop_gym.error.CacheDamaged`.
+
+    Returns:
+        ``(folder, problem)`` per folder removed.
+    """
+    import shutil
+
+    from filelock import FileLock, Timeout
+
+    removed = []
+    for folder, problem in verify_tree(root):
+        if problem is None or not folder.is_dir() or not _removable(folder):
+            continue
+        lock = FileLock(str(folder) + ".lock")
+        try:
+            lock.acquire(timeout=0)
+        except (Timeout, OSError):
+            continue
+        try:
+            problem = damage(folder, contents=True) if folder.is_dir() else None
+            if problem is not None:
+                shutil.rmtree(folder)
+                removed.append((folder, problem))
+        except OSError as exc:
+            log.debug("cannot remove the damaged folder %s: %s", folder, exc)
+        finally:
+            lock.release()
+    return removed

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 import tempfile
@@ -12,6 +13,8 @@ from webshop_gym.error import CacheNotWritable
 
 CACHE_ENV = "WEBSHOP_GYM_CACHE"
 """Environment variable that overrides the cache directory."""
+TMP_INFIX = ".tmp-"
+"""A build's temporary folder is ``<final folder name>.tmp-<random>``, beside the final folder."""
 
 
 def cache_dir(create: bool = True) -> Path:
@@ -101,9 +104,11 @@ def build_atomically(final: Path, build: Callable[[Path], None], marker: str = "
     next (:func:`webshop_gym.utils.integrity.write_manifest`), and the folder is stamped as checked
     (:func:`~webshop_gym.utils.integrity.stamp_fresh`), so the next process does not read it all
     again.  A file lock (``final + ".lock"``) makes concurrent
-    processes build once; an interrupted build leaves only a temporary folder behind, and a
-    ``final`` folder without its marker (damaged by hand, say) is removed and built again.  A
-    complete folder is never locked or written, so a finished cache works read-only.
+    processes build once; an interrupted build leaves only a temporary folder behind (a killed
+    process's, ``final.tmp-*``, is removed by the next build of ``final``, which holds the lock,
+    or by :func:`remove_interrupted_builds`), and a ``final`` folder without its marker (damaged
+    by hand, say) is removed and built again.  A complete folder is never locked or written, so
+    a finished cache works read-only.
 
     Raises:
         CacheNotWritable: the folder must be built but its parent cannot be written.
@@ -128,7 +133,9 @@ def build_atomically(final: Path, build: Callable[[Path], None], marker: str = "
         try:
             if final.exists():
                 shutil.rmtree(final)
-            tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=final.name + ".tmp-"))
+            for old in _temporaries_of(final):  # left by a build that died (kill -9): we hold the lock
+                shutil.rmtree(old, ignore_errors=True)
+            tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=final.name + TMP_INFIX))
         except OSError as exc:
             raise not_writable(final.parent, what, exc) from None
         try:
@@ -142,3 +149,89 @@ def build_atomically(final: Path, build: Callable[[Path], None], marker: str = "
         stamp_fresh(final, manifest)  # the manifest was just computed from these very files: no second full read
     finally:
         lock.release()
+
+
+def _temporaries_of(final: Path) -> list[Path]:
+    return [p for p in final.parent.glob(glob.escape(final.name) + TMP_INFIX + "*") if p.is_dir()]
+
+
+def _final_of(tmp: Path) -> Path:
+    return tmp.with_name(tmp.name[: tmp.name.index(TMP_INFIX)])
+
+
+def _lock_of(final: Path) -> Path:
+    return Path(str(final) + ".lock")
+
+
+def build_running(tmp: str | os.PathLike) -> bool:
+    """Whether the build that made the temporary folder ``tmp`` is still running (its lock is held).
+
+    A builder holds the lock of its final folder for as long as its temporary folder exists, so
+    a temporary folder whose lock nobody holds was left by a build that died.  Only reads: the
+    lock file is opened read-only and probed with a shared lock that is released at once.
+    """
+    lock = _lock_of(_final_of(Path(tmp)))
+    try:
+        fd = os.open(lock, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True  # cannot tell: count it as running, never remove it
+    try:
+        import fcntl
+
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    except (ImportError, OSError):
+        return True
+    finally:
+        os.close(fd)
+
+
+def interrupted_builds(root: str | os.PathLike) -> list[tuple[Path, bool]]:
+    """The temporary folders of builds under ``root`` and beside it: ``(folder, build still running)``.
+
+    ``root`` is a cache folder (a compiled catalog, or ``catalogs/`` itself); temporary folders
+    inside a temporary folder are not listed (they go with it).
+    """
+    root = Path(root)
+    found = _temporaries_of(root) if root.name else []
+    if root.is_dir() and TMP_INFIX not in root.name:
+        for folder, dirs, _ in os.walk(root):
+            temporary = [d for d in dirs if TMP_INFIX in d]
+            found += [Path(folder) / d for d in temporary]
+            dirs[:] = [d for d in dirs if TMP_INFIX not in d]
+    return [(tmp, build_running(tmp)) for tmp in sorted(found)]
+
+
+def remove_interrupted_builds(root: str | os.PathLike) -> list[Path]:
+    """Remove the temporary folders that dead builds left under ``root`` and beside it.
+
+    Safe while other processes build: each folder is removed under its final folder's lock,
+    taken without waiting, so a running build's folder (its lock held) is left alone.  Folders
+    that cannot be removed (a read-only cache) are skipped.
+
+    Returns:
+        The folders removed.
+    """
+    from filelock import FileLock, Timeout
+
+    removed = []
+    for tmp, running in interrupted_builds(root):
+        if running:
+            continue
+        lock = FileLock(str(_lock_of(_final_of(tmp))))
+        try:
+            lock.acquire(timeout=0)
+        except (Timeout, OSError):
+            continue
+        try:
+            if tmp.is_dir():
+                shutil.rmtree(tmp)
+                removed.append(tmp)
+        except OSError:
+            pass
+        finally:
+            lock.release()
+    return removed

@@ -1,16 +1,31 @@
-"""The OpenEnv server of WebShop: OpenEnv's own FastAPI app over one shared engine.
+"""The OpenEnv server of WebShop: OpenEnv's own FastAPI routes over one shared engine.
 
-Routes are OpenEnv's (``openenv.core.env_server.create_fastapi_app``): ``/ws`` (the WebSocket
-session every OpenEnv client uses: ``reset``, ``step``, ``state``, ``close`` frames),
+Routes are OpenEnv's (``openenv.core.env_server.HTTPEnvServer.register_routes``): ``/ws`` (the
+WebSocket session every OpenEnv client uses: ``reset``, ``step``, ``state``, ``close`` frames),
 ``/health``, ``/schema``, ``/metadata``, the stateless ``/reset``, ``/step`` and ``/state``, and
-``/mcp``.  At most ``max_envs`` WebSocket sessions live at once (OpenEnv answers one more with a
+``/mcp``.  At most ``max_envs`` sessions live at once (OpenEnv answers one more with a
 ``CAPACITY_REACHED`` error frame), and sessions idle for ``idle_timeout`` seconds are evicted by
 OpenEnv's reaper, which hands their slot back.
+
+Two things are added to OpenEnv 0.10's server here:
+
+* **an evicted session's socket is closed.**  OpenEnv's reaper closes the environment of an
+  idle session but leaves its WebSocket open, blocked in a read, so connections and file
+  descriptors would grow by up to ``max_envs`` every idle timeout with clients that drop
+  sessions without closing them.  :class:`_SessionServer` remembers which connection created
+  each session and, when the reaper destroys one, sends the client an error frame saying why
+  and closes the socket (code 1000); the client's later frames never reach the server.
+* **every error body is strict JSON.**  FastAPI renders a 422 that echoes ``1e400`` or ``NaN``
+  with Python's ``json``, which refuses it: a 500.  Validation errors, HTTP errors and our own
+  errors are written by :func:`webshop_gym.utils.strict_json.dumps` instead.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import functools
+import json
 import os
 import socket
 from typing import TYPE_CHECKING
@@ -22,12 +37,17 @@ from webshop_gym.utils.heap import freeze_loaded
 if TYPE_CHECKING:
     from webshop_gym.shop import Shop
 
-__all__ = ["DEFAULT_IDLE_TIMEOUT", "DEFAULT_MAX_ENVS", "MAX_ENVS", "Listener", "create_app", "serve"]
+__all__ = ["DEFAULT_IDLE_TIMEOUT", "DEFAULT_MAX_ENVS", "MAX_ENVS", "MAX_FRAME_BYTES", "Listener", "create_app", "serve"]
 
 DEFAULT_MAX_ENVS = 256
 MAX_ENVS = 8192
 """Upper bound of ``--max-envs`` (an engine slot is a few hundred bytes; the cap bounds the threads OpenEnv keeps per session)."""
 DEFAULT_IDLE_TIMEOUT = 600.0
+MAX_FRAME_BYTES = 1 << 20
+"""Largest WebSocket message a client may send (1 MiB; the largest valid frame, a step with an
+action of :data:`~webshop_gym.core.actions.MAX_ACTION_LENGTH` characters, each written as a
+six-character JSON escape, is 0.6 MB).  A larger one closes the connection with code 1009 (message too big); it
+bounds what one connection can make the server hold."""
 
 
 def create_app(shop: Shop | str | os.PathLike | None = None, *, goals: str | os.PathLike | None = None,
@@ -45,7 +65,7 @@ def create_app(shop: Shop | str | os.PathLike | None = None, *, goals: str | os.
         price_seed: seed of product prices and price caps (when ``shop`` is not loaded yet).
         max_envs: WebSocket sessions alive at once (1 to :data:`MAX_ENVS`).
         max_steps: step cap per episode (``None``: none).
-        idle_timeout: seconds after which an idle session is evicted (``None``: never).
+        idle_timeout: seconds after which an idle session is evicted and its socket closed (``None``: never).
         observation_mode: ``text`` (default), ``text_rich``, ``html`` or ``url``.
         show_attrs: show the Attributes tab on item pages.
         seed_goals: ``reset(seed=s)`` plays goal ``s`` (see :class:`~webshop_gym.integrations.openenv.environment.SlotPool`).
@@ -56,17 +76,20 @@ def create_app(shop: Shop | str | os.PathLike | None = None, *, goals: str | os.
         The app; ``app.state.webshop_pool`` is the :class:`~webshop_gym.integrations.openenv.environment.SlotPool`.
     """
     try:
-        from openenv.core.env_server.http_server import create_fastapi_app
         from openenv.core.env_server.types import ConcurrencyConfig
     except ImportError as exc:
 
         raise DependencyNotInstalled(
             f"the OpenEnv server needs OpenEnv ({exc}): pip install 'webshop-gym[openenv]'") from exc
-    from fastapi.responses import JSONResponse
+    from fastapi import FastAPI
+    from fastapi.encoders import jsonable_encoder
+    from fastapi.exceptions import RequestValidationError
+    from starlette.exceptions import HTTPException
 
+    from webshop_gym import __version__
     from webshop_gym.shop import Shop, load_shop
 
-    from .environment import NoFreeSlot, SlotPool, WebShopEnvironment
+    from .environment import NoFreeSlot, SlotPool, WebShopEnvironment, closed_message
     from .models import WebShopAction, WebShopObservation, WebShopState
 
     max_envs = check_int("max_envs", max_envs, low=1, high=MAX_ENVS)
@@ -79,28 +102,175 @@ def create_app(shop: Shop | str | os.PathLike | None = None, *, goals: str | os.
                     show_attrs=show_attrs, idle_timeout=idle_timeout, seed_goals=seed_goals)
     if warm_up:
         pool.warm_up()
-    app = create_fastapi_app(
+    # OpenEnv's create_fastapi_app, with our server class (it closes evicted sessions' sockets)
+    app = FastAPI(title="WebShop (webshop-gym) over OpenEnv", version=__version__,
+                  description="WebShop served with OpenEnv's protocol: play episodes over the WebSocket at /ws.")
+    server = _session_server_class()(
         functools.partial(WebShopEnvironment, pool=pool), WebShopAction, WebShopObservation,
         concurrency_config=ConcurrencyConfig(max_concurrent_envs=max_envs, session_timeout=idle_timeout),
-        env_name="webshop", state_cls=WebShopState, mode="simulation",
+        env_name="webshop", state_cls=WebShopState, evicted_message=closed_message(idle_timeout),
     )
-    app.title = "WebShop (webshop-gym) over OpenEnv"
+    server.register_routes(app, mode="simulation")
+    app.add_middleware(_TrackConnections)
 
     async def _user_error(request, exc: Error):
         # The stateless HTTP routes: our errors are the client's to fix, never a 500.
         status = 503 if isinstance(exc, NoFreeSlot) else 409 if isinstance(exc, RuntimeError) else 422
-        return JSONResponse({"detail": str(exc)}, status_code=status)
+        return _json_error(str(exc), status)
+
+    async def _validation_error(request, exc: RequestValidationError):
+        return _json_error(jsonable_encoder(exc.errors()), 422)
+
+    async def _http_error(request, exc: HTTPException):
+        from fastapi.exception_handlers import http_exception_handler
+
+        if exc.status_code in (204, 304) or exc.status_code < 200:  # no body allowed: FastAPI's answer
+            return await http_exception_handler(request, exc)
+        return _json_error(jsonable_encoder(exc.detail), exc.status_code, getattr(exc, "headers", None))
 
     app.add_exception_handler(Error, _user_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(HTTPException, _http_error)
     app.state.webshop_pool = pool
+    app.state.openenv_server = server
     return app
+
+
+# -- strict JSON error bodies ----------------------------------------------------------------------
+
+
+@functools.cache
+def _strict_response_class():
+    from starlette.responses import JSONResponse
+
+    from webshop_gym.utils.strict_json import dumps
+
+    class StrictJSONResponse(JSONResponse):
+        """A JSON response that is strict JSON whatever it echoes (``1e400``, ``NaN``, lone surrogates)."""
+
+        def render(self, content) -> bytes:
+            return dumps(content)
+
+    return StrictJSONResponse
+
+
+def _json_error(detail, status_code: int, headers=None):
+    """An error answer ``{"detail": ...}`` in strict JSON."""
+    return _strict_response_class()({"detail": detail}, status_code=status_code, headers=headers)
+
+
+# -- closing the sockets of evicted sessions -------------------------------------------------------
+
+
+_CONNECTION: contextvars.ContextVar[_Connection | None] = contextvars.ContextVar("webshop_openenv_connection",
+                                                                              default=None)
+"""The WebSocket connection whose handler runs in this task (set by :class:`_TrackConnections`)."""
+
+CLOSE_TIMEOUT = 10.0
+"""Seconds an eviction waits to hand the client its error frame and close frame (a client that
+does not read can hold a send); the server's own close timer then drops the connection."""
+
+
+class _Connection:
+    """One WebSocket connection: its ASGI ``send``, and whether the server has closed it."""
+
+    __slots__ = ("closed", "path", "session_id", "_send")
+
+    def __init__(self, scope, send):
+        self.path = scope.get("path", "")
+        self.session_id: str | None = None
+        self.closed = False
+        self._send = send
+
+    async def send(self, message) -> None:
+        """The handler's ``send``: after an eviction, its late frames and close are dropped."""
+        if self.closed and message.get("type") in ("websocket.send", "websocket.close"):
+            return
+        await self._send(message)
+
+    def evict(self, message: str) -> None:
+        """Tell the client why (an OpenEnv error frame on ``/ws``), then close the socket; returns at once."""
+        if self.closed:
+            return
+        self.closed = True
+        task = asyncio.get_running_loop().create_task(self._close(message))
+        _CLOSING.add(task)  # a strong reference until it is done
+        task.add_done_callback(_CLOSING.discard)
+
+    async def _close(self, message: str) -> None:
+        frames = []
+        if self.path.rstrip("/").endswith("/ws"):  # OpenEnv's session socket; /mcp speaks JSON-RPC
+            frames.append({"type": "websocket.send",
+                           "text": json.dumps({"type": "error", "data": {"message": message, "code": "SESSION_ERROR"}})})
+        frames.append({"type": "websocket.close", "code": 1000, "reason": message[:120]})
+        try:
+            for frame in frames:
+                await asyncio.wait_for(self._send(frame), CLOSE_TIMEOUT)
+        except (Exception, asyncio.CancelledError):  # gone already, or not reading: nothing more to tell it
+            pass
+
+
+_CLOSING: set[asyncio.Task] = set()
+
+
+class _TrackConnections:
+    """ASGI middleware: each WebSocket handler runs with its :class:`_Connection` in :data:`_CONNECTION`."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "websocket":
+            return await self.app(scope, receive, send)
+        connection = _Connection(scope, send)
+        token = _CONNECTION.set(connection)
+        try:
+            return await self.app(scope, receive, connection.send)
+        finally:
+            _CONNECTION.reset(token)
+
+
+@functools.cache
+def _session_server_class():
+    from openenv.core.env_server.http_server import HTTPEnvServer
+
+    class _SessionServer(HTTPEnvServer):
+        """OpenEnv's server, whose idle-session reaper also closes the evicted session's socket.
+
+        A session created by a WebSocket handler (``/ws``, ``/mcp``) is remembered with that
+        handler's connection; when the session is destroyed by anyone but that handler (OpenEnv's
+        reaper), the connection is evicted: an error frame with ``evicted_message``, then a close.
+        """
+
+        def __init__(self, *args, evicted_message: str, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.evicted_message = evicted_message
+            self.connections: dict[str, _Connection] = {}
+
+        async def _create_session(self):
+            session_id, env = await super()._create_session()
+            connection = _CONNECTION.get()
+            if connection is not None and connection.session_id is None:
+                connection.session_id = session_id
+                self.connections[session_id] = connection
+            return session_id, env
+
+        async def _destroy_session(self, session_id: str) -> None:
+            connection = self.connections.pop(session_id, None)
+            try:
+                await super()._destroy_session(session_id)
+            finally:
+                if connection is not None and _CONNECTION.get() is not connection:
+                    connection.evict(self.evicted_message)
+
+    return _SessionServer
 
 
 class Listener:
     """A uvicorn server bound to a port (``port=0``: a free one, then :attr:`port` tells which).
 
     WebSocket compression is off: observations are a few kB and deflating them costs more CPU
-    than the bytes it saves.
+    than the bytes it saves.  Client messages are limited to :data:`MAX_FRAME_BYTES`.
 
     Args:
         app: the app of :func:`create_app`.
@@ -122,7 +292,7 @@ class Listener:
             raise
         self.port = int(self.socket.getsockname()[1])
         config = uvicorn.Config(app, log_level="warning", access_log=False, ws="websockets-sansio",
-                                ws_per_message_deflate=False, backlog=2048, timeout_graceful_shutdown=5,
+                                ws_per_message_deflate=False, ws_max_size=MAX_FRAME_BYTES, backlog=2048, timeout_graceful_shutdown=5,
                                 lifespan="on")
         self.server = uvicorn.Server(config)
 

@@ -27,6 +27,7 @@ from gymnasium.utils import seeding
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import EnvironmentMetadata
 
+from webshop_gym.core.actions import MAX_ACTION_LENGTH
 from webshop_gym.engine import Engine
 from webshop_gym.error import EpisodeFinished, Error, InvalidArgument
 from webshop_gym.shop import Shop
@@ -34,10 +35,19 @@ from webshop_gym.utils.checks import check_goal_index, check_seed
 
 from .models import WebShopAction, WebShopObservation, WebShopState, check_reset_arguments
 
-__all__ = ["NoEpisode", "NoFreeSlot", "SPLITS", "SessionClosed", "SlotPool", "WebShopEnvironment"]
+__all__ = ["MAX_EPISODE_ID", "NoEpisode", "NoFreeSlot", "SPLITS", "SessionClosed", "SlotPool", "WebShopEnvironment",
+           "closed_message"]
 
 SPLITS = {"test": "test", "eval": "validation", "train": "train"}
 """The goal splits (test = the first 500 goals) and the OpenEnv task-API type of each."""
+MAX_EPISODE_ID = 255
+"""Longest ``episode_id`` (characters), as OpenEnv's HTTP ``/reset`` allows."""
+
+
+def closed_message(idle_timeout: float | None) -> str:
+    """What a client is told about a closed session (the error frame sent when it is evicted)."""
+    return ("this session was closed" + (f" (idle for more than {idle_timeout:g} s)" if idle_timeout else "")
+            + "; open a new session")
 
 
 class SessionClosed(Error, RuntimeError):
@@ -217,8 +227,10 @@ class WebShopEnvironment(Environment[WebShopAction, WebShopObservation, WebShopS
         self._check_open()
         check_reset_arguments(unknown)
         seed = check_seed(seed)
-        if episode_id is not None and not isinstance(episode_id, str):
-            raise InvalidArgument(f"episode_id must be a string, got {type(episode_id).__name__}")
+        if episode_id is not None and (not isinstance(episode_id, str) or len(episode_id) > MAX_EPISODE_ID):
+            raise InvalidArgument(f"episode_id must be a string of at most {MAX_EPISODE_ID} characters, got "
+                                  + (f"{len(episode_id):,} characters" if isinstance(episode_id, str)
+                                     else type(episode_id).__name__))
         pool = self.pool
         goals = pool.shop.goals
         if seed is not None and pool.seed_goals and goal_index is None and index is None:
@@ -357,23 +369,24 @@ class WebShopEnvironment(Environment[WebShopAction, WebShopObservation, WebShopS
     # -- helpers ---------------------------------------------------------------------------------
 
     def _split_range(self, split: str) -> range:
-        if split not in SPLITS:
-            raise InvalidArgument(f"split must be one of {', '.join(SPLITS)} (test = the first 500 goals), got {split!r}")
+        if not isinstance(split, str) or split not in SPLITS:
+            shown = _short(split) if isinstance(split, str) else f"{_short(split)} ({type(split).__name__})"
+            raise InvalidArgument(f"split must be one of {', '.join(SPLITS)} (test = the first 500 goals), got {shown}")
         return self.pool.shop.goals.split_range(split)
 
     def _check_open(self) -> None:
         if self._closed:
-            idle = self.pool.idle_timeout
-            raise SessionClosed("this session was closed" + (f" (idle for more than {idle:g} s)" if idle else "")
-                                + "; open a new session")
+            raise SessionClosed(closed_message(self.pool.idle_timeout))
 
     def _check_step(self) -> int:
         """The slot to step (the caller holds the pool's lock); raises when there is no episode to step."""
         self._check_open()
         slot = self._slot
         if slot is None:
-            raise NoEpisode("no episode in this session: send a reset first"
-                            " (HTTP POST /step is stateless; play episodes over the WebSocket at /ws)")
+            idle = self.pool.idle_timeout
+            raise NoEpisode("no episode in this session: send a reset first (HTTP POST /step is stateless"
+                            + (f", and a client whose session was closed after {idle:g} s idle reconnects to a new "
+                               "session" if idle else "") + "; play episodes over the WebSocket at /ws)")
         if self.pool.engine.finished(slot):
             raise EpisodeFinished("the episode has finished (bought or truncated); send a reset to start a new one")
         return slot
@@ -383,6 +396,9 @@ class WebShopEnvironment(Environment[WebShopAction, WebShopObservation, WebShopS
         text = action.action if isinstance(action, WebShopAction) else action
         if not isinstance(text, str):
             raise InvalidArgument(f"action must be a string, got {type(text).__name__}")
+        if len(text) > MAX_ACTION_LENGTH:  # outside the action space, as a non-string is: refused, not stepped
+            raise InvalidArgument(f"action has {len(text):,} characters; an action has at most "
+                                  f"{MAX_ACTION_LENGTH:,} (a search's keywords included)")
         return text
 
     def _observe(self, slot: int, reward: float, done: bool) -> WebShopObservation:
@@ -412,6 +428,12 @@ class WebShopEnvironment(Environment[WebShopAction, WebShopObservation, WebShopS
             reward=reward,
             done=done,
         )
+
+
+def _short(value: Any) -> str:
+    """``repr(value)``, cut to 60 characters."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _plain(value: Any) -> float | bool:

@@ -12,6 +12,7 @@ from typing import Any
 from openenv.core.env_server.types import Action, Observation, State
 from pydantic import Field
 
+from webshop_gym.core.actions import MAX_ACTION_LENGTH
 from webshop_gym.error import InvalidArgument, close_match
 
 __all__ = ["RESET_ARGUMENTS", "WebShopAction", "WebShopObservation", "WebShopState", "check_reset_arguments"]
@@ -38,9 +39,14 @@ class WebShopAction(Action):
     taskset) can drive the environment with ``{"action": "search[red shoes]"}``.  An action
     that is not admissible on the current page is a no-op with reward 0 and
     ``invalid_action=True``, as in :class:`~webshop_gym.envs.env.WebShopEnv`; it never ends a session.
+    An action longer than :data:`~webshop_gym.core.actions.MAX_ACTION_LENGTH` characters is
+    outside the action space (``/schema`` publishes it as ``maxLength``): the server refuses it
+    with an error naming the bound and does not step.
     """
 
-    action: str = Field(description="search[<keywords>] or click[<label>]; see the observation's admissible_actions")
+    action: str = Field(description=f"search[<keywords>] or click[<label>], at most {MAX_ACTION_LENGTH:,} characters; "
+                                    "see the observation's admissible_actions",
+                        json_schema_extra={"maxLength": MAX_ACTION_LENGTH})
 
 
 class WebShopObservation(Observation):
