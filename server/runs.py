@@ -74,7 +74,10 @@ PER_PAGE, MAX_PER_PAGE = 100, 1000
 #: Steps listed on either side of the current one in the stepper.
 LIST_WINDOW = 50
 
-bp = Blueprint("runs", __name__, url_prefix="/runs")
+#: The episode page's one script (the arrow keys step), served from the blueprint's static folder.
+STEPS_SCRIPT = "steps.js"
+
+bp = Blueprint("runs", __name__, url_prefix="/runs", static_folder="static/runs", static_url_path="/static")
 
 
 # -- page helpers ---------------------------------------------------------------------------------
@@ -104,7 +107,9 @@ def _headers(response):
     # Viewer pages embed the env's pages in a same-origin frame; the frame's page may be framed
     # by them only, and posts nowhere (its forms are the agent's, not ours).
     framed = request.endpoint == "runs.page"
-    policy = (f"default-src 'none'; script-src {_script_hash()}; style-src 'unsafe-inline'; img-src 'self' data:; "
+    # Our one script file, by its exact path (a host-source with a path: no other script of this origin runs).
+    steps = request.host_url.rstrip("/") + url_for("runs.static", filename=STEPS_SCRIPT)
+    policy = (f"default-src 'none'; script-src {_script_hash()} {steps}; style-src 'unsafe-inline'; img-src 'self' data:; "
               f"frame-src 'self'; form-action {NONE if framed else SELF}; base-uri 'none'; "
               f"frame-ancestors {SELF if framed else NONE}")
     response.headers["Content-Security-Policy"] = policy
@@ -117,7 +122,8 @@ def _headers(response):
 def _render(template: str, **context):
     menu = url_for("menu.index") if "menu.index" in current_app.view_functions else None
     return render_template(template, css=_css(), page="runs", human=True, nav=Nav(menu=menu), causes=CAUSES,
-                           tags=TAGS, tag_rules=TAG_RULES, tag_family=FAMILY, pct=fmt, **context)
+                           tags=TAGS, tag_rules=TAG_RULES, tag_family=FAMILY, pct=fmt, steps_script=STEPS_SCRIPT,
+                           **context)
 
 
 def _indexing_page(name: str, entry: Entry):
