@@ -67,7 +67,7 @@ from webshop_gym.server.run_library import Entry, RunLibrary, get_library
 from webshop_gym.utils.bytelru import ByteLRU
 from webshop_gym.utils.paths import default_shop_dir
 
-__all__ = ["bp", "stats_of"]
+__all__ = ["bp", "stats_of", "viewer_css"]
 
 #: Episodes per run page (default, most).
 PER_PAGE, MAX_PER_PAGE = 100, 1000
@@ -84,7 +84,8 @@ bp = Blueprint("runs", __name__, url_prefix="/runs", static_folder="static/runs"
 
 
 @functools.lru_cache(maxsize=1)
-def _css() -> str:
+def viewer_css() -> str:
+    """The viewer's stylesheet (the shop's and the run pages'), inlined in every page (a bundle links it once)."""
     return stylesheet() + resources.files("webshop_gym.server").joinpath("templates/runs/runs.css").read_text(
         encoding="utf-8")
 
@@ -121,7 +122,7 @@ def _headers(response):
 
 def _render(template: str, **context):
     menu = url_for("menu.index") if "menu.index" in current_app.view_functions else None
-    return render_template(template, css=_css(), page="runs", human=True, nav=Nav(menu=menu), causes=CAUSES,
+    return render_template(template, css=viewer_css(), page="runs", human=True, nav=Nav(menu=menu), causes=CAUSES,
                            tags=TAGS, tag_rules=TAG_RULES, tag_family=FAMILY, pct=fmt, steps_script=STEPS_SCRIPT,
                            **context)
 
