@@ -127,6 +127,7 @@ def _relink(text: str, url: str, own: str, site: _Site, css: list[tuple[str, str
     # No server behind the forms: their controls go, what they showed (counts, export links) stays.
     text = _FORM.sub(lambda m: f'<div class="filters">{_CONTROLS.sub("", m[1]).strip()}</div>' if
                      _CONTROLS.sub("", m[1]).strip() else "", _REFRESH.sub("", text))
+    text = _ATTRIBUTE.sub(attribute, text)
     for sheet, file in css:  # the stylesheets inlined in every page, written once and linked
         if f"<style>{sheet}</style>" in text:
             link = posixpath.relpath(file, here or ".")
@@ -134,7 +135,7 @@ def _relink(text: str, url: str, own: str, site: _Site, css: list[tuple[str, str
         elif f"<style>{sheet}" in text:  # the env's page marked by the viewer: its rules follow
             link = posixpath.relpath(file, here or ".")
             text = text.replace(f"<style>{sheet}", f'<link rel="stylesheet" href="{link}"><style>', 1)
-    return _ATTRIBUTE.sub(attribute, text)
+    return text
 
 
 def write_bundle(run: str | Path, folder: str | Path, force: bool = False, log=None) -> dict:
