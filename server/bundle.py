@@ -36,11 +36,12 @@ from collections import deque
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urljoin, urlsplit
 
-from webshop_gym.error import Error
-from webshop_gym.render.html import stylesheet
 from webshop_gym.server import create_app
 from webshop_gym.server.runs import bp as runs_bp
 from webshop_gym.server.runs import viewer_css
+
+from webshop_gym.error import Error
+from webshop_gym.render.html import stylesheet
 
 __all__ = ["BundleError", "write_bundle"]
 

@@ -46,6 +46,7 @@ from pathlib import Path
 import numpy as np
 from flask import Blueprint, abort, current_app, redirect, render_template, request, url_for
 from markupsafe import escape
+from webshop_gym.server.run_library import Entry, RunLibrary, get_library
 
 from webshop_gym.analysis.diagnosis import SOLVED, TAG_RULES, TAGS, diagnose
 from webshop_gym.analysis.figures import intervals
@@ -63,7 +64,6 @@ from webshop_gym.runs.index import (
     seed_groups,
 )
 from webshop_gym.runs.run import RunEpisode
-from webshop_gym.server.run_library import Entry, RunLibrary, get_library
 from webshop_gym.utils.bytelru import ByteLRU
 from webshop_gym.utils.paths import default_shop_dir
 
@@ -247,8 +247,8 @@ def _refusal(run_a: RunIndex, run_b: RunIndex) -> tuple[str, list[tuple[str, str
         return "", details
     name_a, name_b = _shop_name(run_a.header), _shop_name(run_b.header)
     if differ & {"files", "products"}:
-        if name_a == name_b:
-            name_a, name_b = f"{name_a} (as run by {_describe(run_a.header)['policy']})", "another version of it"
+        if name_a == name_b:  # the same folder, other data (a shop rebuilt, or a log edited by hand)
+            name_b = f"another version of it ({_fingerprint_text('products', fb.get('products'))} products, other data files)"
         return f"{name_a} vs {name_b}: different products and goals", details
     if "goal_kind" in differ:
         return (f"{fa.get('goal_kind') or 'unknown'} goals vs {fb.get('goal_kind') or 'unknown'} goals of the same "
