@@ -171,7 +171,6 @@ def write_bundle(run: str | Path, folder: str | Path, force: bool = False, log=N
             client = app.test_client()
             site = _Site(name, runs_bp.url_prefix.rstrip("/"))
             css = [(viewer_css(), "runs.css"), (stylesheet(), "shop.css")]
-            out.mkdir(parents=True, exist_ok=True)
             first = f"{site.run}?per={PER}"
             queue: deque = deque([(first, "index.html")])
             seen = {"index.html"}
@@ -180,10 +179,12 @@ def write_bundle(run: str | Path, folder: str | Path, force: bool = False, log=N
                 url, file = queue.popleft()
                 response = client.get(url)
                 try:
-                    if response.status_code != 200:
-                        text = response.get_data(as_text=True)
-                        reason = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", text)).strip()[-300:]
-                        raise BundleError(f"the viewer's page {url} answered {response.status_code}: {reason}")
+                    if response.status_code != 200:  # the error page's one line
+                        found = re.search(r"<h2>.*?</h2>\s*<p>(.*?)</p>", response.get_data(as_text=True), re.S)
+                        reason = html.unescape(re.sub(r"<[^>]+>|\s+", " ", found[1]).strip()) if found else ""
+                        reason = reason.replace(str(Path(tmp) / f"{name}{SUFFIX}"), str(run))  # not our symlink
+                        raise BundleError(f"{run}: the viewer's page {url} failed ({response.status_code}): "
+                                          f"{reason or response.status}")
                     data = response.get_data()
                     if response.mimetype == "text/html":
                         data = _relink(data.decode("utf-8"), url, file, site, css, queue, seen).encode("utf-8")

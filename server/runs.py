@@ -50,7 +50,7 @@ from webshop_gym.server.run_library import Entry, RunLibrary, get_library
 
 from webshop_gym.analysis.diagnosis import SOLVED, TAG_RULES, TAGS, diagnose
 from webshop_gym.analysis.figures import intervals
-from webshop_gym.analysis.intervals import METHOD, RESAMPLES, fmt
+from webshop_gym.analysis.intervals import METHOD, RESAMPLES, fmt, score_interval, sr_interval
 from webshop_gym.analysis.stats import PAIRED_COLUMNS, paired, paired_cells
 from webshop_gym.analysis.taxonomy import CAUSES, FAMILIES, FAMILY
 from webshop_gym.error import Error
@@ -650,12 +650,19 @@ def page(run: str, position: int, k: int):
 _PAIRED = ByteLRU(1 << 20)
 
 
-def _paired_cells(key: tuple, ra: np.ndarray, rb: np.ndarray) -> dict[str, str]:
-    """The report's paired statistics of b against a (:func:`~webshop_gym.analysis.stats.paired`), cached per file state."""
+def _on_common_goals(key: tuple, ra: np.ndarray, rb: np.ndarray) -> dict:
+    """The figures on the goals both runs played, cached per file state.
+
+    The report's paired statistics of b against a (:func:`~webshop_gym.analysis.stats.paired`, as
+    :func:`~webshop_gym.analysis.stats.paired_cells` prints them) and each run's Score and SR
+    with their intervals on those goals.
+    """
     found = _PAIRED.get(key)
     if found is None:
-        found = dict(zip(PAIRED_COLUMNS, paired_cells(paired(ra, rb, RESAMPLES, 0)), strict=True))
-        _PAIRED.put(key, found, 2048)
+        found = {"paired": dict(zip(PAIRED_COLUMNS, paired_cells(paired(ra, rb, RESAMPLES, 0)), strict=True)),
+                 "score": [score_interval(r, RESAMPLES, 0) for r in (ra, rb)],
+                 "sr": [sr_interval(r == 1.0) for r in (ra, rb)]}
+        _PAIRED.put(key, found, 4096)
     return found
 
 
@@ -708,7 +715,7 @@ def compare(a: str, b: str):
                "paired_columns": PAIRED_COLUMNS, "resamples": RESAMPLES}
     if refused:
         return _render("runs/compare.html", rows=[], counts=Counter(), common=0, page_no=1, pages=1, paired=None,
-                       transitions=None, **context)
+                       on_common=None, transitions=None, **context)
     goals_a, goals_b = ta.by_goal(scored=True), tb.by_goal(scored=True)  # an errored goal is no loss
     common = sorted(set(goals_a) & set(goals_b))
     pa = np.array([goals_a[g] for g in common], np.int64)
@@ -719,7 +726,7 @@ def compare(a: str, b: str):
                       "both": int((sa & sb).sum()), "a only": int((sa & ~sb).sum()), "b only": int((sb & ~sa).sum()),
                       "neither": int((~sa & ~sb).sum())})
     key = (str(run_a.path), run_a.size, run_a.mtime_ns, str(run_b.path), run_b.size, run_b.mtime_ns)
-    paired_figures = _paired_cells(key, ra, rb) if common else None
+    on_common = _on_common_goals(key, ra, rb) if common else None
     tags_a, tags_b = _tag_of(ta, pa), _tag_of(tb, pb)
     keep = {"all": np.ones(len(common), bool), "differ": ra != rb, "a": ra > rb, "b": rb > ra}[show]
     if tag_a:
@@ -743,7 +750,8 @@ def compare(a: str, b: str):
         return url_for("runs.compare", a=a, b=b, **{k: v for k, v in args.items() if v not in ("", None, "all")})
 
     return _render("runs/compare.html", rows=rows, counts=counts, common=len(common), page_no=page, pages=pages,
-                   per=per, matched=len(picked), paired=paired_figures, transitions=_transitions(tags_a, tags_b),
+                   per=per, matched=len(picked), paired=on_common and on_common["paired"], on_common=on_common,
+                   transitions=_transitions(tags_a, tags_b),
                    query=query, **context)
 
 

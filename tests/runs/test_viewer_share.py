@@ -61,6 +61,11 @@ def test_the_comparison_shows_the_reports_paired_statistics(make_viewer, real_pa
     for name in PAIRED_COLUMNS:  # the report's paired table for the same two runs, column by column
         assert viewer[name] == reported[name], name
     assert viewer["goals"] == str(GOALS)
+    # each run's Score and SR on the goals both played (all 60 here: the runs' own figures)
+    for run, td in zip(("rule", "random"), soup.select("#common-score td")[1:], strict=True):
+        row = next(r for r in report.rows if r.label == run)
+        assert td.text == row.score.format(1)
+    assert [td.text for td in soup.select("#common-sr td")[1:]] == [r.sr.format(1) for r in report.rows]
 
 
 def test_the_comparison_has_a_tag_column_per_run(make_viewer, real_pair):
@@ -242,6 +247,12 @@ def test_report_bundle_refuses_a_used_folder_and_bad_combinations(real_pair, tmp
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and message in err and "Traceback" not in err, err
     assert not (tmp_path / "two").exists() and sorted(p.name for p in used.iterdir()) == ["notes.txt"]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"type": "run", "format": 2}\n', encoding="utf-8")
+    assert main(["report", str(bad), "--bundle", str(tmp_path / "from-bad")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"The run “bad” cannot be read: {bad}, line 1" in err, err
+    assert not (tmp_path / "from-bad").exists()
     assert main(["report", run, "--bundle", str(used), "--force"]) == 0
     assert (used / "notes.txt").read_text(encoding="utf-8") == "mine" and (used / "index.html").is_file()
 
