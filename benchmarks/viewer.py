@@ -177,10 +177,11 @@ def main() -> None:
         mid, last, half = args.episodes // 2, args.episodes - 1, args.long_steps // 2
         pages = [
             "/runs/", "/runs/big", "/runs/big?sort=reward&desc=1", "/runs/big?sort=instruction",
-            "/runs/big?tag=retrieved+but+not+opened&sort=steps", "/runs/big?q=boots",
+            "/runs/big?tag=seen+but+not+opened&sort=steps", "/runs/big?q=boots",
             f"/runs/big?page={max(1, args.episodes // 200)}",
             f"/runs/big/{mid}", f"/runs/big/{mid}?step=2", f"/runs/big/{mid}/page/2?mark=1", f"/runs/big/{last}?step=3",
             "/runs/big/vs/rule", "/runs/big/vs/rule?show=all&page=3&per=20", "/runs/big/vs/rule/7",
+            "/runs/big/vs/random?tag_a=solved&tag_b=seen+but+not+opened", "/runs/rule/vs/random/7",
             "/runs/rule", "/runs/random/3?step=1",
             f"/runs/long/0?step={half}", f"/runs/long/0?step={half + 1}", f"/runs/long/0/page/{half + 1}?mark=1",
             f"/runs/long/0?step={args.long_steps - 1}",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from flask import Response, render_template, request, url_for
+from flask import Response, current_app, render_template, request, url_for
 from werkzeug.exceptions import HTTPException, InternalServerError
 
 from webshop_gym.render.html import Nav, stylesheet
@@ -35,9 +35,16 @@ def render_error(error: HTTPException):
                                description=error.description), error.code
     body = render_template(
         "error.html", css=stylesheet(), page="error", human=True, nav=Nav(menu=url_for("menu.index")),
-        code=error.code, name=error.name, description=error.description,
+        code=error.code, name=error.name, description=error.description, runs=_runs_link(),
     )
     return body, error.code
+
+
+def _runs_link() -> str | None:
+    """The run list's URL on an error page of the run viewer (``/runs/...``), so every error there leads back."""
+    if request.path != "/runs" and not request.path.startswith("/runs/"):
+        return None
+    return url_for("runs.index") if "runs.index" in current_app.view_functions else None
 
 
 def on_reference_site(path: str) -> bool:

@@ -191,10 +191,10 @@ class RunLibrary:
         """The index of run ``name`` (404 when there is none; 422 when unreadable); an :class:`Entry` while indexing."""
         path = self.files().get(name)
         if path is None:
-            abort(404, f"There is no run called {name!r} in the runs folder.")
+            abort(404, f"There is no run called “{_said(name)}” in the runs folder.")
         entry = self.state(path)
         if entry.error:
-            abort(422, f"The run {name!r} cannot be read: {entry.error}")
+            abort(422, f"The run “{_said(name)}” cannot be read: {entry.error}")
         if entry.index is None:
             return entry
         return entry.index
@@ -349,6 +349,12 @@ class RunLibrary:
             return out
         finally:
             env.close()
+
+
+def _said(name: str, most: int = 80) -> str:
+    """A run name from the URL for a one-line message: control characters as spaces, cut at ``most``."""
+    text = "".join(" " if ord(c) < 32 or c in "\x7f\u2028\u2029" else c for c in name)
+    return text if len(text) <= most else text[: most - 1] + "…"
 
 
 def init_app(app) -> RunLibrary:

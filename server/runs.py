@@ -50,7 +50,8 @@ from webshop_gym.server.run_library import Entry, RunLibrary, get_library
 
 from webshop_gym.analysis.diagnosis import SOLVED, TAG_RULES, TAGS, diagnose
 from webshop_gym.analysis.figures import intervals
-from webshop_gym.analysis.intervals import METHOD, RESAMPLES, fmt
+from webshop_gym.analysis.intervals import METHOD, RESAMPLES, fmt, score_interval, sr_interval
+from webshop_gym.analysis.stats import PAIRED_COLUMNS, paired, paired_cells
 from webshop_gym.analysis.taxonomy import CAUSES, FAMILIES, FAMILY
 from webshop_gym.error import Error
 from webshop_gym.protocols.play import display_name, protocol_difference
@@ -65,22 +66,27 @@ from webshop_gym.runs.index import (
 )
 from webshop_gym.runs.run import RunEpisode
 from webshop_gym.utils.bytelru import ByteLRU
+from webshop_gym.utils.paths import default_shop_dir
 
-__all__ = ["bp", "stats_of"]
+__all__ = ["bp", "stats_of", "viewer_css"]
 
 #: Episodes per run page (default, most).
 PER_PAGE, MAX_PER_PAGE = 100, 1000
 #: Steps listed on either side of the current one in the stepper.
 LIST_WINDOW = 50
 
-bp = Blueprint("runs", __name__, url_prefix="/runs")
+#: The episode page's one script (the arrow keys step), served from the blueprint's static folder.
+STEPS_SCRIPT = "steps.js"
+
+bp = Blueprint("runs", __name__, url_prefix="/runs", static_folder="static/runs", static_url_path="/static")
 
 
 # -- page helpers ---------------------------------------------------------------------------------
 
 
 @functools.lru_cache(maxsize=1)
-def _css() -> str:
+def viewer_css() -> str:
+    """The viewer's stylesheet (the shop's and the run pages'), inlined in every page (a bundle links it once)."""
     return stylesheet() + resources.files("webshop_gym.server").joinpath("templates/runs/runs.css").read_text(
         encoding="utf-8")
 
@@ -103,7 +109,9 @@ def _headers(response):
     # Viewer pages embed the env's pages in a same-origin frame; the frame's page may be framed
     # by them only, and posts nowhere (its forms are the agent's, not ours).
     framed = request.endpoint == "runs.page"
-    policy = (f"default-src 'none'; script-src {_script_hash()}; style-src 'unsafe-inline'; img-src 'self' data:; "
+    # Our one script file, by its exact path (a host-source with a path: no other script of this origin runs).
+    steps = request.host_url.rstrip("/") + url_for("runs.static", filename=STEPS_SCRIPT)
+    policy = (f"default-src 'none'; script-src {_script_hash()} {steps}; style-src 'unsafe-inline'; img-src 'self' data:; "
               f"frame-src 'self'; form-action {NONE if framed else SELF}; base-uri 'none'; "
               f"frame-ancestors {SELF if framed else NONE}")
     response.headers["Content-Security-Policy"] = policy
@@ -115,8 +123,9 @@ def _headers(response):
 
 def _render(template: str, **context):
     menu = url_for("menu.index") if "menu.index" in current_app.view_functions else None
-    return render_template(template, css=_css(), page="runs", human=True, nav=Nav(menu=menu), causes=CAUSES,
-                           tags=TAGS, tag_rules=TAG_RULES, tag_family=FAMILY, pct=fmt, **context)
+    return render_template(template, css=viewer_css(), page="runs", human=True, nav=Nav(menu=menu), causes=CAUSES,
+                           tags=TAGS, tag_rules=TAG_RULES, tag_family=FAMILY, pct=fmt, steps_script=STEPS_SCRIPT,
+                           **context)
 
 
 def _indexing_page(name: str, entry: Entry):
@@ -127,6 +136,12 @@ def _indexing_page(name: str, entry: Entry):
     response.status_code = 202
     response.headers["Retry-After"] = "2"
     return response
+
+
+def _quoted(value: str, most: int = 80) -> str:
+    """A value the user sent, quoted in words for a one-line message: control characters as spaces, cut at ``most``."""
+    text = re.sub(r"[\x00-\x1f\x7f\u2028\u2029]", " ", str(value))
+    return "“" + (text if len(text) <= most else text[: most - 1] + "…") + "”"
 
 
 def _target_options(options) -> str:
@@ -195,31 +210,94 @@ def _facts(index: RunIndex) -> list[str]:
 
 
 def _shop_comparable(run_a: RunIndex, run_b: RunIndex) -> str:
-    """Why two runs cannot be paired goal by goal (``""``: same shop and goal set, by their fingerprints)."""
+    """Why two runs cannot be paired goal by goal, in one line of words (``""``: same shop and goal set)."""
+    return _shop_refusal(run_a, run_b)[0]
+
+
+def _shop_name(header: dict) -> str:
+    path = str((header.get("shop") or {}).get("path") or "")
+    if not path:
+        return "an unnamed shop"
+    name = Path(path).name or path
+    try:
+        embedded = Path(path).resolve() == default_shop_dir().resolve()
+    except OSError:
+        embedded = False
+    return f"embedded shop `{name}`" if embedded else f"`{name}`"
+
+
+def _fingerprint_text(key: str, value) -> str:
+    """A fingerprint field as words (never a Python repr): files as ``name hash`` pairs, counts with commas."""
+    if value is None:
+        return "not recorded"
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {v}" for k, v in value.items()) or "none"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+#: Fingerprint fields, in words, for the folded details of a refused comparison.
+FINGERPRINT_FIELDS = {"files": "data files (SHA-256, first 16 hex)", "products": "products", "goals": "goals",
+                      "goal_kind": "goal kind", "price_seed": "price seed", "goal_set": "goal-set digest",
+                      "catalog": "compiled catalog (not compared)"}
+
+
+def _shop_refusal(run_a: RunIndex, run_b: RunIndex) -> tuple[str, list[tuple[str, str, str]]]:
+    """Why two runs cannot be paired goal by goal (``""``: they can), and the fingerprint fields side by side.
+
+    The reason is one line of words, e.g. ``embedded shop `data` vs shop `webshop-small`:
+    different products and goals``; the details (field, run a, run b) go behind a fold.
+    """
     if run_a.path == run_b.path:
-        return ""
+        return "", []
     fa, fb = run_a.header.get("fingerprint"), run_b.header.get("fingerprint")
     if not fa or not fb:  # logs without a run line: the same shop record (path, goals, price seed)
         shop_a = run_a.header.get("shop") or run_a.first_shop
         if shop_a and shop_a == (run_b.header.get("shop") or run_b.first_shop) and not fa and not fb:
-            return ""
-        return "one of the runs records no shop fingerprint, so it cannot be told whether they played the same goals"
-    for key in sorted(set(fa) | set(fb)):
-        if key == "catalog":  # changes with the compiler version, not the data
-            continue
-        if fa.get(key) != fb.get(key):
-            what = "goal set" if key in ("goal_set", "goals", "goal_kind", "price_seed") else "shop"
-            return f"they played a different {what} ({key}: {fa.get(key)!r} vs {fb.get(key)!r})"
-    return ""
+            return "", []
+        which = "neither run records" if not fa and not fb else "one of the runs records no"
+        return (f"{which} a shop fingerprint, so it cannot be told whether they played the same goals "
+                "(logs written without a run line)"), []
+    keys = [k for k in FINGERPRINT_FIELDS if k in fa or k in fb] + sorted(set(fa) | set(fb) - set(FINGERPRINT_FIELDS))
+    details = [(FINGERPRINT_FIELDS.get(k, k), _fingerprint_text(k, fa.get(k)), _fingerprint_text(k, fb.get(k)))
+               for k in keys]
+    differ = {k for k in keys if k != "catalog" and fa.get(k) != fb.get(k)}  # catalog: changes with the compiler
+    if not differ:
+        return "", details
+    name_a, name_b = _shop_name(run_a.header), _shop_name(run_b.header)
+    if differ & {"files", "products"}:
+        if name_a == name_b:  # the same folder, other data (a shop rebuilt, or a log edited by hand)
+            name_b = f"another version of it ({_fingerprint_text('products', fb.get('products'))} products, other data files)"
+        return f"{name_a} vs {name_b}: different products and goals", details
+    if "goal_kind" in differ:
+        return (f"{fa.get('goal_kind') or 'unknown'} goals vs {fb.get('goal_kind') or 'unknown'} goals of the same "
+                "shop: different instructions"), details
+    if "goals" in differ:
+        return (f"{_fingerprint_text('goals', fa.get('goals'))} vs {_fingerprint_text('goals', fb.get('goals'))} "
+                "goals of the same shop: different goal sets"), details
+    if "price_seed" in differ:
+        return (f"price seed {fa.get('price_seed')} vs {fb.get('price_seed')}: different prices and price caps, "
+                "so the same goal asks for another price"), details
+    return ("the same shop and number of goals, but different goals or prices (their goal-set digests differ)",
+            details)
+
+
+def _refusal(run_a: RunIndex, run_b: RunIndex) -> tuple[str, list[tuple[str, str, str]]]:
+    """Why two runs cannot be paired goal by goal (another shop or goal set, another protocol), and the details."""
+    reason, details = _shop_refusal(run_a, run_b)
+    if run_a.path == run_b.path:
+        return reason, details
+    refused = protocol_difference(run_a.header.get("protocol"), run_b.header.get("protocol"))
+    protocols = f"they played different protocols ({refused})" if refused else ""
+    return "; ".join(x for x in (reason, protocols) if x), details
 
 
 def _comparable(run_a: RunIndex, run_b: RunIndex) -> str:
-    """Why two runs cannot be paired goal by goal: another shop or goal set, another protocol (``""``: neither)."""
-    if run_a.path == run_b.path:
-        return ""
-    refused = protocol_difference(run_a.header.get("protocol"), run_b.header.get("protocol"))
-    protocols = f"they played different protocols ({refused})" if refused else ""
-    return "; ".join(x for x in (_shop_comparable(run_a, run_b), protocols) if x)
+    """Why two runs cannot be paired goal by goal, in one line of words (``""``: they can)."""
+    return _refusal(run_a, run_b)[0]
 
 
 # -- routes: the run list ---------------------------------------------------------------------------
@@ -284,7 +362,7 @@ def _order(index: RunIndex, args) -> tuple[np.ndarray, dict]:
     t = index.table()
     sort = args.get("sort", "position")
     if sort not in SORT_KEYS:
-        abort(400, f"unknown sort column {sort!r}; expected one of {', '.join(SORT_KEYS)}")
+        abort(400, f"unknown sort column {_quoted(sort)}; expected one of {', '.join(SORT_KEYS)}")
     desc = args.get("desc") == "1"
     q = args.get("q", "").strip().lower()
     outcome, cause, tag, category = (args.get("outcome", ""), args.get("cause", ""), args.get("tag", ""),
@@ -295,9 +373,9 @@ def _order(index: RunIndex, args) -> tuple[np.ndarray, dict]:
     if outcome not in ("", "success", "failure"):
         abort(400, "outcome must be success or failure")
     if cause and cause not in CAUSES:
-        abort(400, f"unknown reward part {cause!r}; expected one of {', '.join(CAUSES)}")
+        abort(400, f"unknown reward part {_quoted(cause)}; expected one of {', '.join(CAUSES)}")
     if tag and tag not in (*TAGS, SOLVED):
-        abort(400, f"unknown failure tag {tag!r}; expected one of {', '.join(TAGS)}")
+        abort(400, f"unknown failure tag {_quoted(tag)}; expected one of {', '.join(TAGS)}")
     query = {"sort": sort, "desc": desc, "q": q, "outcome": outcome, "cause": cause, "tag": tag, "category": category,
              "reachable": reachable}
     key = (str(index.path), index.size, index.mtime_ns, json.dumps(query, sort_keys=True))
@@ -476,7 +554,7 @@ def _action_text(record: dict) -> str:
 def _loaded(run: str) -> RunIndex:
     loaded = get_library().load(run)
     if isinstance(loaded, Entry):
-        abort(503, f"The run {run!r} is being indexed ({loaded.progress[2]:,} episodes so far); try again shortly.")
+        abort(503, f"The run {_quoted(run)} is being indexed ({loaded.progress[2]:,} episodes so far); try again shortly.")
     return loaded
 
 
@@ -606,22 +684,75 @@ def page(run: str, position: int, k: int):
 # -- routes: comparisons -----------------------------------------------------------------------------
 
 
+_PAIRED = ByteLRU(1 << 20)
+
+
+def _on_common_goals(key: tuple, ra: np.ndarray, rb: np.ndarray) -> dict:
+    """The figures on the goals both runs played, cached per file state.
+
+    The report's paired statistics of b against a (:func:`~webshop_gym.analysis.stats.paired`, as
+    :func:`~webshop_gym.analysis.stats.paired_cells` prints them) and each run's Score and SR
+    with their intervals on those goals.
+    """
+    found = _PAIRED.get(key)
+    if found is None:
+        found = {"paired": dict(zip(PAIRED_COLUMNS, paired_cells(paired(ra, rb, RESAMPLES, 0)), strict=True)),
+                 "score": [score_interval(r, RESAMPLES, 0) for r in (ra, rb)],
+                 "sr": [sr_interval(r == 1.0) for r in (ra, rb)]}
+        _PAIRED.put(key, found, 4096)
+    return found
+
+
+def _tag_of(t: IndexTable, positions: np.ndarray) -> np.ndarray:
+    """Tag numbers of ``positions`` as indices into ``(*TAGS, SOLVED)`` (solved last)."""
+    return np.where(t.tag[positions] < 0, len(TAGS), t.tag[positions])
+
+
+def _transitions(tags_a: np.ndarray, tags_b: np.ndarray) -> dict:
+    """A's tag x B's tag over the common goals: the tags that occur (taxonomy order, solved last) and the counts."""
+    names = [*TAGS, SOLVED]
+    counts = np.zeros((len(names), len(names)), np.int64)
+    np.add.at(counts, (tags_a, tags_b), 1)
+    rows = [i for i in range(len(names)) if counts[i].any()]
+    cols = [j for j in range(len(names)) if counts[:, j].any()]
+    return {"rows": [names[i] for i in rows], "cols": [names[j] for j in cols],
+            "counts": [[int(counts[i, j]) for j in cols] for i in rows]}
+
+
+def _refused_page(a: str, b: str, refused: str, details: list, status: int = 409):
+    """A comparison refused: the reason in one line, the fingerprints folded away, the way back to the runs."""
+    response = current_app.make_response(_render("runs/refused.html", a=a, b=b, refused=refused, details=details))
+    response.status_code = status
+    return response
+
+
 @bp.get("/<a>/vs/<b>")
 def compare(a: str, b: str):
-    """Goal by goal, which run solved what (query ``show``: all, differ, a, b; ``page``, ``per``), on the same goals only."""
+    """Goal by goal, which run solved what, on the same goals only.
+
+    Query: ``show`` (all, differ, a, b), ``tag_a`` / ``tag_b`` (a failure tag or ``solved``: the
+    goals with that tag in run a / b, as the tag-transition table links them), ``page``, ``per``.
+    """
     run_a, run_b = _loaded(a), _loaded(b)
     ta, tb = run_a.table(), run_b.table()
     show = request.args.get("show", "all")
     if show not in ("all", "differ", "a", "b"):
         abort(400, "show must be all, differ, a or b")
+    names = [*TAGS, SOLVED]
+    tag_a, tag_b = request.args.get("tag_a", ""), request.args.get("tag_b", "")
+    for value in (tag_a, tag_b):
+        if value and value not in names:
+            abort(400, f"unknown failure tag {_quoted(value)}; expected one of {', '.join(names)}")
     page, per = _page_args(request.args)
-    refused = _comparable(run_a, run_b)
+    refused, details = _refusal(run_a, run_b)
     sides = [{"name": a, "index": run_a, "about": _describe(run_a.header), "stats": stats_of(run_a), "table": ta},
              {"name": b, "index": run_b, "about": _describe(run_b.header), "stats": stats_of(run_b), "table": tb}]
-    context = {"a": a, "b": b, "sides": sides, "refused": refused, "show": show,
-               "method": METHOD.format(resamples=RESAMPLES, seed=0)}
+    context = {"a": a, "b": b, "sides": sides, "refused": refused, "details": details, "show": show,
+               "tag_a": tag_a, "tag_b": tag_b, "method": METHOD.format(resamples=RESAMPLES, seed=0),
+               "paired_columns": PAIRED_COLUMNS, "resamples": RESAMPLES}
     if refused:
-        return _render("runs/compare.html", rows=[], counts=Counter(), common=0, page_no=1, pages=1, **context)
+        return _render("runs/compare.html", rows=[], counts=Counter(), common=0, page_no=1, pages=1, paired=None,
+                       on_common=None, transitions=None, **context)
     goals_a, goals_b = ta.by_goal(scored=True), tb.by_goal(scored=True)  # an errored goal is no loss
     common = sorted(set(goals_a) & set(goals_b))
     pa = np.array([goals_a[g] for g in common], np.int64)
@@ -631,7 +762,14 @@ def compare(a: str, b: str):
     counts = Counter({"a": int((ra > rb).sum()), "b": int((rb > ra).sum()), "tie": int((ra == rb).sum()),
                       "both": int((sa & sb).sum()), "a only": int((sa & ~sb).sum()), "b only": int((sb & ~sa).sum()),
                       "neither": int((~sa & ~sb).sum())})
+    key = (str(run_a.path), run_a.size, run_a.mtime_ns, str(run_b.path), run_b.size, run_b.mtime_ns)
+    on_common = _on_common_goals(key, ra, rb) if common else None
+    tags_a, tags_b = _tag_of(ta, pa), _tag_of(tb, pb)
     keep = {"all": np.ones(len(common), bool), "differ": ra != rb, "a": ra > rb, "b": rb > ra}[show]
+    if tag_a:
+        keep = keep & (tags_a == names.index(tag_a))
+    if tag_b:
+        keep = keep & (tags_b == names.index(tag_b))
     picked = np.flatnonzero(keep)
     pages = max(1, math.ceil(len(picked) / per))
     if page > pages:
@@ -641,34 +779,48 @@ def compare(a: str, b: str):
         i, jb = int(pa[j]), int(pb[j])
         rows.append({"goal": common[j], "instruction": ta.instructions[i], "pa": i, "pb": jb,
                      "ra": float(ta.reward[i]), "rb": float(tb.reward[jb]), "sa": bool(ta.success[i]),
-                     "sb": bool(tb.success[jb]), "verdict": "a" if ra[j] > rb[j] else "b" if rb[j] > ra[j] else "tie"})
+                     "sb": bool(tb.success[jb]), "tag_a": names[int(tags_a[j])], "tag_b": names[int(tags_b[j])],
+                     "verdict": "a" if ra[j] > rb[j] else "b" if rb[j] > ra[j] else "tie"})
+
+    def query(**changes):
+        args = {"show": show, "tag_a": tag_a, "tag_b": tag_b, "per": per if per != PER_PAGE else "", **changes}
+        return url_for("runs.compare", a=a, b=b, **{k: v for k, v in args.items() if v not in ("", None, "all")})
+
     return _render("runs/compare.html", rows=rows, counts=counts, common=len(common), page_no=page, pages=pages,
-                   per=per, matched=len(picked), **context)
+                   per=per, matched=len(picked), paired=on_common and on_common["paired"], on_common=on_common,
+                   transitions=_transitions(tags_a, tags_b),
+                   query=query, **context)
 
 
 @bp.get("/<a>/vs/<b>/<int:goal>")
 def compare_goal(a: str, b: str, goal: int):
-    """The two runs' episodes of one goal, side by side (same shop and goal set only)."""
+    """The two runs' episodes of one goal side by side, each with its diagnosis (same shop and goal set only)."""
     library = get_library()
     run_a, run_b = _loaded(a), _loaded(b)
-    refused = _comparable(run_a, run_b)
+    refused, details = _refusal(run_a, run_b)
     if refused:
-        abort(409, f"{a} and {b} cannot be compared goal by goal: {refused}.")
+        return _refused_page(a, b, refused, details)
     pa, pb = run_a.table().by_goal().get(goal), run_b.table().by_goal().get(goal)
     if pa is None or pb is None:
-        abort(404, f"Goal {goal} is not in both runs.")
+        missing = " and ".join(n for n, p in ((a, pa), (b, pb)) if p is None)
+        abort(404, f"Goal {goal} was not played by {missing}: the side-by-side view needs a goal of both runs.")
     sides = []
-    for name, loaded, position in ((a, run_a, pa), (b, run_b, pb)):
+    for side, (name, loaded, position) in zip("ab", ((a, run_a, pa), (b, run_b, pb)), strict=True):
         episode = _episode(library, loaded, position)
         n = len(episode.log.steps)
         bought = episode.purchased and n >= 1
         shown = n - 1 if bought else n
         replayed = library.replayed(loaded, episode, shown)
-        sides.append({"name": name, "run": loaded, "policy": _describe(loaded.header)["policy"], "episode": episode,
-                      "replayed": replayed, "tag": loaded.table().tag_name(position),
+        shop = None if replayed.unavailable else library.shop_of(loaded, episode)
+        diagnosis = diagnose(episode, shop=shop, searches=None if shop is None else library.searches(loaded, episode))
+        target = dict(episode.log.record.get("target") or {})
+        sides.append({"name": name, "side": side, "run": loaded, "policy": _describe(loaded.header)["policy"],
+                      "episode": episode, "replayed": replayed, "tag": loaded.table().tag_name(position),
                       "steps": [(i, _action_text(s), s) for i, s in enumerate(episode.log.steps[:500])],
                       "shown": shown if replayed.has(shown) else -1,
                       "shown_label": "the page it bought from" if bought else "the last page",
-                      "info": episode.reward_info or {}, "last": episode.last})
+                      "info": episode.reward_info or {}, "last": episode.last, "diagnosis": diagnosis,
+                      "target_options": _target_options(target.get("options")),
+                      "step_url": url_for("runs.episode_page", run=name, position=position)})
     return _render("runs/compare_goal.html", a=a, b=b, goal=goal, sides=sides,
                    instruction=sides[0]["episode"].instruction)

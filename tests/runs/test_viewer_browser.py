@@ -208,3 +208,66 @@ def test_unreachable_goal_and_reachable_filter_in_chromium(sync_playwright, real
             assert reach.reason[goals[0]] in page.inner_text("#unreachable-goal")
             page.screenshot(path=str(_artifacts() / "diagnosis-unreachable-goal.png"), full_page=True)
     assert not problems, problems
+
+
+def test_arrow_keys_and_tag_transitions_in_chromium(sync_playwright, live_viewer, runs_dir):
+    """← → step through an episode (the page's one script file, under its strict CSP); a transition cell filters."""
+    rule = load_run(runs_dir / "rule.jsonl")
+    position = next(e.position for e in rule.episodes if len(e.log.steps) >= 3)
+    base = live_viewer
+    problems: list[str] = []
+    with _viewer_page(sync_playwright, base, problems) as page:
+        page.goto(f"{base}/runs/rule/{position}")
+        page.keyboard.press("ArrowRight")
+        page.wait_for_url("**step=1")
+        page.keyboard.press("ArrowRight")
+        page.wait_for_url("**step=2")
+        assert page.inner_text("#action") == rule.episodes[position].log.steps[2]["action"]
+        page.keyboard.press("ArrowLeft")
+        page.wait_for_url("**step=1")
+        page.keyboard.press("Shift+ArrowRight")  # with a modifier: the browser's, not ours
+        page.wait_for_timeout(300)
+        assert page.url.endswith("step=1")
+
+        page.goto(f"{base}/runs/rule/vs/oracle")
+        cell = page.locator("#transitions tbody td a").first
+        count = int(cell.inner_text())
+        cell.click()
+        page.wait_for_url("**tag_a=**")
+        assert page.locator("#goals tbody tr").count() == count
+        page.screenshot(path=str(_artifacts() / "compare-transitions.png"), full_page=True)
+    assert not problems, problems
+
+
+def test_a_bundle_opens_from_the_file_system_in_chromium(sync_playwright, runs_dir, tmp_path):
+    """`report --bundle`: index.html from file://, a link to an episode, its stepper and the arrow keys, no network."""
+    from webshop_gym.cli import main
+
+    out = tmp_path / "bundle"
+    assert main(["report", str(runs_dir / "rule.jsonl"), "--bundle", str(out)]) == 0
+    rule = load_run(runs_dir / "rule.jsonl")
+    position = next(e.position for e in rule.episodes if len(e.log.steps) >= 3)
+    base = out.resolve().as_uri()
+    problems: list[str] = []
+    with _viewer_page(sync_playwright, base, problems) as page:
+        page.goto(base + "/index.html")
+        assert page.locator("#episodes tbody tr").count() == NUM_GOALS
+        assert page.locator("h1").count() and page.evaluate("getComputedStyle(document.body).fontSize") == "15px"
+        page.locator(f"#episodes tbody tr:nth-child({position + 1}) td.instr a").click()
+        page.wait_for_url(f"**/episodes/{position}/step-0.html")
+        assert page.inner_text("#failure-tag") == RunIndex_tag(runs_dir, position)
+        frame = page.frame_locator("#page")
+        assert rule.episodes[position].instruction in frame.locator(".instruction").inner_text()
+        page.keyboard.press("ArrowRight")
+        page.wait_for_url("**/step-1.html")
+        page.frame_locator("#page").locator("a.product-link").first.wait_for()
+        page.click("#last")
+        page.wait_for_url(f"**/step-{len(rule.episodes[position].log.steps)}.html")
+        page.screenshot(path=str(_artifacts() / "bundle-episode.png"), full_page=True)
+    assert not problems, problems
+
+
+def RunIndex_tag(runs_dir, position: int) -> str:
+    index = RunIndex(runs_dir / "rule.jsonl")
+    index.refresh()
+    return index.table().tag_name(position)

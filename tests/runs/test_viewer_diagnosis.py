@@ -190,10 +190,12 @@ def test_comparison_refused_across_shops_and_goal_sets(make_viewer, runs_dir, tm
     (tmp_path / "elsewhere.jsonl").write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n", encoding="utf-8")
     shutil.copy(runs_dir / "oracle.jsonl", tmp_path / "oracle.jsonl")
     client = make_viewer(tmp_path)
-    for other, what in (("priced", "goal set"), ("elsewhere", "shop")):
+    for other, what in (("priced", "price seed 0 vs 1: different prices and price caps"),
+                        ("elsewhere", "embedded shop `data` vs another version of it (999 products, other data "
+                                      "files): different products and goals")):
         soup = soup_of(client.get(f"/runs/rule/vs/{other}"))
         refused = soup.select_one("#refused").text
-        assert f"a different {what}" in refused and soup.select_one("#goals") is None
+        assert f"Not compared goal by goal: {what}" in refused and soup.select_one("#goals") is None
         assert "better on" not in soup.select_one("#summary").text
         assert len(soup.select("#summary tr")) >= 8  # the figures side by side
         assert client.get(f"/runs/rule/vs/{other}/0").status_code == 409

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from webshop_gym.analysis.stats import Interval
+from webshop_gym.analysis.stats import Interval, resampled_mean
 
 __all__ = ["METHOD", "RESAMPLES", "Interval", "fmt", "score_interval", "sr_interval", "wilson"]
 
@@ -65,17 +65,7 @@ def score_interval(rewards: Sequence[float] | np.ndarray, resamples: int = RESAM
         >>> score_interval([1.0, 0.0, 1.0, 1.0]).format()
         '75.0 [25.0, 100.0]'
     """
-    data = np.asarray(rewards, dtype=float)
-    n = len(data)
-    if n == 0:
-        return None
-    values, counts = np.unique(data, return_counts=True)
-    rng = np.random.default_rng(seed)
-    draws = rng.multinomial(n, counts / n, size=int(resamples))  # resamples x distinct values
-    means = draws @ values / n
-    tail = (1.0 - level) / 2 * 100
-    low, high = np.percentile(means, [tail, 100 - tail])
-    return Interval(100.0 * float(data.mean()), 100.0 * float(low), 100.0 * float(high))
+    return resampled_mean(rewards, resamples, seed, 100.0, level)
 
 
 def fmt(value: float | None, digits: int = 1) -> str:

@@ -50,6 +50,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "viewer's columns; a first column names the run)")
     parser.add_argument("--jsonl", metavar="FILE", type=types.output_file,
                         help="also write every run's episodes as JSON lines (idem)")
+    parser.add_argument("--bundle", metavar="DIR", type=types.output_dir,
+                        help="write the run (one RUN) as a static folder to share: the viewer's run page, every "
+                             "episode's diagnosis and pages, relative links, no server or network needed (open "
+                             "DIR/index.html); DIR must be new or empty (see --force). Nothing goes to stdout "
+                             "unless --out is given too")
+    parser.add_argument("--force", action="store_true",
+                        help="with --bundle: write into a non-empty DIR (files of the same names are replaced)")
 
 
 def _resamples(text: str) -> int:
@@ -61,8 +68,30 @@ def _resamples(text: str) -> int:
     return value
 
 
+def _bundle(args: argparse.Namespace) -> None:
+    """``--bundle DIR``: the one run's viewer pages as a static folder (:mod:`webshop_gym.server.bundle`)."""
+    from webshop_gym.error import DependencyNotInstalled, Error
+
+    if len(args.runs) != 1:
+        raise Error(f"--bundle writes one run: give one RUN file, got {len(args.runs)}")
+    try:  # Flask (the server extra) is loaded for --bundle only
+        from webshop_gym.server.bundle import write_bundle
+    except ImportError as exc:
+        raise DependencyNotInstalled(f"--bundle renders the run viewer's pages and needs Flask ({exc}); install it "
+                                     "with: pip install 'webshop-gym[server]'") from exc
+    write_bundle(args.runs[0], args.bundle, force=args.force)
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``webshop-gym report``."""
+    if args.force and not args.bundle:
+        from webshop_gym.error import Error
+
+        raise Error("--force goes with --bundle DIR (it lets the bundle write into a non-empty folder)")
+    if args.bundle:
+        _bundle(args)
+        if not (args.out or args.csv or args.jsonl or args.merged):
+            return 0
     if args.format is not None:
         fmt = args.format
     elif args.out:

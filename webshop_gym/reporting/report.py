@@ -21,7 +21,13 @@ from typing import Any
 
 from webshop_gym.analysis.figures import billed, cost
 from webshop_gym.analysis.intervals import METHOD, score_interval, sr_interval
-from webshop_gym.analysis.stats import Interval, PairedComparison, paired
+from webshop_gym.analysis.stats import (
+    PAIRED_COLUMNS,
+    Interval,
+    PairedComparison,
+    paired,
+    paired_cells,
+)
 from webshop_gym.analysis.taxonomy import CAUSES, FAMILY, SOLVED, TAG_RULES, TAGS
 from webshop_gym.protocols.play import display_name, protocol_difference
 from webshop_gym.render.html import template_environment
@@ -194,10 +200,6 @@ def _ci(interval: Interval | None, digits: int = 1) -> str:
     return "-" if interval is None else interval.format(digits)
 
 
-def _p(value: float) -> str:
-    return "<0.001" if value < 0.001 else f"{value:.3f}"
-
-
 def tables(report: Report) -> dict[str, tuple[list[str], list[list[str]]]]:
     """The report's tables as (header, rows) of strings, shared by HTML and Markdown."""
     out: dict[str, tuple[list[str], list[list[str]]]] = {}
@@ -215,8 +217,7 @@ def tables(report: Report) -> dict[str, tuple[list[str], list[list[str]]]]:
     out["runs"] = (header, rows)
     out["published"] = published_table(report)
     if report.comparisons:
-        header = ["run vs first", "goals", "won / lost / tied", "Δ Score [95% CI]", "sign test p",
-                  "solved: only first / only this / both", "Δ SR [95% CI]", "McNemar p"]
+        header = ["run vs first", *PAIRED_COLUMNS]
         rows = []
         for c in report.comparisons:
             p = c.paired
@@ -224,9 +225,7 @@ def tables(report: Report) -> dict[str, tuple[list[str], list[list[str]]]]:
             if p is None:
                 rows.append([name, "-", c.note, "-", "-", "-", "-", "-"])
                 continue
-            rows.append([name + (f" ({c.note})" if c.note else ""), str(p.goals), f"{p.won} / {p.lost} / {p.tied}",
-                         _ci(p.score_diff), _p(p.sign_p),
-                         f"{p.solved_a_only} / {p.solved_b_only} / {p.solved_both}", _ci(p.sr_diff), _p(p.mcnemar_p)])
+            rows.append([name + (f" ({c.note})" if c.note else ""), *paired_cells(p)])
         out["paired"] = (header, rows)
     if any("tokens" in row.figures for row in report.rows):
 
