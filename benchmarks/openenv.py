@@ -181,7 +181,7 @@ def main() -> None:
     if args.agentgym:
         import agentgym
 
-        rows.append(agentgym.run_one("waitress", args.sessions, args.steps, args.shop, args.timeout, 8))
+        rows.append(agentgym.run_one("uvicorn", args.sessions, args.steps, args.shop, args.timeout, 8))
     columns = ["server", "clients", "steps", "errors", "steps_per_s", "step_p50_ms", "step_p99_ms",
                "other_p50_ms", "other_p99_ms", "server_cpu_us_per_step", "rss_ready_mb", "rss_peak_mb", "wall_s"]
     print(table(rows, columns))
