@@ -40,7 +40,9 @@ from webshop_gym.server.agentgym import (
 __all__ = ["Batcher", "Front", "Listener"]
 
 PREFIX = "/agentgym"
-SERVER = [(b"server", b"webshop-gym")]
+SERVER = [(b"Server", b"webshop-gym")]
+# Header names keep the casing Flask and waitress send (HTTP says case does not matter; some
+# scrapers look headers up in a plain dict).
 _LOG = logging.getLogger("webshop_gym.server")
 
 
@@ -132,7 +134,7 @@ class Front:
         self.envs: AgentGymEnvs = flask_app.extensions[EXTENSION]
         self.batcher = Batcher(self.envs, flask_app.extensions["webshop_gym"])
         self.limit = int(flask_app.config.get("MAX_CONTENT_LENGTH") or 64 * 1024)
-        self.headers = [(k.lower().encode("latin-1"), v.encode("latin-1"))
+        self.headers = [(k.encode("latin-1"), v.encode("latin-1"))
                         for k, v in flask_app.extensions.get(HEADERS, {}).items()]
         self.routes = {(method, PREFIX + route): prepare for route, (method, prepare) in ROUTES.items()}
         self.executor = ThreadPoolExecutor(max_workers=int(threads), thread_name_prefix="webshop-wsgi")
@@ -171,9 +173,9 @@ class Front:
             status, detail, headers = answer
             value = {"detail": detail}
         body = encode(value)
-        out = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+        out = [(b"Content-Type", b"application/json"), (b"Content-Length", str(len(body)).encode()),
                *SERVER, *self.headers]
-        out += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()]
+        out += [(k.encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()]
         await send({"type": "http.response.start", "status": status, "headers": out})
         await send({"type": "http.response.body", "body": body})
 
@@ -217,8 +219,8 @@ class Front:
 
 def _start(started: list) -> dict:
     status, headers = started
-    out = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers]
-    if not any(k == b"server" for k, _ in out):
+    out = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers]
+    if not any(k.lower() == b"server" for k, _ in out):
         out += SERVER
     return {"type": "http.response.start", "status": status, "headers": out}
 

@@ -210,3 +210,36 @@ def test_concurrent_clients_are_stepped_together_and_play_as_if_alone(live, defa
         assert stats["batches"] < stats["steps"] / 2, stats  # steps that arrived together were one batch
     else:
         assert stats["batches"] == stats["steps"]  # Werkzeug: each request alone
+
+
+def test_the_play_ui_and_site_are_served_beside_the_api(live):
+    """Under the ASGI front, every other route reaches Flask: redirects, forms, pages, header names as Flask sends them."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    _, base = live()
+    host, port = urlsplit(base).hostname, urlsplit(base).port
+    conn = http.client.HTTPConnection(host, port, timeout=30)
+    conn.request("GET", "/goal/3")
+    response = conn.getresponse()
+    response.read()
+    headers = dict(response.getheaders())  # a plain dict: names as sent
+    assert response.status == 303 and headers["Location"].startswith("/play/")
+    assert headers["Server"] == "webshop-gym" or "Werkzeug" in headers["Server"]
+    play = headers["Location"]
+    conn.request("POST", play, body="action=search%5Bshoes%5D", headers={"Content-Type": "application/x-www-form-urlencoded"})
+    response = conn.getresponse()
+    response.read()
+    assert response.status == 303
+    conn.request("GET", play)
+    response = conn.getresponse()
+    page = response.read().decode()
+    assert response.status == 200 and "Page 1 (Total results:" in page
+    assert response.getheader("Content-Security-Policy")
+    conn.close()
+    page = requests.get(f"{base}/fixed_0", timeout=30)
+    assert page.status_code == 200 and "WebShop" in page.text
+    missing = requests.get(f"{base}/play/nope", timeout=30)
+    assert missing.status_code == 404 and "text/html" in missing.headers["Content-Type"]
+    too_big = requests.post(f"{base}{play}", data={"action": "x" * 70_000}, timeout=30)
+    assert too_big.status_code == 413
