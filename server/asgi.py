@@ -140,8 +140,12 @@ class Front:
         self.executor = ThreadPoolExecutor(max_workers=int(threads), thread_name_prefix="webshop-wsgi")
 
     def close(self) -> None:
-        """Stop the Flask threads (running requests finish first)."""
-        self.executor.shutdown(wait=True)
+        """Stop the Flask threads: queued requests are dropped, running ones end on their own.
+
+        Not waiting: once the event loop has stopped, a request that was streaming its answer
+        could wait for it forever (each chunk waits until the loop has sent it, at most 120 s).
+        """
+        self.executor.shutdown(wait=False, cancel_futures=True)
 
     async def __call__(self, scope, receive, send) -> None:
         """Answer one ASGI connection scope (HTTP only)."""
@@ -196,7 +200,7 @@ class Front:
             started[:] = [int(status.split(" ", 1)[0]), headers]
 
         def emit(message: dict) -> None:
-            asyncio.run_coroutine_threadsafe(send(message), loop).result()
+            asyncio.run_coroutine_threadsafe(send(message), loop).result(timeout=120)
 
         result = self.flask(environ, start_response)
         try:
