@@ -187,11 +187,11 @@ def main() -> None:
     print(table(rows, columns))
     load = os.getloadavg()
     conditions = (f"127.0.0.1; {os.cpu_count()} cores shared by the server, the load generator and other jobs "
-                  f"(1-minute load average {load_start[0]:.1f} at the start, {load[0]:.1f} at the end, the AgentGym "
-                  "run's 256 client threads included: the machine was busy); "
+                  f"(1-minute load average {load_start[0]:.1f} at the start, {load[0]:.1f} at the end); "
                   "openenv: one server process (uvicorn, one event loop) and asyncio WebSocket generators in separate "
                   "processes, each step = one step frame (the observation carries the admissible actions); "
-                  "agentgym: threads with requests, each step = POST /step plus GET /available_actions (timed apart); "
+                  "agentgym: asyncio clients as AgentGym's WebshopEnvClient in 2 generator processes, each step = one "
+                  "keep-alive POST /step (benchmarks/agentgym.py); "
                   "shop: " + (args.shop or "embedded 1,000-product shop"))
     path = save(args.out, {"conditions": conditions, "load_average_start": load_start, "load_average_end": load,
                            "rows": rows})
