@@ -20,7 +20,11 @@ route                  body / query                                   answer
 =====================  =============================================  ==========================
 
 Each env is a :class:`~webshop_gym.compat.WebAgentTextEnv` (text observations) on a slot of one
-shared engine, so answers are the reference text env's.  Bad bodies get FastAPI's 422 answer
+shared engine, so answers are the reference text env's.  Each route is defined once
+(:data:`ROUTES`: validate a request into a :class:`Step` or a call); this blueprint serves them
+through Flask, stepping each request alone, and ``webshop-gym serve``'s ASGI front
+(:mod:`webshop_gym.server.asgi`) serves the same routes on an event loop, stepping the steps that
+arrive together as one batch of the engine (:meth:`AgentGymEnvs.step_many`).  Bad bodies get FastAPI's 422 answer
 (``{"detail": [{"loc", "msg", "type"}]}``); an unknown env id 404; a full server 503 with
 ``Retry-After`` (AgentGym's client retries a 503); every error is JSON, never a traceback.  Every
 body is strict JSON: a NaN or infinite number echoed from a request (``NaN``, ``1e400``) is sent
