@@ -173,8 +173,17 @@ def _versions() -> dict:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             pass
-    # thefuzz 0.19 (the reference's pin) uses difflib's SequenceMatcher unless python-Levenshtein is installed
-    out["thefuzz_matcher"] = "python-Levenshtein" if "python-Levenshtein" in out else "difflib (pure Python)"
+    # thefuzz 0.19 (the reference's pin) uses difflib's SequenceMatcher unless python-Levenshtein is
+    # installed; thefuzz 0.20 and later always use rapidfuzz (C++)
+    fuzz = tuple(int(x) for x in out.get("thefuzz", "0.0").split(".")[:2] if x.isdigit())
+    if fuzz >= (0, 20):
+        out["thefuzz_matcher"] = "rapidfuzz"
+        try:
+            out["rapidfuzz"] = metadata.version("rapidfuzz")
+        except metadata.PackageNotFoundError:
+            pass
+    else:
+        out["thefuzz_matcher"] = "python-Levenshtein" if "python-Levenshtein" in out else "difflib (pure Python)"
     return out
 
 

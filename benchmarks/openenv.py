@@ -181,17 +181,17 @@ def main() -> None:
     if args.agentgym:
         import agentgym
 
-        rows.append(agentgym.run_one("waitress", args.sessions, args.steps, args.shop, args.timeout, 8))
+        rows.append(agentgym.run_one("uvicorn", args.sessions, args.steps, args.shop, args.timeout, 8))
     columns = ["server", "clients", "steps", "errors", "steps_per_s", "step_p50_ms", "step_p99_ms",
                "other_p50_ms", "other_p99_ms", "server_cpu_us_per_step", "rss_ready_mb", "rss_peak_mb", "wall_s"]
     print(table(rows, columns))
     load = os.getloadavg()
     conditions = (f"127.0.0.1; {os.cpu_count()} cores shared by the server, the load generator and other jobs "
-                  f"(1-minute load average {load_start[0]:.1f} at the start, {load[0]:.1f} at the end, the AgentGym "
-                  "run's 256 client threads included: the machine was busy); "
+                  f"(1-minute load average {load_start[0]:.1f} at the start, {load[0]:.1f} at the end); "
                   "openenv: one server process (uvicorn, one event loop) and asyncio WebSocket generators in separate "
                   "processes, each step = one step frame (the observation carries the admissible actions); "
-                  "agentgym: threads with requests, each step = POST /step plus GET /available_actions (timed apart); "
+                  "agentgym: asyncio clients as AgentGym's WebshopEnvClient in 2 generator processes, each step = one "
+                  "keep-alive POST /step (benchmarks/agentgym.py); "
                   "shop: " + (args.shop or "embedded 1,000-product shop"))
     path = save(args.out, {"conditions": conditions, "load_average_start": load_start, "load_average_end": load,
                            "rows": rows})

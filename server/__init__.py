@@ -47,6 +47,8 @@ DEFAULTS: dict[str, Any] = {
 }
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
+HEADERS = "webshop_gym_headers"
+"""``app.extensions`` key of the headers every response carries (security policy)."""
 
 
 def create_app(config: dict | None = None):
@@ -124,11 +126,13 @@ def _security_headers(app) -> None:
         "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
     )
 
+    # Session ids are in the URLs: never send them to another site (e.g. an image host).
+    fixed = {"Content-Security-Policy": policy, "X-Content-Type-Options": "nosniff", "X-Frame-Options": "DENY",
+             "Referrer-Policy": "no-referrer"}
+    app.extensions[HEADERS] = fixed  # the ASGI front (asgi.py) sends the same on the answers it makes itself
+
     @app.after_request
     def headers(response):
-        response.headers.setdefault("Content-Security-Policy", policy)
-        response.headers.setdefault("X-Content-Type-Options", "nosniff")
-        response.headers.setdefault("X-Frame-Options", "DENY")
-        # Session ids are in the URLs: never send them to another site (e.g. an image host).
-        response.headers.setdefault("Referrer-Policy", "no-referrer")
+        for key, value in fixed.items():
+            response.headers.setdefault(key, value)
         return response

@@ -20,7 +20,11 @@ route                  body / query                                   answer
 =====================  =============================================  ==========================
 
 Each env is a :class:`~webshop_gym.compat.WebAgentTextEnv` (text observations) on a slot of one
-shared engine, so answers are the reference text env's.  Bad bodies get FastAPI's 422 answer
+shared engine, so answers are the reference text env's.  Each route is defined once
+(:data:`ROUTES`: validate a request into a :class:`Step` or a call); this blueprint serves them
+through Flask, stepping each request alone, and ``webshop-gym serve``'s ASGI front
+(:mod:`webshop_gym.server.asgi`) serves the same routes on an event loop, stepping the steps that
+arrive together as one batch of the engine (:meth:`AgentGymEnvs.step_many`).  Bad bodies get FastAPI's 422 answer
 (``{"detail": [{"loc", "msg", "type"}]}``); an unknown env id 404; a full server 503 with
 ``Retry-After`` (AgentGym's client retries a 503); every error is JSON, never a traceback.  Every
 body is strict JSON: a NaN or infinite number echoed from a request (``NaN``, ``1e400``) is sent
@@ -38,15 +42,17 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from flask import Blueprint, Response, current_app, request
 from werkzeug.exceptions import HTTPException
 
 from webshop_gym.compat import SimServer, WebAgentTextEnv
+from webshop_gym.compat.text_env import step_envs
 from webshop_gym.error import GoalNotFound
 
-__all__ = ["AgentGymEnvs", "bp", "init_app"]
+__all__ = ["ROUTES", "AgentGymEnvs", "Step", "bp", "encode", "error_answer", "init_app", "run_job"]
 
 bp = Blueprint("agentgym", __name__, url_prefix="/agentgym")
 
@@ -92,7 +98,7 @@ class AgentGymEnvs:
         self.server: SimServer | None = None
         self._envs: OrderedDict[int, list] = OrderedDict()  # id -> [env, last used]; least recent first
         self._lock = threading.Lock()
-        self.stats = {"created": 0, "closed": 0, "evicted": 0, "steps": 0}
+        self.stats = {"created": 0, "closed": 0, "evicted": 0, "steps": 0, "batches": 0}
 
     def _sim_server(self) -> SimServer:
         if self.server is None:
@@ -158,8 +164,8 @@ class AgentGymEnvs:
             raise UnknownEnv(env_id)
         return entry
 
-    def call(self, env_id: int, method: Callable[[WebAgentTextEnv], Any]) -> Any:
-        """Run ``method(env)`` on the engine thread for a live env.
+    def _use(self, env_id: int) -> WebAgentTextEnv:
+        """A live env, marked as used now.
 
         Raises:
             UnknownEnv: no live env has this id.
@@ -168,8 +174,51 @@ class AgentGymEnvs:
             entry = self._live(env_id)
             entry[1] = self.clock()
             self._envs.move_to_end(env_id)
-            env = entry[0]
-        return self.store.run(method, env)
+            return entry[0]
+
+    def call(self, env_id: int, method: Callable[[WebAgentTextEnv], Any]) -> Any:
+        """Run ``method(env)`` on the engine thread for a live env.
+
+        Raises:
+            UnknownEnv: no live env has this id.
+        """
+        return self.store.run(method, self._use(env_id))
+
+    def step(self, env_id: int, action: str) -> dict:
+        """Step one env; its answer (``{state, reward, done, info}``).
+
+        Raises:
+            UnknownEnv: no live env has this id.
+        """
+        [answer] = self.step_many([(env_id, action)])
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    def step_many(self, steps: list[tuple[int, str]]) -> list[dict | Exception]:
+        """Step several envs by one action each, as one batch of the shared engine (on the engine thread).
+
+        Each answer is the one the env alone would give (``{state, reward, done, info}``), or the
+        :class:`UnknownEnv` error of an id that is not alive; an env listed twice steps twice, in order.
+        """
+        out: list[dict | Exception | None] = [None] * len(steps)
+        live, actions, where = [], [], []
+        for k, (env_id, action) in enumerate(steps):
+            try:
+                live.append(self._use(env_id))
+            except UnknownEnv as exc:
+                out[k] = exc
+                continue
+            actions.append(action)
+            where.append(k)
+        if live:
+            results = self.store.run(step_envs, live, actions)
+            for k, (obs, reward, done, _) in zip(where, results):
+                out[k] = {"state": obs, "reward": float(reward), "done": bool(done), "info": None}
+            with self._lock:
+                self.stats["steps"] += len(live)
+                self.stats["batches"] += 1
+        return out
 
     def close(self, env_id: int) -> None:
         """Drop an env (its slot is given back).
@@ -209,18 +258,22 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def _json(value: Any, status: int = 200, headers: dict | None = None) -> Response:
-    """A JSON response; strict JSON always (a NaN or infinity echoed from a request becomes a string)."""
+def encode(value: Any) -> bytes:
+    """A JSON body: strict JSON always (a NaN or infinity echoed from a request becomes a string)."""
     try:
         text = json.dumps(value, ensure_ascii=False, allow_nan=False)
     except ValueError:
         value = _finite(value)
         text = json.dumps(value, ensure_ascii=False, allow_nan=False)
     try:
-        body = text.encode("utf-8")
+        return text.encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate (sent escaped by a client): keep it escaped
-        body = json.dumps(value, ensure_ascii=True, allow_nan=False).encode("ascii")
-    response = Response(body, status=status, mimetype="application/json")
+        return json.dumps(value, ensure_ascii=True, allow_nan=False).encode("ascii")
+
+
+def _json(value: Any, status: int = 200, headers: dict | None = None) -> Response:
+    """A JSON response (see :func:`encode`)."""
+    response = Response(encode(value), status=status, mimetype="application/json")
     for key, val in (headers or {}).items():
         response.headers[key] = val
     return response
@@ -255,8 +308,12 @@ def _as_int(value: Any, loc: list) -> int:
                           "input": value if isinstance(value, int | float | str | type(None)) else str(value)[:200]}])
 
 
-def _body() -> dict:
-    raw = request.get_data(cache=True)
+def parse_body(raw: bytes) -> dict:
+    """A request body as FastAPI validates it: a JSON object.
+
+    Raises:
+        Unprocessable: not JSON, or not an object.
+    """
     try:
         body = json.loads(raw) if raw else None
     except (ValueError, RecursionError):
@@ -283,34 +340,39 @@ def _field(body: dict, name: str, kind: str, required: bool = True) -> Any:
     return value
 
 
-def _query_env() -> int:
-    value = request.args.get("env_idx")
+def query_env(value: str | None) -> int:
+    """The ``env_idx`` of a query string (``None``: missing).
+
+    Raises:
+        Unprocessable: missing or not an integer.
+    """
     if value is None:
         raise Unprocessable([{"type": "missing", "loc": ["query", "env_idx"], "msg": "Field required", "input": None}])
     return _as_int(value, ["query", "env_idx"])
 
 
+def error_answer(envs: AgentGymEnvs, exc: Exception) -> tuple[int, Any, dict | None] | None:
+    """``(status, detail, headers)`` of one of the API's own errors (``None``: not one of them)."""
+    if isinstance(exc, Unprocessable):
+        return 422, exc.errors, None
+    if isinstance(exc, UnknownEnv):
+        ttl = f", or was evicted after {envs.ttl:g} s idle" if envs.ttl else ""
+        return 404, (f"no environment with env_idx {exc.args[0]}: it was never created, was closed{ttl}; "
+                     "create one with POST /create"), None
+    if isinstance(exc, Unavailable):
+        return 503, str(exc), {"Retry-After": "1"}
+    if isinstance(exc, GoalNotFound):
+        return 404, str(exc), None
+    return None
+
+
 @bp.errorhandler(Unprocessable)
-def _unprocessable(exc: Unprocessable):
-    return _error(422, exc.errors)
-
-
 @bp.errorhandler(UnknownEnv)
-def _unknown(exc: UnknownEnv):
-    envs = _envs()
-    ttl = f", or was evicted after {envs.ttl:g} s idle" if envs.ttl else ""
-    return _error(404, f"no environment with env_idx {exc.args[0]}: it was never created, was closed{ttl}; "
-                       "create one with POST /create")
-
-
 @bp.errorhandler(Unavailable)
-def _unavailable(exc: Unavailable):
-    return _error(503, str(exc), {"Retry-After": "1"})
-
-
 @bp.errorhandler(GoalNotFound)
-def _no_goal(exc: GoalNotFound):
-    return _error(404, str(exc))
+def _api_error(exc: Exception):
+    status, detail, headers = error_answer(_envs(), exc)
+    return _error(status, detail, headers)
 
 
 @bp.errorhandler(HTTPException)
@@ -318,75 +380,103 @@ def _http(exc: HTTPException):
     return _error(exc.code or 500, exc.description or exc.name)
 
 
-# -- routes -----------------------------------------------------------------------------------------
+# -- routes: one definition each, served by Flask (below) and by the ASGI front (asgi.py) ---------------
 
 
-@bp.get("/")
-def ok():
+@dataclass(frozen=True)
+class Step:
+    """A step to take: the ASGI front batches these with the steps of other envs."""
+
+    env_idx: int
+    action: str
+
+
+Query = Callable[[str], "str | None"]
+Job = Step | Callable[[], Any]
+"""What a request asks for: a :class:`Step`, or a call that returns the answer (run on the engine thread)."""
+
+
+def _ok(envs: AgentGymEnvs, query: Query, raw: bytes) -> Job:
     """Connectivity check: ``"ok"``."""
-    return _json("ok")
+    return lambda: "ok"
 
 
-@bp.get("/list_envs")
-def list_envs():
+def _list_envs(envs: AgentGymEnvs, query: Query, raw: bytes) -> Job:
     """The ids of the live envs."""
-    return _json(_envs().ids())
+    return envs.ids
 
 
-@bp.post("/create")
-def create():
+def _create(envs: AgentGymEnvs, query: Query, raw: bytes) -> Job:
     """Create an env (a random goal, as AgentGym's server does) and return its id."""
-    return _json(_envs().create())
+    return envs.create
 
 
-@bp.post("/step")
-def step():
+def _step(envs: AgentGymEnvs, query: Query, raw: bytes) -> Job:
     """Take one action: ``{"state", "reward", "done", "info": null}``."""
-    body = _body()
+    body = parse_body(raw)
     env_idx = _field(body, "env_idx", "int")
-    action = _field(body, "action", "str")
-    obs, reward, done, _ = _envs().call(env_idx, lambda env: env.step(action))
-    _envs().stats["steps"] += 1
-    return _json({"state": obs, "reward": float(reward), "done": bool(done), "info": None})
+    return Step(env_idx, _field(body, "action", "str"))
 
 
-@bp.post("/reset")
-def reset():
+def _reset(envs: AgentGymEnvs, query: Query, raw: bytes) -> Job:
     """Reset an env on goal ``session_id`` (``null``: a random goal): ``[observation, null]``."""
-    body = _body()
+    body = parse_body(raw)
     env_idx = _field(body, "env_idx", "int")
     session = _field(body, "session_id", "int", required=False)
-    obs, info = _envs().call(env_idx, lambda env: env.reset(session=session))
-    return _json([obs, info])
+    return lambda: list(envs.call(env_idx, lambda env: env.reset(session=session)))
 
 
-@bp.get("/observation")
-def observation():
-    """The env's current observation."""
-    return _json(_envs().call(_query_env(), lambda env: env.observation))
+def _getter(method: Callable[[WebAgentTextEnv], Any]):
+    def job(envs: AgentGymEnvs, query: Query, raw: bytes) -> Job:
+        env_idx = query_env(query("env_idx"))
+        return lambda: envs.call(env_idx, method)
+
+    return job
 
 
-@bp.get("/available_actions")
-def available_actions():
-    """``{"has_search_bar": bool, "clickables": [labels]}``."""
-    return _json(_envs().call(_query_env(), lambda env: env.get_available_actions()))
-
-
-@bp.get("/instruction_text")
-def instruction_text():
-    """The instruction as the reference reads it off the page."""
-    return _json(_envs().call(_query_env(), lambda env: env.get_instruction_text()))
-
-
-@bp.get("/state")
-def state():
-    """``{"url", "html", "instruction_text"}``."""
-    return _json(_envs().call(_query_env(), lambda env: env.state))
-
-
-@bp.post("/close")
-def close():
+def _close(envs: AgentGymEnvs, query: Query, raw: bytes) -> Job:
     """Drop an env and free its slot (AgentGym's client calls it; its own server lacks it): ``true``."""
-    body = _body()
-    _envs().close(_field(body, "env_idx", "int"))
-    return _json(True)
+    env_idx = _field(parse_body(raw), "env_idx", "int")
+
+    def close() -> bool:
+        envs.close(env_idx)
+        return True
+
+    return close
+
+
+ROUTES: dict[str, tuple[str, Callable[[AgentGymEnvs, Query, bytes], Job]]] = {
+    "/": ("GET", _ok),
+    "/list_envs": ("GET", _list_envs),
+    "/create": ("POST", _create),
+    "/step": ("POST", _step),
+    "/reset": ("POST", _reset),
+    "/observation": ("GET", _getter(lambda env: env.observation)),  # the env's current observation
+    "/available_actions": ("GET", _getter(lambda env: env.get_available_actions())),  # {has_search_bar, clickables}
+    "/instruction_text": ("GET", _getter(lambda env: env.get_instruction_text())),  # as the reference reads it
+    "/state": ("GET", _getter(lambda env: env.state)),  # {url, html, instruction_text}
+    "/close": ("POST", _close),
+}
+"""Route (under ``/agentgym``) -> (method, the function that validates a request into a :class:`Job`)."""
+
+
+def run_job(envs: AgentGymEnvs, job: Job) -> Any:
+    """The answer of a job, stepped alone (the Flask path; the ASGI front batches steps)."""
+    if isinstance(job, Step):
+        return envs.step(job.env_idx, job.action)
+    return job()
+
+
+def _view(route: str):
+    prepare = ROUTES[route][1]
+
+    def view():
+        envs = _envs()
+        return _json(run_job(envs, prepare(envs, request.args.get, request.get_data(cache=True))))
+
+    view.__doc__ = prepare.__doc__
+    return view
+
+
+for _route, (_method, _prepare) in ROUTES.items():
+    bp.add_url_rule(_route, endpoint=_route.strip("/") or "ok", view_func=_view(_route), methods=[_method])

@@ -1,10 +1,13 @@
 """``webshop-gym serve``: the play UI, the reference site's URLs and AgentGym's API on one port.
 
 Every flag is checked by the parser (``webshop_gym.cli.argtypes``): a bad value is one line and
-exit status 2 before anything loads.  The app is served by waitress, a production WSGI server
-from PyPI (``--dev``: Werkzeug's development server, as ``flask run`` would); the URL is printed
-only once the port is bound (``--port 0`` picks a free port and prints it).  Flask and waitress
-are imported only when the command runs, so ``webshop-gym --help`` works without them.
+exit status 2 before anything loads.  The app is served by uvicorn through the ASGI front of
+:mod:`webshop_gym.server.asgi` (the AgentGym API answered on the event loop, its steps batched;
+every other page by Flask on ``--threads`` threads); ``--dev`` serves the Flask app alone with
+Werkzeug's development server, as ``flask run`` would (the AgentGym API then steps each request
+alone).  The URL is printed only once the port is bound (``--port 0`` picks a free port and prints
+it).  Flask and uvicorn are imported only when the command runs, so ``webshop-gym --help`` works
+without them.
 """
 
 from __future__ import annotations
@@ -52,10 +55,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="AgentGym API: idle seconds after which an environment may be evicted to make room "
                              f"(default 3600; 0: never; at most {types.MAX_SECONDS:,})")
     parser.add_argument("--threads", type=types.at_most(types.positive_int, types.MAX_THREADS), default=8, metavar="N",
-                        help="request threads of the WSGI server (default 8; at most "
+                        help="threads that run the play UI's, the site's and the viewer's requests (default 8; at most "
                              f"{types.MAX_THREADS}; the simulator itself runs on one thread)")
     parser.add_argument("--dev", action="store_true",
-                        help="serve with Werkzeug's development server instead of waitress")
+                        help="serve the Flask app with Werkzeug's development server instead of uvicorn "
+                             "(the AgentGym API then steps each request alone)")
     parser.add_argument("--runs", metavar="DIR", type=types.existing_dir,
                         help="also show the run files (webshop-gym eval --out DIR/NAME.jsonl) of DIR at /runs")
 
@@ -82,7 +86,7 @@ def config_from_args(args: argparse.Namespace) -> dict:
 
 
 class _Listener:
-    """A bound HTTP server (waitress or Werkzeug) with the port it really got."""
+    """A bound HTTP server (uvicorn with the ASGI front, or Werkzeug) with the port it really got."""
 
     def __init__(self, app, host: str, port: int, threads: int, dev: bool):
         self.dev = dev
@@ -93,24 +97,23 @@ class _Listener:
             self.port = int(self._server.server_port)
         else:
             try:
-                from waitress import create_server
+                import uvicorn  # noqa: F401  (the server extra's ASGI server, imported only to serve)
             except ImportError as exc:
                 from webshop_gym.error import DependencyNotInstalled
 
                 raise DependencyNotInstalled(
-                    "serving needs waitress (pip install 'webshop-gym[server]'), or use --dev for Werkzeug's server"
+                    "serving needs uvicorn (pip install 'webshop-gym[server]'), or use --dev for Werkzeug's server"
                 ) from exc
-            _try_bind(host, port)  # waitress leaks its socket when binding fails: find out first, with our own
-            # connection_limit: many agents keep a connection open each (waitress' default is 100).
-            self._server = create_server(app, host=host, port=port, threads=threads, connection_limit=2000,
-                                         ident="webshop-gym", clear_untrusted_proxy_headers=True)
-            self.port = int(self._server.effective_port)
+            from webshop_gym.server.asgi import Front, Listener
+
+            self._server = Listener(Front(app, threads=threads), host, port)
+            self.port = self._server.port
 
     def serve(self) -> None:
         if self.dev:
             self._server.serve_forever()
         else:
-            self._server.run()
+            self._server.serve()
 
     def close(self) -> None:
         if self.dev:
@@ -129,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         try:  # bind first: a port in use fails before the warm-up
             listener = _Listener(app, args.host, args.port, args.threads, args.dev)
-        except (OSError, ValueError) as exc:  # waitress: ValueError for an address it cannot use
+        except OSError as exc:
             reason = getattr(exc, "strerror", None) or str(exc)
             raise _BindError(f"cannot listen on {args.host}:{args.port}: {reason}") from exc
         store.warm_up()
@@ -148,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
         if args.host not in LOCAL_HOSTS:
             print("webshop-gym: warning: the server has no authentication; anyone who can reach "
                   f"{args.host}:{listener.port} can play and read game pages", file=sys.stderr)
-        listener.serve()  # waitress returns here on Ctrl+C; Werkzeug raises KeyboardInterrupt
+        listener.serve()  # uvicorn returns on SIGTERM and re-raises Ctrl+C; Werkzeug raises KeyboardInterrupt
         print("webshop-gym: stopped", flush=True)
     except KeyboardInterrupt:
         print("webshop-gym: stopped", flush=True)
@@ -159,17 +162,6 @@ def run(args: argparse.Namespace) -> int:
         if "webshop_gym_runs" in app.extensions:
             app.extensions["webshop_gym_runs"].close()
     return 0
-
-
-def _try_bind(host: str, port: int) -> None:
-    """Bind (and close) a socket on ``host:port`` as the server will; raise its ``OSError`` if that fails."""
-    import socket
-
-    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
-                                                         flags=socket.AI_PASSIVE)[0]
-    with socket.socket(family, kind, proto) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as waitress does
-        probe.bind(address)
 
 
 class _BindError(OSError):

@@ -27,7 +27,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -154,6 +154,10 @@ class SessionStore:
     def run(self, fn: Callable, *args: Any) -> Any:
         """Run ``fn(*args)`` on the engine thread (the one thread that uses the engine and the JVM)."""
         return self._call(fn, *args)
+
+    def submit(self, fn: Callable, *args: Any) -> Future:
+        """Queue ``fn(*args)`` on the engine thread without waiting; its future (for event loops)."""
+        return self._worker.submit(self._on_worker, fn, *args)
 
     def close(self) -> None:
         """Stop the engine thread (pending jobs finish first)."""

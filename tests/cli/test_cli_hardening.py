@@ -105,7 +105,7 @@ def test_out_of_range_flags_are_one_line_errors(argv, message, capsys, monkeypat
 
 def test_serve_host_that_cannot_be_bound_is_one_line(capsys, monkeypatch):
     """An address that parses but cannot be bound (not this machine's) fails at bind time, in one line."""
-    pytest.importorskip("waitress")
+    pytest.importorskip("uvicorn")
     status = main(["serve", "--host", "192.0.2.1", "--port", "0"])  # TEST-NET-1: never a local address
     err = capsys.readouterr().err
     line = err.strip().splitlines()

@@ -191,3 +191,20 @@ def test_edge_cases(edge_shop):
     h = human.score_batch([0], ["B000000001"], [{}])
     assert "r_option" not in h.info(0) and "w_option" not in h.info(0)
     assert human.reward(0, "B000000001", {}) == (float(h.total[0]), h.info(0))
+
+
+def test_reward_tables_follow_new_option_strings(real_shop):
+    """Scores after string_ids added strings to the fuzz table use the new table (the kernel's cached arguments)."""
+    import numpy as np
+
+    rewards = real_shop.rewards
+    goal = next(g for g in range(len(real_shop.goals)) if real_shop.goals[g]["goal_options"])
+    row = int(real_shop.goals.target[goal])
+    wanted = list(real_shop.goals[goal]["goal_options"].values()) if isinstance(
+        real_shop.goals[goal]["goal_options"], dict) else list(real_shop.goals[goal]["goal_options"])
+    before = rewards.score([goal], [row], [rewards.string_ids(["no such option value 1"])], [1.0])
+    ids = rewards.string_ids(wanted + ["another unseen value 2"])
+    batch = rewards.score([goal], [row], [ids[:-1]], [1.0])
+    twin = rewards.score([goal], [row], [ids[:-1]], [1.0], kernel=False)
+    assert np.array_equal(batch.total, twin.total) and batch.r_option[0] == twin.r_option[0] == 1.0
+    assert before.r_option[0] < 1.0

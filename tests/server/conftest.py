@@ -148,3 +148,44 @@ def serve(make_app):
     for server in servers:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture(params=["uvicorn", "werkzeug"])
+def live(request, make_app):
+    """Serve an app on 127.0.0.1 (a free port) in a thread; yields (app, base URL).
+
+    ``uvicorn``: as ``webshop-gym serve`` serves it (the ASGI front: AgentGym requests answered on
+    the event loop, steps batched; the rest through Flask); ``werkzeug``: the Flask app alone
+    (``serve --dev``), each step alone.
+    """
+    import threading
+
+    stops = []
+
+    def start(**config):
+        app = make_app(**config)
+        if request.param == "werkzeug":
+            from werkzeug.serving import make_server
+
+            server = make_server("127.0.0.1", 0, app, threaded=True)
+            thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+            thread.start()
+            stops.append(lambda: (server.shutdown(), server.server_close()))
+            return app, f"http://127.0.0.1:{server.server_port}"
+        from webshop_gym.server.asgi import Front, Listener
+
+        listener = Listener(Front(app, threads=4), "127.0.0.1", 0)
+        thread = threading.Thread(target=listener.serve, daemon=True)
+        thread.start()
+
+        def stop():
+            listener.server.should_exit = True
+            thread.join(30)
+            listener.close()
+
+        stops.append(stop)
+        return app, f"http://127.0.0.1:{listener.port}"
+
+    yield start
+    for stop in stops:
+        stop()

@@ -11,27 +11,6 @@ import requests
 from webshop_gym.compat import WebAgentTextEnv
 
 
-@pytest.fixture
-def live(make_app):
-    """Serve an app on 127.0.0.1 (a free port) in a thread; yields (app, base URL of the API)."""
-    from werkzeug.serving import make_server
-
-    servers = []
-
-    def start(**config):
-        app = make_app(**config)
-        server = make_server("127.0.0.1", 0, app, threaded=True)
-        thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        thread.start()
-        servers.append(server)
-        return app, f"http://127.0.0.1:{server.server_port}/agentgym"
-
-    yield start
-    for server in servers:
-        server.shutdown()
-        server.server_close()
-
-
 class Client:
     """The calls of AgentGym's ``WebshopEnvClient``, written out: same URLs, bodies and checks."""
 
@@ -61,6 +40,7 @@ class Client:
 
 def test_an_agentgym_client_plays_like_the_text_env(live, default_shop):
     _, base = live()
+    base += "/agentgym"
     assert requests.get(f"{base}/", timeout=30).json() == "ok"
     client = Client(base)
     assert isinstance(client.env_id, int) and 0 <= client.env_id <= 48950076
@@ -91,6 +71,7 @@ def test_an_agentgym_client_plays_like_the_text_env(live, default_shop):
 
 def test_reset_without_a_session_draws_a_goal(live):
     _, base = live()
+    base += "/agentgym"
     client = Client(base)
     obs, info = client.reset(None)
     assert obs.startswith("WebShop [SEP] Instruction: [SEP]") and info is None
@@ -109,6 +90,7 @@ def test_reset_without_a_session_draws_a_goal(live):
 ])
 def test_bad_bodies_get_fastapis_422(live, path, body, loc):
     _, base = live()
+    base += "/agentgym"
     response = requests.post(f"{base}/{path}", json=body, timeout=30)
     assert response.status_code == 422
     [error] = response.json()["detail"]
@@ -117,6 +99,7 @@ def test_bad_bodies_get_fastapis_422(live, path, body, loc):
 
 def test_bad_json_queries_and_unknown_routes_are_json_errors(live):
     _, base = live()
+    base += "/agentgym"
     response = requests.post(f"{base}/step", data="{not json", headers={"Content-Type": "application/json"}, timeout=30)
     assert response.status_code == 422 and response.json()["detail"][0]["type"] == "json_invalid"
     for query in ["", "?env_idx=", "?env_idx=x"]:
@@ -133,6 +116,7 @@ def test_bad_json_queries_and_unknown_routes_are_json_errors(live):
 
 def test_fuzzed_bodies_never_crash(live):
     _, base = live()
+    base += "/agentgym"
     client = Client(base)
     rng = random.Random(1)
     values = [None, True, 0, -1, 2**70, 1.5, "", "1", "click[buy now]", [], {}, {"a": 1}, "\u2028", "\ud800x"]
@@ -151,6 +135,7 @@ def test_fuzzed_bodies_never_crash(live):
 
 def test_live_envs_are_bounded_and_idle_ones_are_evicted(live, clock):
     app, base = live(AGENTGYM_MAX_ENVS=2, AGENTGYM_ENV_TTL=60)
+    base += "/agentgym"
     a, b = Client(base), Client(base)
     response = requests.post(f"{base}/create", timeout=30)
     assert response.status_code == 503 and response.headers["Retry-After"] == "1"
@@ -167,6 +152,94 @@ def test_live_envs_are_bounded_and_idle_ones_are_evicted(live, clock):
 
 def test_out_of_range_session_is_a_404(live):
     _, base = live()
+    base += "/agentgym"
     client = Client(base)
     response = requests.post(f"{base}/reset", json={"env_idx": client.env_id, "session_id": 10**9}, timeout=30)
     assert response.status_code == 404 and "names no goal" in response.json()["detail"]
+
+
+def test_concurrent_clients_are_stepped_together_and_play_as_if_alone(live, default_shop, request):
+    """32 clients step at the same moments; each one's answers are those of a text env played alone."""
+    app, base = live()
+    base += "/agentgym"
+    envs = app.extensions["webshop_gym_agentgym"]
+    n, rounds = 32, 6
+    barrier = threading.Barrier(n)
+    played: list = [None] * n
+    errors: list = []
+
+    def play(k: int) -> None:
+        try:
+            rng = random.Random(k)
+            client = Client(base)
+            goal = 3 * k
+            first = client.reset(goal)
+            log = [first]
+            actions = []
+            for _ in range(rounds):
+                available = client.get("available_actions")
+                if available["has_search_bar"]:
+                    action = "search[" + " ".join(default_shop.goals.instruction[goal].split()[: rng.randint(2, 6)]) + "]"
+                else:
+                    action = "click[" + rng.choice(available["clickables"] + ["nope"]) + "]"
+                barrier.wait(timeout=60)  # every client sends its step at the same moment
+                log.append(client.post("step", {"action": action}))
+                actions.append(action)
+            played[k] = (goal, actions, log)
+        except Exception as exc:  # reported below
+            errors.append(repr(exc))
+            barrier.abort()
+
+    threads = [threading.Thread(target=play, args=(k,)) for k in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors, errors[:3]
+    reference = WebAgentTextEnv(observation_mode="text", shop=default_shop)
+    for goal, actions, log in played:
+        obs, _ = reference.reset(session=goal)
+        expected = [[obs, None]]
+        for action in actions:
+            obs, reward, done, _ = reference.step(action)
+            expected.append({"state": obs, "reward": float(reward), "done": done, "info": None})
+        assert log == expected
+    stats = envs.stats
+    assert stats["steps"] == n * rounds
+    if request.node.callspec.params["live"] == "uvicorn":
+        assert stats["batches"] < stats["steps"] / 2, stats  # steps that arrived together were one batch
+    else:
+        assert stats["batches"] == stats["steps"]  # Werkzeug: each request alone
+
+
+def test_the_play_ui_and_site_are_served_beside_the_api(live):
+    """Under the ASGI front, every other route reaches Flask: redirects, forms, pages, header names as Flask sends them."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    _, base = live()
+    host, port = urlsplit(base).hostname, urlsplit(base).port
+    conn = http.client.HTTPConnection(host, port, timeout=30)
+    conn.request("GET", "/goal/3")
+    response = conn.getresponse()
+    response.read()
+    headers = dict(response.getheaders())  # a plain dict: names as sent
+    assert response.status == 303 and headers["Location"].startswith("/play/")
+    assert headers["Server"] == "webshop-gym" or "Werkzeug" in headers["Server"]
+    play = headers["Location"]
+    conn.request("POST", play, body="action=search%5Bshoes%5D", headers={"Content-Type": "application/x-www-form-urlencoded"})
+    response = conn.getresponse()
+    response.read()
+    assert response.status == 303
+    conn.request("GET", play)
+    response = conn.getresponse()
+    page = response.read().decode()
+    assert response.status == 200 and "Page 1 (Total results:" in page
+    assert response.getheader("Content-Security-Policy")
+    conn.close()
+    page = requests.get(f"{base}/fixed_0", timeout=30)
+    assert page.status_code == 200 and "WebShop" in page.text
+    missing = requests.get(f"{base}/play/nope", timeout=30)
+    assert missing.status_code == 404 and "text/html" in missing.headers["Content-Type"]
+    too_big = requests.post(f"{base}{play}", data={"action": "x" * 70_000}, timeout=30)
+    assert too_big.status_code == 413

@@ -32,8 +32,8 @@ BODIES = [  # raw request bodies: Python's json (and FastAPI's) read NaN, Infini
 ]
 
 
-def test_nan_and_infinity_in_requests_never_make_bare_nan_in_answers(serve):
-    base = serve() + "/agentgym"
+def test_nan_and_infinity_in_requests_never_make_bare_nan_in_answers(live):
+    base = live()[1] + "/agentgym"
     http = requests.Session()
     answers = []
     for route in ("step", "reset", "close"):
@@ -54,8 +54,8 @@ def test_nan_and_infinity_in_requests_never_make_bare_nan_in_answers(serve):
     assert answers.count(404) == 5 and answers.count(422) == len(answers) - 5 == 3 * len(BODIES) - 1
 
 
-def test_non_finite_inputs_are_echoed_as_strings(serve):
-    base = serve() + "/agentgym"
+def test_non_finite_inputs_are_echoed_as_strings(live):
+    base = live()[1] + "/agentgym"
     response = requests.post(f"{base}/step", data='{"env_idx": 1e400, "action": NaN}', timeout=60,
                              headers={"Content-Type": "application/json"})
     assert response.status_code == 422
@@ -67,8 +67,8 @@ def test_non_finite_inputs_are_echoed_as_strings(serve):
     assert strict(response.text)["detail"][0]["input"] == "[nan, -inf]"  # a non-string echoed as its repr
 
 
-def test_ordinary_answers_are_strict_json_too(serve):
-    base = serve() + "/agentgym"
+def test_ordinary_answers_are_strict_json_too(live):
+    base = live()[1] + "/agentgym"
     http = requests.Session()
     env_id = strict(http.post(f"{base}/create", timeout=60).text)
     strict(http.post(f"{base}/reset", json={"env_idx": env_id, "session_id": 3}, timeout=60).text)

@@ -142,7 +142,7 @@ def _wait_for(proc: subprocess.Popen, text: str) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("dev", [False, True], ids=["waitress", "werkzeug"])
+@pytest.mark.parametrize("dev", [False, True], ids=["uvicorn", "werkzeug"])
 def test_serve_command_serves_on_a_free_port(tmp_path, dev):
     proc = _serve(["--port", "0", "--log-dir", str(tmp_path), *(["--dev"] if dev else [])])
     try:

@@ -24,7 +24,7 @@ from webshop_gym.compat.sim_server import SimServer
 from webshop_gym.core.pages import START
 from webshop_gym.error import Error
 
-__all__ = ["ImageFeaturesUnavailable", "WebAgentTextEnv"]
+__all__ = ["ImageFeaturesUnavailable", "WebAgentTextEnv", "step_envs"]
 
 OBSERVATION_MODES = ("html", "text", "text_rich", "url")
 
@@ -161,17 +161,18 @@ class WebAgentTextEnv(_Base):
         An action that is not valid on the page does nothing and returns reward ``0`` (an int,
         as in the reference) with ``done`` False.
         """
-        engine, slot = self._engine, self._slot
-        state = engine.state
-        if state.done[slot]:
+        return step_envs([self], [action])[0]
+
+    def _before_step(self) -> None:
+        state = self._engine.state
+        if state.done[self._slot]:
             # The reference keeps going after a purchase: its done page has no clickables, but a
             # search still works and the episode continues on the same goal.
-            state.done[slot] = False
-        rewards, terminated, _ = engine.step([slot], [action])
-        valid = not engine.invalid[slot]
-        reward = float(rewards[0]) if valid else 0
-        done = bool(terminated[0])
+            state.done[self._slot] = False
 
+    def _after_step(self, action, reward: float, terminated: bool) -> tuple:
+        valid = not self._engine.invalid[self._slot]
+        reward = float(reward) if valid else 0
         ob = self.observation
         text_list = [ob]
         self.prev_actions.append(action)
@@ -182,7 +183,7 @@ class WebAgentTextEnv(_Base):
                 text_list.append(self.prev_obs[-i])
         obs = " [SEP] ".join(text_list[::-1])
         self.prev_obs.append(ob)
-        return obs, reward, done, None
+        return obs, reward, bool(terminated), None
 
     def reset(self, session=None, instruction_text: str | None = None):
         """Start a session; return ``(obs, None)``.
@@ -258,3 +259,43 @@ class WebAgentTextEnv(_Base):
 
     def close(self) -> None:
         """Does nothing (as in the reference); the slot is given back when the env is collected."""
+
+
+def step_envs(envs: list[WebAgentTextEnv], actions: list) -> list[tuple]:
+    """Step several envs by one action each; the envs on one engine go through one batched step.
+
+    The result of each env is what ``env.step(action)`` would return, whoever shares its batch
+    (an engine steps each slot on its own; only the search and the reward are batched).  An
+    env listed twice is stepped twice, in order.
+
+    Args:
+        envs: the envs (any mix of servers and engines).
+        actions: one action per env.
+
+    Returns:
+        ``(obs, reward, done, None)`` per env, in order.
+    """
+    if len(envs) != len(actions):
+        raise ValueError(f"one action per env: got {len(envs)} envs and {len(actions)} actions")
+    out: list = [None] * len(envs)
+    todo = list(range(len(envs)))
+    while todo:
+        groups: dict[int, list[int]] = {}  # engine id -> positions, one per slot
+        taken: set[tuple[int, int]] = set()
+        later = []
+        for k in todo:
+            key = (id(envs[k]._engine), envs[k]._slot)
+            if key in taken:
+                later.append(k)  # the same env again: after this round
+                continue
+            taken.add(key)
+            groups.setdefault(key[0], []).append(k)
+        for positions in groups.values():
+            engine = envs[positions[0]]._engine
+            for k in positions:
+                envs[k]._before_step()
+            rewards, terminated, _ = engine.step([envs[k]._slot for k in positions], [actions[k] for k in positions])
+            for j, k in enumerate(positions):
+                out[k] = envs[k]._after_step(actions[k], rewards[j], terminated[j])
+        todo = later
+    return out

@@ -12,6 +12,7 @@ can cost (a search's text is analysed, kept on the page and cached).
 
 from __future__ import annotations
 
+import functools
 import re
 from enum import IntEnum
 
@@ -63,6 +64,7 @@ def format_search(keywords: str) -> str:
     return f"search[{keywords}]"
 
 
+@functools.lru_cache(maxsize=2**14)  # catalog labels recur (buttons, products, option values); 16k at most
 def round_trips(label: str) -> bool:
     """Whether ``click[label]`` parses back to a click on ``label`` (so the label is clickable)."""
     return label != "search" and parse_action(format_click(label)) == ("click", label)

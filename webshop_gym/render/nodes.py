@@ -28,7 +28,8 @@ SEP = " [SEP] "
 
 def normalize(text: str, kind: int = TEXT) -> str:
     """Return ``text`` as BeautifulSoup's tree holds it (white-space-only strings collapsed)."""
-    if kind != PRE and text and all(ch in _ASCII_SPACES for ch in text):
+    # isspace() first: one C call rules out almost every string (it is true for more than ASCII white space)
+    if kind != PRE and text and text.isspace() and all(ch in _ASCII_SPACES for ch in text):
         return "\n" if "\n" in text else " "
     return text
 
@@ -39,9 +40,11 @@ def join_text(nodes) -> tuple[int, str]:
     for text, kind in nodes:
         if not text:
             continue
-        text = normalize(text, kind)
-        if text != "\n":
-            kept.append(text.strip())
+        if text.isspace():  # rare: only white space, maybe collapsed (see normalize)
+            text = normalize(text, kind)
+            if text == "\n":
+                continue
+        kept.append(text.strip())
     return len(kept), SEP.join(kept)
 
 

@@ -35,6 +35,11 @@ BREAKDOWN_KEYS = (
 )  # fmt: skip
 """Breakdown fields, in the reference's order (``r_option``/``w_option`` only with goal options)."""
 
+# The kernel's output arrays, in the order of its arguments.
+_FLOAT_OUT = ("total", "r_type", "r_att", "w_att", "title_score", "r_option", "w_option", "w_price")
+_BOOL_OUT = ("query_match", "category_match", "r_price")
+_INT_OUT = ("n_att", "n_opt")
+
 
 @dataclass(frozen=True)
 class RewardBatch:
@@ -95,6 +100,7 @@ class RewardModel:
         self._goal_tables: GoalTables | None = None
         self._fuzz = None
         self._max_joined = 1
+        self._tables: tuple | None = None  # (fuzz table, kernel arguments) of _kernel_tables
         self._extra_ids: dict[str, int] = {}
         self._goal_nouns: dict[int, list[str]] = {}
         self.jit_seconds: float | None = None
@@ -188,18 +194,34 @@ class RewardModel:
         if n:
             np.cumsum([len(s) for s in selected_fz], out=sel_off[1:])
         sel = np.fromiter((x for s in selected_fz for x in s), dtype=np.int32, count=int(sel_off[-1]))
-        out_f = {k: np.empty(n, np.float64) for k in ("total", "r_type", "r_att", "w_att", "title_score", "r_option", "w_option", "w_price")}
-        out_b = {k: np.empty(n, np.bool_) for k in ("query_match", "category_match", "r_price")}
-        out_i = {k: np.empty(n, np.int32) for k in ("n_att", "n_opt")}
-        c, gt, pt, fz = self.catalog, self._goal_tables, self._products, self._fuzz
-        pn_off, pn_val = c.product_nouns(rows)  # the purchased titles' nouns, one row per purchase
+        out_f = {k: np.empty(n, np.float64) for k in _FLOAT_OUT}
+        out_b = {k: np.empty(n, np.bool_) for k in _BOOL_OUT}
+        out_i = {k: np.empty(n, np.int32) for k in _INT_OUT}
+        pn_off, pn_val = self.catalog.product_nouns(rows)  # the purchased titles' nouns, one row per purchase
+        head, tail = self._kernel_tables()
         fn = _kernels.score_batch_jit if kernel else _kernels.score_batch
-        args = (
+        fn(*head, pn_off, np.asarray(pn_val, dtype=np.int32), *tail, goal_indices, rows, sel_off, sel, prices,
+           *out_f.values(), *out_b.values(), *out_i.values())
+        return RewardBatch(**out_f, **out_b, **out_i)
+
+    def _kernel_tables(self) -> tuple[tuple, tuple]:
+        """The kernel's table arguments before and after the purchased titles' nouns.
+
+        They change only when :meth:`string_ids` adds strings to the fuzz table, so they are
+        gathered once per table (a purchase then costs the kernel, not thirty ``np.asarray``).
+        """
+        fz = self._fuzz
+        cached = self._tables
+        if cached is not None and cached[0] is fz:
+            return cached[1], cached[2]
+        c, gt, pt = self.catalog, self._goal_tables, self._products
+        head = (
             np.asarray(fz.tokens.offsets), np.asarray(fz.tokens.values),
             np.asarray(fz.strings.offsets), np.asarray(fz.strings.values), self._max_joined,
             np.asarray(c.query), np.asarray(c.product_category),
             np.asarray(c.category_parts.offsets), np.asarray(c.category_parts.values),
-            pn_off, np.asarray(pn_val, dtype=np.int32),
+        )  # fmt: skip
+        tail = (
             pt.attr_offsets, pt.attr_fz,
             np.asarray(c.title_lower.data), np.asarray(c.title_lower.offsets),
             np.asarray(c.bullets_lower.data), np.asarray(c.bullets_lower.offsets),
@@ -208,13 +230,9 @@ class RewardModel:
             np.asarray(gt.nouns.offsets), np.asarray(gt.nouns.values), gt.noun_count,
             gt.attr_offsets, gt.attr_fz, np.asarray(gt.attr_text.data), np.asarray(gt.attr_text.offsets),
             gt.opt_offsets, gt.opt_fz, gt.upper,
-            goal_indices, rows, sel_off, sel, prices,
-            out_f["total"], out_f["r_type"], out_f["r_att"], out_f["w_att"], out_f["title_score"],
-            out_f["r_option"], out_f["w_option"], out_f["w_price"],
-            out_b["query_match"], out_b["category_match"], out_b["r_price"], out_i["n_att"], out_i["n_opt"],
         )  # fmt: skip
-        fn(*args)
-        return RewardBatch(**out_f, **out_b, **out_i)
+        self._tables = (fz, head, tail)
+        return head, tail
 
     # -- the reference path -------------------------------------------------------------------
 

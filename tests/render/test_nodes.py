@@ -1,0 +1,27 @@
+"""The text-mode rule for page strings: white-space-only strings collapse as BeautifulSoup's do."""
+
+from __future__ import annotations
+
+import pytest
+
+from webshop_gym.render.nodes import BUTTON, PRE, TEXT, join_text, normalize
+
+
+@pytest.mark.parametrize(("text", "kind", "expected"), [
+    (" \t ", TEXT, " "),
+    ("\n  \n", TEXT, "\n"),
+    ("\r\x0c", BUTTON, " "),
+    (" \n ", PRE, " \n "),  # <pre> keeps its white space
+    ("\u00a0", TEXT, "\u00a0"),  # white space to str.isspace, not to BeautifulSoup: kept
+    ("\u2003 \n", TEXT, "\u2003 \n"),
+    ("a b", TEXT, "a b"),
+    ("", TEXT, ""),
+])
+def test_only_ascii_white_space_collapses(text, kind, expected):
+    assert normalize(text, kind) == expected
+
+
+def test_join_text_drops_newline_strings_and_strips_the_rest():
+    nodes = [("", TEXT), ("\n \n", TEXT), ("  Title  ", TEXT), ("\u00a0", TEXT), (" \n ", PRE), ("  ", TEXT),
+             ("Buy Now", BUTTON)]
+    assert join_text(nodes) == (5, "Title [SEP]  [SEP]  [SEP]  [SEP] Buy Now")
