@@ -209,11 +209,6 @@ def _facts(index: RunIndex) -> list[str]:
     return out
 
 
-def _shop_comparable(run_a: RunIndex, run_b: RunIndex) -> str:
-    """Why two runs cannot be paired goal by goal, in one line of words (``""``: same shop and goal set)."""
-    return _shop_refusal(run_a, run_b)[0]
-
-
 def _shop_name(header: dict) -> str:
     path = str((header.get("shop") or {}).get("path") or "")
     if not path:
