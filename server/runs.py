@@ -54,7 +54,7 @@ from webshop_gym.analysis.intervals import METHOD, RESAMPLES, fmt, score_interva
 from webshop_gym.analysis.stats import PAIRED_COLUMNS, paired, paired_cells
 from webshop_gym.analysis.taxonomy import CAUSES, FAMILIES, FAMILY
 from webshop_gym.error import Error
-from webshop_gym.protocols.play import display_name, protocol_difference
+from webshop_gym.protocols.play import ADHOC, display_name, protocol_difference
 from webshop_gym.render.html import Nav, stylesheet
 from webshop_gym.runs.index import (
     CSV_COLUMNS,
@@ -281,13 +281,21 @@ def _shop_refusal(run_a: RunIndex, run_b: RunIndex) -> tuple[str, list[tuple[str
 
 
 def _refusal(run_a: RunIndex, run_b: RunIndex) -> tuple[str, list[tuple[str, str, str]]]:
-    """Why two runs cannot be paired goal by goal (another shop or goal set, another protocol), and the details."""
+    """Why two runs cannot be paired goal by goal (another shop or goal set, another protocol), and the details.
+
+    Other products or goals are the reason when they differ (the protocols then differ as a
+    consequence); runs of the same shop and goals whose protocols differ are refused for that, in
+    its words (a protocol's own price seeds are then part of the difference).
+    """
     reason, details = _shop_refusal(run_a, run_b)
     if run_a.path == run_b.path:
         return reason, details
     refused = protocol_difference(run_a.header.get("protocol"), run_b.header.get("protocol"))
-    protocols = f"they played different protocols ({refused})" if refused else ""
-    return "; ".join(x for x in (reason, protocols) if x), details
+    if not refused:
+        return reason, details
+    named = any(str((r.header.get("protocol") or {}).get("name") or ADHOC) != ADHOC for r in (run_a, run_b))
+    prices_only = not reason or (named and reason.startswith("price seed "))  # a named protocol's own price seeds
+    return (f"they played different protocols ({refused})" if prices_only else reason), details
 
 
 def _comparable(run_a: RunIndex, run_b: RunIndex) -> str:

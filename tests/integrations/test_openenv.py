@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import default_sigint
+
 pytest.importorskip("openenv", reason="OpenEnv is not installed: pip install 'webshop-gym[openenv]'")
 
 import requests  # noqa: E402
@@ -568,7 +570,7 @@ def test_clients_that_never_close_cannot_exhaust_the_server(tmp_path):
     # against --max-envs 64).  Here: 4 rounds of 10 sessions against --max-envs 8, none closed.
     proc = subprocess.Popen([sys.executable, "-m", "webshop_gym.cli", "openenv", "--port", "0", "--max-envs", "8",
                              "--idle-timeout", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=ROOT, env=dict(os.environ))
+                            cwd=ROOT, env=dict(os.environ), preexec_fn=default_sigint)
     try:
         lines = [proc.stdout.readline(), proc.stdout.readline()]
         url = lines[1].split("serving at ")[1].split()[0]
@@ -667,7 +669,6 @@ def test_cli_port_in_use_is_one_line(capsys, default_server, default_shop, monke
 
 @pytest.mark.slow
 def test_cli_serves_until_ctrl_c(tmp_path):
-    from tests.helpers import default_sigint
 
     env = dict(os.environ)
     proc = subprocess.Popen([sys.executable, "-m", "webshop_gym.cli", "openenv", "--port", "0", "--max-envs", "2"],

@@ -31,6 +31,7 @@ import socket
 from typing import TYPE_CHECKING
 
 from webshop_gym.error import DependencyNotInstalled, Error, InvalidArgument
+from webshop_gym.utils.strict_json import dumps
 from webshop_gym.utils.checks import check_int
 from webshop_gym.utils.heap import freeze_loaded
 
@@ -142,8 +143,6 @@ def create_app(shop: Shop | str | os.PathLike | None = None, *, goals: str | os.
 @functools.cache
 def _strict_response_class():
     from starlette.responses import JSONResponse
-
-    from webshop_gym.utils.strict_json import dumps
 
     class StrictJSONResponse(JSONResponse):
         """A JSON response that is strict JSON whatever it echoes (``1e400``, ``NaN``, lone surrogates)."""
