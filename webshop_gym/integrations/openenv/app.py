@@ -31,9 +31,9 @@ import socket
 from typing import TYPE_CHECKING
 
 from webshop_gym.error import DependencyNotInstalled, Error, InvalidArgument
-from webshop_gym.utils.strict_json import dumps
 from webshop_gym.utils.checks import check_int
 from webshop_gym.utils.heap import freeze_loaded
+from webshop_gym.utils.strict_json import dumps
 
 if TYPE_CHECKING:
     from webshop_gym.shop import Shop
