@@ -181,7 +181,7 @@ def main() -> None:
     load = os.getloadavg()
     conditions = (f"test server in its own process, {args.latency * 1000:.0f} ms per request, scripted 3-turn episodes, "
                   f"text observations, run file written; load average {load[0]:.1f} on {os.cpu_count()} cores "
-                  "(the machine is shared and busy)")
+                  "at the end")
     print(conditions)
     print(table(rows, ["concurrency", "goals", "wall_s", "episodes_per_s", "ideal_episodes_per_s", "pct_of_ideal",
                        "requests_per_s", "max_in_flight"]))
