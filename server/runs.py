@@ -480,12 +480,62 @@ def run_page(run: str):
         families=_family_counts(t),
         tag_counts={name: tag_counts.get(j, 0) for j, name in enumerate(TAGS)}, solved=tag_counts.get(-1, 0),
         examples=examples, cause_counts=cause_counts, method=METHOD.format(resamples=RESAMPLES, seed=0),
+        sampled=_sample_goals(t, args),
         header=json.dumps(header, indent=1, ensure_ascii=False)[:20000],
         query=lambda **changes: url_for("runs.run_page", run=run, **{
             k: v for k, v in {**args.to_dict(), **changes}.items() if v not in ("", None)}),
         export=lambda kind: url_for("runs.export", run=run, kind=kind, **{
             k: v for k, v in args.to_dict().items() if k not in ("page", "per") and v}),
     )
+
+
+#: The per-goal filters of a sampled run's goal list (``?goals=``): value -> label.
+GOAL_FILTERS = {"": "every goal", "flipping": "goals that flip between samples", "always": "goals every sample solved",
+                "never": "goals no sample solved"}
+#: Goals per page of a sampled run's goal list.
+GOALS_PER_PAGE = 100
+
+
+def _sample_goals(t: IndexTable, args) -> dict | None:
+    """A sampled run's goals (``eval --samples K``) for the run page: the filter's page of goal rows.
+
+    The figures are :func:`~webshop_gym.analysis.figures.sample_figures`' (the table's
+    ``samples``); this only picks and pages the rows.  ``None`` for a run of one play per goal.
+    """
+    samples = t.samples
+    if samples is None:
+        return None
+    show = args.get("goals", "")
+    if show not in GOAL_FILTERS:
+        abort(400, f"unknown goal filter {_quoted(show)}; expected one of {', '.join(k for k in GOAL_FILTERS if k)}")
+    try:
+        page = int(args.get("gpage", 1))
+    except ValueError:
+        abort(400, "gpage must be a whole number")
+    played, flipping = samples.played, samples.flipping
+    keep = {"": np.ones(len(played), bool), "flipping": flipping,
+            "always": (samples.successes == played) & (played > 0), "never": samples.successes == 0}[show]
+    picked = np.flatnonzero(keep)
+    pages = max(1, math.ceil(len(picked) / GOALS_PER_PAGE))
+    if not 1 <= page <= pages:
+        abort(404, f"The goals shown fill {pages} page(s) of {GOALS_PER_PAGE}; there is no goal page {page}.")
+    rows = []
+    for j in picked[(page - 1) * GOALS_PER_PAGE : page * GOALS_PER_PAGE].tolist():
+        members = samples.members[j]
+        first = members[0] if members else None
+        rows.append({"key": samples.goals[j], "goal": int(t.goal[first]) if first is not None else "-",
+                     "instruction": t.instructions[first] if first is not None else "",
+                     "successes": int(samples.successes[j]), "played": int(played[j]), "flips": bool(flipping[j]),
+                     "samples": [(p, bool(t.success[p])) for p in members]})
+    return {"figures": samples, "rows": rows, "show": show, "page": page, "pages": pages, "matched": len(picked),
+            "total": len(played), "flipping": int(flipping.sum()), "filters": GOAL_FILTERS,
+            "method": SAMPLES_METHOD.format(resamples=RESAMPLES, seed=0)}
+
+
+#: How mean@K and pass@K and their intervals are computed, in words (shown beside them).
+SAMPLES_METHOD = ("mean@K: the mean over goals of the share of a goal's K samples that succeeded; pass@K: the share "
+                  "of goals with a success among their samples. 95% intervals: percentile bootstrap over the goals "
+                  "({resamples:,} resamples, seed {seed}), each goal drawn with all its samples")
 
 
 def _family_counts(t: IndexTable) -> dict[str, int]:

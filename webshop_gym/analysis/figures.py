@@ -24,21 +24,26 @@ episode records, and never again elsewhere.  The rules:
   reports, aggregated as its family does (verl-agent: the mean of each reset's batch, then over
   the draws), and ``mean@K`` / ``pass@K`` when each goal was played K times (``eval --samples``);
   the rules are the protocol's data (:meth:`webshop_gym.protocols.Protocol.figures`), the scored
-  episodes are chosen here.
+  episodes are chosen here.  :func:`sample_figures` gives such a run goal by goal (how many of
+  its K samples succeeded, which goals flip between samples) with the 95% intervals of mean@K
+  and pass@K, bootstrapped over goals.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from webshop_gym.analysis.intervals import RESAMPLES, Interval, score_interval, sr_interval
+from webshop_gym.analysis.stats import resampled_mean
 from webshop_gym.protocols import Protocol
 from webshop_gym.protocols.play import display_name, recorded_protocol
+from webshop_gym.protocols.scoring import samples_by_goal
 
-__all__ = ["BREAKDOWN", "accounting", "add_accounting", "billed", "cost", "intervals", "protocol_figures", "scored",
-           "summarize"]
+__all__ = ["BREAKDOWN", "SampleFigures", "accounting", "add_accounting", "billed", "cost", "intervals",
+           "protocol_figures", "sample_figures", "scored", "summarize"]
 
 #: The reward parts whose means over purchases a run's figures give.
 BREAKDOWN = ("r_type", "r_att", "r_option", "r_price")
@@ -69,6 +74,30 @@ def _mean(values: Sequence[float]) -> float | None:
     return float(np.mean(values)) if len(values) else None
 
 
+def _protocol_of(protocol: Protocol | Mapping | None) -> Protocol | None:
+    """A :class:`~webshop_gym.protocols.Protocol`, from itself or a run line's ``protocol`` object."""
+    return recorded_protocol(protocol) if isinstance(protocol, Mapping) else protocol
+
+
+def _protocol_rows(protocol: Protocol, episodes: Sequence[dict]) -> tuple[list[dict], list[int]]:
+    """The scored episodes as the protocol's rows (:meth:`~webshop_gym.protocols.Protocol.figures`), and their positions."""
+    samples = int(protocol.samples_per_goal)
+    rows, positions = [], []
+    for i, e in enumerate(episodes):
+        if e.get("errored"):
+            continue  # as scored(): an errored episode is not the agent's result
+        extra = e.get("protocol") or {}
+        row = {"raw_reward": float(e["reward"]), "purchased": bool(e.get("purchased", False)),
+               "goal": extra.get("item", e.get("goal_index")), "trial": 0}
+        if extra.get("draw") is not None:
+            row["draw"] = extra["draw"]
+        if samples > 1:
+            row["sample"] = extra.get("sample", 0)
+        rows.append(row)
+        positions.append(i)
+    return rows, positions
+
+
 def protocol_figures(protocol: Protocol | Mapping | None, episodes: Sequence[dict]) -> dict | None:
     """The metrics of a run's protocol over its scored episodes, as the family aggregates them.
 
@@ -85,21 +114,11 @@ def protocol_figures(protocol: Protocol | Mapping | None, episodes: Sequence[dic
         (x 100 for rates); ``None`` without a scored episode.
     """
     record = protocol if isinstance(protocol, Mapping) else None
-    if record is not None:
-        protocol = recorded_protocol(record)
+    protocol = _protocol_of(protocol)
     if protocol is None:
         return None
     samples = int(protocol.samples_per_goal)
-    rows = []
-    for e in scored(episodes):
-        extra = e.get("protocol") or {}
-        row = {"raw_reward": float(e["reward"]), "purchased": bool(e.get("purchased", False)),
-               "goal": extra.get("item", e.get("goal_index")), "trial": 0}
-        if extra.get("draw") is not None:
-            row["draw"] = extra["draw"]
-        if samples > 1:
-            row["sample"] = extra.get("sample", 0)
-        rows.append(row)
+    rows, _ = _protocol_rows(protocol, episodes)
     values = protocol.figures(rows) if rows else {}
     out: dict = {"name": display_name(record) if record is not None else protocol.name,
                  "fingerprint": None if record is None else record.get("fingerprint"), "samples": samples,
@@ -218,3 +237,80 @@ def cost(tokens: dict | None, price_input: float | None, price_output: float | N
     if not tokens or (price_input is None and price_output is None):
         return None
     return (tokens.get("prompt", 0) * (price_input or 0.0) + tokens.get("completion", 0) * (price_output or 0.0)) / 1e6
+
+
+@dataclass(frozen=True)
+class SampleFigures:
+    """A run that played each goal K times (``eval --samples K``), goal by goal.
+
+    Attributes:
+        samples: K, the samples per goal the run's protocol asks for.
+        goals: each goal's key (the resolved episode, ``protocol.item``), in order of appearance.
+        members: per goal, the positions (in the episodes given) of its scored samples, in order.
+        successes: per goal, its samples that succeeded (the protocol's success rule).
+        mean_at_k, pass_at_k: mean@K and pass@K (x 100; the values :func:`protocol_figures`
+            gives) with their 95% percentile-bootstrap intervals over goals (``None``: no goal).
+    """
+
+    samples: int
+    goals: list
+    members: list[list[int]]
+    successes: np.ndarray
+    mean_at_k: Interval | None
+    pass_at_k: Interval | None
+
+    @property
+    def played(self) -> np.ndarray:
+        """Per goal, its scored samples."""
+        return np.array([len(m) for m in self.members], np.int64)
+
+    @property
+    def flipping(self) -> np.ndarray:
+        """Per goal, whether its samples disagree: some succeeded, some did not."""
+        return (self.successes > 0) & (self.successes < self.played)
+
+    def nbytes(self) -> int:
+        """Bytes held, roughly."""
+        return 120 * len(self.goals) + 8 * sum(len(m) for m in self.members)
+
+
+def sample_figures(protocol: Protocol | Mapping | None, episodes: Sequence[dict], resamples: int = RESAMPLES,
+                   seed: int = 0) -> SampleFigures | None:
+    """Goal by goal, the samples of a run that played each goal several times, with mean@K and pass@K.
+
+    The goals are grouped as the protocol groups them for mean@K and pass@K
+    (:func:`webshop_gym.protocols.scoring.samples_by_goal`, over the scored episodes); the
+    intervals resample the goals (each with all its samples): the percentile bootstrap of the
+    per-goal share of successful samples (mean@K) and of the per-goal "any sample succeeded"
+    (pass@K), drawn by :func:`~webshop_gym.analysis.stats.resampled_mean`.
+
+    Args:
+        protocol: the run's protocol (a :class:`~webshop_gym.protocols.Protocol` or a run line's
+            ``protocol`` object).
+        episodes: episode records, as for :func:`protocol_figures`.
+        resamples: the bootstrap's resamples.
+        seed: the bootstrap's seed.
+
+    Returns:
+        ``None`` without a protocol or with one sample per goal.
+    """
+    protocol = _protocol_of(protocol)
+    if protocol is None or int(protocol.samples_per_goal) < 2:
+        return None
+    k = int(protocol.samples_per_goal)
+    rows, positions = _protocol_rows(protocol, episodes)
+    groups = samples_by_goal(rows)
+    won = [protocol.is_success(r["raw_reward"], r["purchased"]) for r in rows]
+    successes = np.array([sum(won[i] for i in members) for members in groups.values()], np.int64)
+    played = np.array([len(members) for members in groups.values()], np.int64)
+    values = protocol.figures(rows) if rows else {}
+    mean_at_k = pass_at_k = None
+    if len(played):
+        key = max(int(played.max()), 1)
+        if f"mean@{key}" in values:  # the values are the protocol's, the bounds resample the goals
+            mean_ci = resampled_mean(successes / played, resamples, seed)
+            pass_ci = resampled_mean((successes > 0).astype(float), resamples, seed)
+            mean_at_k = Interval(values[f"mean@{key}"], mean_ci.low, mean_ci.high)
+            pass_at_k = Interval(values[f"pass@{key}"], pass_ci.low, pass_ci.high)
+    return SampleFigures(k, list(groups), [[positions[i] for i in members] for members in groups.values()],
+                         successes, mean_at_k, pass_at_k)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 
-__all__ = ["figures", "is_success", "transform_reward"]
+__all__ = ["figures", "is_success", "samples_by_goal", "transform_reward"]
 
 
 def is_success(protocol, raw_reward: float, purchased: bool) -> bool:
@@ -51,6 +51,20 @@ def _value(protocol, episode: Mapping, of: str) -> float:
 
 def _mean(values: list[float]) -> float:
     return sum(values) / len(values) if values else float("nan")
+
+
+def samples_by_goal(episodes: list[Mapping]) -> dict:
+    """The samples of each goal: ``{goal: [indices into episodes]}``, goals and samples in order of appearance.
+
+    Only the episodes with a ``sample`` (a goal played several times) count; ``goal`` is the
+    resolved episode a sample plays (the run's ``protocol.item``).  ``mean@K`` and ``pass@K``
+    (:func:`figures`) and their intervals over goals are computed on these groups.
+    """
+    out: dict = defaultdict(list)
+    for i, e in enumerate(episodes):
+        if "sample" in e:
+            out[e.get("goal")].append(i)
+    return dict(out)
 
 
 def figures(protocol, episodes: Iterable[Mapping]) -> dict:
@@ -92,10 +106,8 @@ def figures(protocol, episodes: Iterable[Mapping]) -> dict:
         else:
             value = _mean([_value(protocol, e, of) for e in episodes])
         out[metric["name"]] = value * scale
-    samples: dict = defaultdict(list)
-    for e in episodes:
-        if "sample" in e:
-            samples[e.get("goal")].append(_value(protocol, e, "success"))
+    samples = {goal: [_value(protocol, episodes[i], "success") for i in members]
+               for goal, members in samples_by_goal(episodes).items()}
     k = max((len(v) for v in samples.values()), default=0)
     if k > 1:
         out[f"mean@{k}"] = _mean([_mean(v) for v in samples.values()]) * 100

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from webshop_gym.analysis.diagnosis import facts_of_steps, option_misses
-from webshop_gym.analysis.figures import summarize
+from webshop_gym.analysis.figures import SampleFigures, sample_figures, summarize
 from webshop_gym.analysis.taxonomy import (
     CAUSES,
     FAMILY,
@@ -103,7 +103,10 @@ class IndexTable:
         category: index into ``categories``.
         reachable: int8 per episode: 1 the goal can score 1.0, 0 it cannot, -1 the run does not say.
         instructions, instructions_lower: lists of str.
-        figures: :func:`~webshop_gym.evaluation.local.summarize` of the episodes.
+        figures: :func:`~webshop_gym.analysis.figures.summarize` of the episodes.
+        samples: a run that played each goal several times (``eval --samples K``), goal by goal
+            (:func:`~webshop_gym.analysis.figures.sample_figures`; positions index this table);
+            ``None`` for a run of one play per goal.
     """
 
     goal: np.ndarray
@@ -123,6 +126,7 @@ class IndexTable:
     instructions: list[str]
     instructions_lower: list[str]
     figures: dict
+    samples: SampleFigures | None = None
 
     def __len__(self) -> int:
         return len(self.goal)
@@ -154,7 +158,8 @@ class IndexTable:
         arrays = sum(a.nbytes for a in (self.goal, self.reward, self.steps, self.invalid, self.success, self.purchased,
                                          self.truncated, self.errored, self.tag, self.cause, self.causes, self.category,
                                          self.reachable))
-        return arrays + sum(2 * (len(s) + 50) for s in self.instructions)
+        samples = self.samples.nbytes() if self.samples is not None else 0
+        return arrays + samples + sum(2 * (len(s) + 50) for s in self.instructions)
 
 
 class RunIndex:
@@ -401,7 +406,9 @@ class RunIndex:
             if cols.protocol[i] is not None:
                 rec["protocol"] = cols.protocol[i]
             records.append(rec)
-        figures = summarize(records, protocol=(self.header or {}).get("protocol"))
+        protocol = (self.header or {}).get("protocol")
+        figures = summarize(records, protocol=protocol)
+        samples = sample_figures(protocol, records)
         del records
         return IndexTable(
             goal=np.asarray(cols.goal, np.int64), reward=reward, steps=np.asarray(cols.steps, np.int64),
@@ -410,7 +417,7 @@ class RunIndex:
             tag=tag, cause=cause, causes=causes, category=category, categories=list(category_ids),
             reachable=np.array([-1 if r is None else int(r) for r in cols.reachable], np.int8),
             instructions=list(cols.instruction), instructions_lower=[s.lower() for s in cols.instruction],
-            figures=figures)
+            figures=figures, samples=samples)
 
     def tag_counts(self) -> Counter:
         """Episodes per failure tag (``solved`` included)."""

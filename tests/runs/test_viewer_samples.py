@@ -1,0 +1,164 @@
+"""The run viewer on a run that played each goal K times (`eval --samples K`): per goal, mean@K, pass@K."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import pytest
+from bs4 import BeautifulSoup
+
+from webshop_gym.agents.policies import OraclePolicy, RandomPolicy
+from webshop_gym.analysis.intervals import fmt
+from webshop_gym.analysis.stats import resampled_mean
+from webshop_gym.cli.app import main
+from webshop_gym.evaluation.local import evaluate
+
+K, GOALS = 4, 12
+
+
+class Coin:
+    """Per episode, a coin drawn from the episode's seed: the oracle (solves) or the random policy (fails)."""
+
+    name = "coin"
+
+    def __init__(self, shop):
+        self.oracle, self.random = OraclePolicy(shop), RandomPolicy()
+        self.playing = self.random
+
+    def seed_episode(self, seed):
+        self.random.seed_episode(seed)
+        self.playing = self.oracle if np.random.default_rng(seed).random() < 0.5 else self.random
+
+    def reset(self, info):
+        self.oracle.reset(info)
+        self.random.reset(info)
+
+    def act(self, obs, info):
+        return self.playing.act(obs, info)
+
+
+@pytest.fixture(scope="module")
+def sampled_runs(tmp_path_factory, default_shop) -> tuple[Path, dict]:
+    """A random run (`eval --samples 4` as a user runs it), a coin run (goals that flip), a run of one play per goal."""
+    folder = tmp_path_factory.mktemp("sampled")
+    results = {}
+    for name, extra in (("random", ["--samples", str(K)]), ("single", [])):
+        out, figures = folder / f"{name}.jsonl", folder / f"{name}.json"
+        assert main(["eval", "--policy", "random", "--num-goals", str(GOALS), "--quiet", "--out", str(out),
+                     "--json", str(figures), *extra]) == 0
+        results[name] = json.loads(figures.read_text(encoding="utf-8"))
+    results["coin"] = evaluate(lambda: Coin(default_shop), shop=default_shop, num_goals=GOALS, samples=K, num_envs=4,
+                               out=folder / "coin.jsonl", keep_episodes=False)
+    return folder, results
+
+
+def _goals_of_file(path: Path) -> dict[int, list[tuple[int, bool]]]:
+    """From the run file itself: per goal, (position, solved) of each sample, in file order."""
+    found: dict[int, list[tuple[int, bool]]] = defaultdict(list)
+    position, where = -1, {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if record["type"] == "episode":
+            position += 1
+            where[record["episode"]] = (record["goal_index"], position)
+            found[record["goal_index"]].append((position, False))
+        elif record["type"] == "step" and record["terminated"] and record["reward"] == 1.0:
+            goal, p = where[record["episode"]]
+            found[goal] = [(q, solved or q == p) for q, solved in found[goal]]
+    return dict(found)
+
+
+def _page(client, url: str) -> BeautifulSoup:
+    response = client.get(url)
+    assert response.status_code == 200, response.get_data(as_text=True)[:400]
+    return BeautifulSoup(response.get_data(as_text=True), "html.parser")
+
+
+def _goal_rows(soup) -> dict[int, dict]:
+    heads = [th.text.strip() for th in soup.select("#sample-goals thead th")]
+    rows = {}
+    for tr in soup.select("#sample-goals tbody tr.sample-goal"):
+        cells = dict(zip(heads, tr.find_all("td"), strict=True))
+        rows[int(cells["goal"].text)] = {
+            "solved": cells["samples solved"].text.strip(), "pass": cells[f"pass@{K}"].text.strip(),
+            "flips": cells["flips"].text.strip() == "flips",
+            "samples": [(int(a["href"].rsplit("/", 1)[1]), "ok" in a["class"]) for a in cells["samples"].select("a")]}
+    return rows
+
+
+def _figure(soup, name: str) -> tuple[str, str]:
+    box = soup.select_one(f"#{name}")
+    return box.find("b").text.strip(), box.select_one(f"#{name}-ci").text.strip()
+
+
+@pytest.mark.parametrize("name", ["random", "coin"])
+def test_each_goal_shows_its_samples_and_mean_and_pass_at_k_are_evals(name, sampled_runs, make_viewer):
+    folder, results = sampled_runs
+    expected = results[name]["protocol"]
+    by_goal = _goals_of_file(folder / f"{name}.jsonl")
+    assert len(by_goal) == GOALS and all(len(v) == K for v in by_goal.values())
+    soup = _page(make_viewer(folder), f"/runs/{name}")
+    assert soup.select_one("#samples-heading").text == f"Samples per goal ({K} each)"
+    # mean@K and pass@K are eval --json's; their intervals resample the goals (each with its samples)
+    shares = np.array([sum(ok for _, ok in v) / K for v in by_goal.values()])
+    passes = np.array([float(any(ok for _, ok in v)) for v in by_goal.values()])
+    for box, key, per_goal in (("mean-at-k", f"mean@{K}", shares), ("pass-at-k", f"pass@{K}", passes)):
+        ci = resampled_mean(per_goal, 10_000, 0)
+        assert _figure(soup, box) == (fmt(expected[key]), f"[{fmt(ci.low)}, {fmt(ci.high)}]")
+        assert soup.select_one(f"#{box} small").text == f"{key} [95% CI]"
+    assert "bootstrap over the goals" in soup.select_one("#samples-method").text
+    # every goal: its samples solved of K, pass@K, whether it flips, a link to each sample
+    rows = _goal_rows(soup)
+    assert sorted(rows) == sorted(by_goal)
+    for goal, samples in by_goal.items():
+        solved = sum(ok for _, ok in samples)
+        assert rows[goal]["solved"] == f"{solved} of {K}"
+        assert rows[goal]["pass"] == ("solved" if solved else "never")
+        assert rows[goal]["flips"] == (0 < solved < K)
+        assert rows[goal]["samples"] == samples
+    flipping = sorted(g for g, v in by_goal.items() if 0 < sum(ok for _, ok in v) < K)
+    assert soup.select_one("#flipping b").text == str(len(flipping))
+    # the filter lists exactly the goals that flip (the figure links to it)
+    link = soup.select_one("#flipping a")["href"]
+    assert "goals=flipping" in link
+    only = _page(make_viewer(folder), link.split("#")[0])
+    assert sorted(_goal_rows(only)) == flipping
+    assert only.select_one("#goals-shown").text.startswith(f"{len(flipping)} of {GOALS} goals")
+    if not flipping:
+        assert only.select_one("#no-goals").text == "no goal matches"
+    # the episodes list and the other filters stay as they were
+    assert len(only.select("#episodes tbody tr")) == GOALS * K
+
+
+def test_the_coin_run_has_goals_that_flip_and_the_random_one_none(sampled_runs):
+    folder, results = sampled_runs
+    assert results["random"]["protocol"][f"pass@{K}"] == 0.0  # the random policy solves nothing
+    coin = _goals_of_file(folder / "coin.jsonl")
+    assert any(0 < sum(ok for _, ok in v) < K for v in coin.values())
+    assert results["coin"]["protocol"][f"pass@{K}"] > results["coin"]["protocol"][f"mean@{K}"] > 0
+
+
+def test_a_run_of_one_play_per_goal_shows_nothing_new(sampled_runs, make_viewer):
+    folder, _ = sampled_runs
+    response = make_viewer(folder).get("/runs/single")
+    soup = BeautifulSoup(response.get_data(as_text=True), "html.parser")
+    assert response.status_code == 200 and soup.select_one("#episodes") is not None
+    for element in ("samples", "samples-heading", "sample-goals", "mean-at-k", "pass-at-k", "goal-filters"):
+        assert soup.select_one(f"#{element}") is None, element
+
+
+def test_bad_goal_filters_are_one_line_errors(sampled_runs, make_viewer):
+    folder, _ = sampled_runs
+    client = make_viewer(folder)
+    response = client.get("/runs/coin?goals=sometimes")
+    assert response.status_code == 400
+    assert "unknown goal filter “sometimes”; expected one of flipping, always, never" in response.get_data(as_text=True)
+    assert client.get("/runs/coin?gpage=x").status_code == 400
+    assert client.get("/runs/coin?gpage=2").status_code == 404
+    always = _goal_rows(_page(client, "/runs/coin?goals=always"))
+    never = _goal_rows(_page(client, "/runs/coin?goals=never"))
+    assert all(r["solved"] == f"{K} of {K}" for r in always.values())
+    assert all(r["solved"] == f"0 of {K}" for r in never.values())
