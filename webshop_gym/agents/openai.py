@@ -45,21 +45,11 @@ from webshop_gym.agents.batch import unbatch_infos
 from webshop_gym.agents.grammar import find_blocks
 from webshop_gym.agents.parse import ParsedAction
 from webshop_gym.agents.prompts import PromptFormat, Turn, admissible_actions, make_prompt
-from webshop_gym.agents.tools import (
-    TASK_PROMPT,
-    ToolCallError,
-    ToolCalling,
-    admissible_text,
-    call_action,
-    inadmissible_text,
-    page_text,
-    reset_text,
-    tool_message_content,
-    tool_schemas,
-)
+from webshop_gym.agents.tools import ToolCalling, ToolConversation, tool_schemas
 from webshop_gym.error import DependencyNotInstalled, Error, InvalidArgument, close_match
 
-__all__ = ["MAX_CONCURRENCY", "Call", "Decision", "OpenAIPolicy", "ServedModelError", "Session", "require_openai"]
+__all__ = ["MAX_CONCURRENCY", "Call", "Decision", "OpenAIPolicy", "ServedModelError", "Session", "request_messages",
+           "require_openai"]
 
 OPENAI_PIP = "pip install 'webshop-gym[openai]'"
 #: The most requests in flight ``--concurrency`` allows.
@@ -143,12 +133,7 @@ class Session:
     seed: int = 0
     turns: list[Turn] = field(default_factory=list)
     max_steps: int | None = None  # the env's step cap (the tools' texts name it)
-    # the tools format: the whole conversation, the calls of the last answer not yet stepped, the
-    # call just stepped (its result becomes the next tool message) and the invalid actions so far
-    messages: list[dict] = field(default_factory=list)
-    queued: list[dict] = field(default_factory=list)
-    stepped: dict | None = None
-    invalid: int = 0
+    conversation: ToolConversation | None = None  # the tools format's conversation
 
 
 class _Retryable(Exception):
@@ -441,79 +426,40 @@ class OpenAIPolicy:
         if call.non_text or not text.strip():
             parsed = ParsedAction(parsed.action, False, False, False,
                                   "non-text answer" if call.non_text else "empty answer", parsed.thought)
-        session.turns.append(Turn(obs, parsed.action, text, tuple(admissible)))
+        session.turns.append(_turn(obs, info, parsed.action, text))
         return Decision(parsed.action, parsed, call)
 
     def _decide_tools(self, session: Session, obs: str, info: Mapping[str, Any]) -> Decision:
         """The tools format: the conversation TRL's rollout of :class:`WebShopToolEnv` would hold.
 
-        Every tool call is one env step: the calls of one answer are stepped in order (one
-        request, then a step per call), each followed by its ``tool`` message; a call of no known
-        tool or without its string argument, and an answer without any tool call, are stepped
-        as invalid actions (docs/agents.md).
+        The conversation is :class:`~webshop_gym.agents.tools.ToolConversation` (one definition,
+        which the run viewer replays too).  Every tool call is one env step: the calls of one
+        answer are stepped in order (one request, then a step per call), each followed by its
+        ``tool`` message; a call of no known tool or without its string argument, and an answer
+        without any tool call, are stepped as invalid actions (docs/agents.md).
         """
-        cap = session.max_steps
-        if not session.messages:
-            session.messages.append({"role": "user", "content": TASK_PROMPT + reset_text(obs, info, cap)})
-        elif session.stepped is not None:
-            done = session.stepped
-            if info.get("invalid_action"):
-                session.invalid += 1
-            if done["id"] is None:  # the answer had no tool call: say so, as a user turn
-                session.messages.append({"role": "user", "content": "No tool was called. " + admissible_text(
-                    info.get("valid_actions", []))})
-            else:
-                if done["error"] is not None:
-                    content = tool_message_content(error=done["error"])
-                elif info.get("invalid_action"):
-                    content = tool_message_content(error=inadmissible_text(
-                        done["call"], done["label"], session.invalid, info, done["admissible"], False, cap,
-                        action_length=done["length"]))
-                else:
-                    content = tool_message_content(result=page_text(obs, info, False, cap))
-                session.messages.append({"role": "tool", "tool_call_id": done["id"], "name": done["name"],
-                                         "content": content})
-        session.stepped = None
-        if session.queued:  # the next call of the last answer: no request
-            return self._step_tool_call(session, info, session.queued.pop(0), Call(requests=0))
-        call = self.complete(session.messages, seed=session.seed + len(session.turns))
+        if session.conversation is None:
+            session.conversation = ToolConversation(session.max_steps)
+        conversation = session.conversation
+        if not conversation.observe(obs, info):  # the next call of the last answer: no request
+            return self._step_tool_call(conversation, info, Call(requests=0))
+        call = self.complete(conversation.messages, seed=session.seed + len(session.turns))
         if call.error is not None:
             return Decision("", None, call)
-        calls = call.tool_calls or []
-        assistant: dict[str, Any] = {"role": "assistant", "content": call.text or None}
-        ids = []
-        for k, c in enumerate(calls):
-            ids.append(str(c.get("id") or f"call_{len(session.turns)}_{k}"))
-        if calls:
-            assistant["tool_calls"] = [{"id": i, "type": "function", "function": c.get("function")}
-                                       for i, c in zip(ids, calls)]
-        session.messages.append(assistant)
-        raw = json.dumps({"content": call.text, "tool_calls": assistant.get("tool_calls", [])}, ensure_ascii=False)
-        call.text = raw
-        session.turns.append(Turn(obs, "", raw, tuple(admissible_actions(info))))
-        if not calls:
-            session.stepped = {"id": None, "name": None, "error": None}
-            parsed = ParsedAction("", False, False, False, "no tool call")
-            return Decision("", parsed, call)
-        session.queued = [{**c, "id": i} for i, c in zip(ids, calls)]
-        return self._step_tool_call(session, info, session.queued.pop(0), call)
+        call.text = conversation.answer(call.text, call.tool_calls or [], len(session.turns))
+        session.turns.append(_turn(obs, info, "", call.text))
+        if not conversation.queued:
+            return Decision("", ParsedAction("", False, False, False, "no tool call"), call)
+        return self._step_tool_call(conversation, info, call)
 
-    def _step_tool_call(self, session: Session, info: Mapping[str, Any], tool_call: dict, call: Call) -> Decision:
-        function = tool_call.get("function") if isinstance(tool_call.get("function"), dict) else {}
-        name = str(function.get("name"))
-        admissible = admissible_actions(info)
-        try:
-            action, text = call_action(name, function.get("arguments"))
-        except ToolCallError as exc:
-            session.stepped = {"id": tool_call["id"], "name": name, "error": str(exc)}
-            return Decision("", ParsedAction("", False, False, False, f"bad tool call: {exc}"), call)
-        label = action[len("click["):-1] if name == "click" else None
-        session.stepped = {"id": tool_call["id"], "name": name, "error": None, "call": text, "label": label,
-                           "admissible": list(info.get("valid_actions", [])), "length": len(action)}
-        valid = action in admissible or (name == "search" and "search[<query>]" in admissible)
+    def _step_tool_call(self, conversation: ToolConversation, info: Mapping[str, Any], call: Call) -> Decision:
+        step = conversation.next_call(info)
+        if step.error is not None:
+            return Decision("", ParsedAction("", False, False, False, f"bad tool call: {step.error}"), call)
         if call.requests == 0:
-            call.text = json.dumps({"tool_calls": [tool_call]}, ensure_ascii=False)
-        return Decision(action, ParsedAction(action, valid, True, False, "" if valid else "not admissible"), call)
+            call.text = json.dumps({"tool_calls": [step.tool_call]}, ensure_ascii=False)
+        return Decision(step.action, ParsedAction(step.action, step.valid, True, False,
+                                                  "" if step.valid else "not admissible"), call)
 
     # -- the Policy protocol (one slot) and the batch protocol ---------------------------------------
 
@@ -550,6 +496,71 @@ class OpenAIPolicy:
             actions[i] = decision.action
             self.last[i], self.last_responses[i], self.last_calls[i] = decision.parsed, decision.call.text, decision.call
         return actions
+
+
+def _turn(obs: str, info: Mapping[str, Any], action: str, text: str | None) -> Turn:
+    """An answered turn as the next prompts show it: the page, the action, the answer, what was admissible."""
+    return Turn(obs, action, text, tuple(admissible_actions(info)))
+
+
+def request_messages(prompt: str, states: Sequence[tuple[str, Mapping[str, Any]]], answers: Sequence[Mapping],
+                     k: int, max_steps: int | None = None) -> list[dict]:
+    """The messages :class:`OpenAIPolicy` sent for the answer behind action ``k + 1`` of an episode, rebuilt.
+
+    Run files do not store prompts; this rebuilds one from what they log, with the policy's own
+    code: the prompt format's :meth:`~webshop_gym.agents.prompts.PromptFormat.messages` with the
+    earlier turns, or, for ``tools``, the :class:`~webshop_gym.agents.tools.ToolConversation`
+    replayed answer by answer (a step that stepped a later call of an earlier answer gets the
+    messages of the request that produced that answer).
+
+    Args:
+        prompt: the prompt format's name (the run line's ``prompt``).
+        states: ``(observation, info)`` of states 0 ... ``k`` (state ``j``: after ``j``
+            actions), the info as the policy was handed it (``slim_info``: ``instruction``,
+            ``valid_actions``, ``steps``, ``invalid_action``, ...).
+        answers: the ``model`` record of each action before ``k + 1`` (``response``, ``action``).
+        k: the action's index; ``k == len(answers)`` gives the request made at the last state (an
+            errored episode's request that failed).
+        max_steps: the episode's step cap (the tools' texts name it).
+
+    Raises:
+        ValueError: a logged tools answer is not the JSON the policy records.
+    """
+    if k < 0 or k >= len(states):
+        raise ValueError(f"no state {k}: {len(states)} states given")
+    if prompt != ToolCalling.name:
+        turns = [_turn(states[j][0], states[j][1], str(answers[j].get("action") or ""),
+                       answers[j].get("response") or "") for j in range(k)]
+        obs, info = states[k]
+        return make_prompt(prompt).messages(obs, info, turns)
+    conversation = ToolConversation(max_steps)
+    last: list[dict] = []
+    asked = 0
+    for j in range(k + 1):
+        obs, info = states[j]
+        if conversation.observe(obs, info):
+            last = list(conversation.messages)
+            if j == k:
+                break
+            content, calls = _logged_tool_answer(answers[j].get("response"), j)
+            conversation.answer(content, calls, asked)
+            asked += 1
+        elif j == k:
+            break
+        if conversation.queued:
+            conversation.next_call(info)
+    return last
+
+
+def _logged_tool_answer(response, j: int) -> tuple[str | None, list[dict]]:
+    """The text and tool calls of a tools answer as the run file records it (:meth:`ToolConversation.answer`)."""
+    try:
+        data = json.loads(response) if isinstance(response, str) else None
+    except ValueError:
+        data = None
+    if not isinstance(data, dict) or not isinstance(data.get("tool_calls"), list) or "content" not in data:
+        raise ValueError(f"the answer of action {j + 1} is not a recorded tools answer")
+    return data["content"], [c for c in data["tool_calls"] if isinstance(c, dict)]
 
 
 # -- helpers ----------------------------------------------------------------------------------------

@@ -15,19 +15,23 @@ A tool-calling model trained with the TRL environment
 * :func:`tool_message_content`: how TRL (1.16) turns a result or an error into a ``tool``
   message's content (``str(result)``, and ``str({"error": message})`` for an error).
 * :func:`call_action`: a tool call as the env's action (``search[...]``, ``click[...]``).
+* :class:`ToolConversation`: one episode's conversation, message by message, as a served model
+  is sent it (:class:`~webshop_gym.agents.openai.OpenAIPolicy` holds one per episode; the run
+  viewer rebuilds the prompt of a logged step with it, from the logged pages and answers).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from webshop_gym.agents.prompts import strip_instruction
+from webshop_gym.agents.prompts import admissible_actions, strip_instruction
 from webshop_gym.core.actions import MAX_ACTION_LENGTH
 from webshop_gym.error import close_match
 
-__all__ = ["TASK_PROMPT", "TOOLS", "ToolCallError", "ToolCalling", "admissible_text", "call_text", "ending_text", "call_action", "inadmissible_text", "page_text", "reset_text",
+__all__ = ["TASK_PROMPT", "TOOLS", "ToolCallError", "ToolCalling", "ToolConversation", "ToolStep", "admissible_text", "call_text", "ending_text", "call_action", "inadmissible_text", "page_text", "reset_text",
            "tool_docstring", "tool_message_content", "tool_schemas"]
 
 TASK_PROMPT = (
@@ -204,3 +208,116 @@ def inadmissible_text(call: str, tried_label: str | None, invalid: int, info: Ma
 def tool_message_content(result: str | None = None, error: str | None = None) -> str:
     """A ``tool`` message's content as TRL 1.16's rollout writes it: the result, or ``{'error': ...}``."""
     return str({"error": error}) if error is not None else str(result)
+
+
+@dataclass(frozen=True)
+class ToolStep:
+    """One tool call of an answer, as the env steps it.
+
+    Attributes:
+        action: the env's action (``""`` for a call that names no tool or lacks its argument:
+            stepped as an invalid action).
+        valid: whether the page admits the action.
+        error: why the call is not a call of a tool (:class:`ToolCallError`'s message), else ``None``.
+        tool_call: the call, with its id.
+    """
+
+    action: str
+    valid: bool
+    error: str | None
+    tool_call: dict
+
+
+@dataclass
+class ToolConversation:
+    """One episode's conversation in the tools format: the messages a served model is sent, built turn by turn.
+
+    The conversation TRL's rollout of :class:`~webshop_gym.integrations.trl.WebShopToolEnv`
+    holds: the task and the first page (one user message), then per answer an assistant message
+    with its tool calls and, after each call is stepped, a ``tool`` message with the page it led
+    to (or the error).  Every tool call is one env step: the calls of one answer are stepped in
+    order without asking the model again.  An answer without a tool call is stepped as an invalid
+    action and followed by a user message that says so.  Pure: no network, no env.
+
+    Drive it with, per env state, :meth:`observe` (``True``: ask the model with :attr:`messages`,
+    then :meth:`answer`), then :meth:`next_call` while :attr:`queued` holds calls to step.
+
+    Args:
+        max_steps: the env's step cap (the texts name it).
+    """
+
+    max_steps: int | None = None
+    messages: list[dict] = field(default_factory=list)
+    queued: list[dict] = field(default_factory=list)  # the calls of the last answer not yet stepped
+    stepped: dict | None = None  # the call just stepped: its result becomes the next message
+    invalid: int = 0  # invalid actions so far
+
+    def observe(self, obs: str, info: Mapping[str, Any]) -> bool:
+        """Take the env's state: the first user message, or the result of the call just stepped.
+
+        Returns:
+            Whether the model must be asked (no call of its last answer is left to step).
+        """
+        cap = self.max_steps
+        if not self.messages:
+            self.messages.append({"role": "user", "content": TASK_PROMPT + reset_text(obs, info, cap)})
+        elif self.stepped is not None:
+            done = self.stepped
+            if info.get("invalid_action"):
+                self.invalid += 1
+            if done["id"] is None:  # the answer had no tool call: say so, as a user turn
+                self.messages.append({"role": "user", "content": "No tool was called. " + admissible_text(
+                    info.get("valid_actions", []))})
+            else:
+                if done["error"] is not None:
+                    content = tool_message_content(error=done["error"])
+                elif info.get("invalid_action"):
+                    content = tool_message_content(error=inadmissible_text(
+                        done["call"], done["label"], self.invalid, info, done["admissible"], False, cap,
+                        action_length=done["length"]))
+                else:
+                    content = tool_message_content(result=page_text(obs, info, False, cap))
+                self.messages.append({"role": "tool", "tool_call_id": done["id"], "name": done["name"],
+                                      "content": content})
+        self.stepped = None
+        return not self.queued
+
+    def answer(self, content: str | None, tool_calls: Sequence[dict], turn: int) -> str:
+        """Add the model's answer (its text and tool calls) and queue its calls.
+
+        Args:
+            content: the answer's text (``""`` or ``None``: none).
+            tool_calls: its tool calls as the API sends them (``id``, ``function``); a call
+                without an id gets ``call_<turn>_<k>``.
+            turn: the number of answers before this one.
+
+        Returns:
+            The answer as a run file records it: JSON of its ``content`` and ``tool_calls``.
+        """
+        assistant: dict[str, Any] = {"role": "assistant", "content": content or None}
+        ids = [str(c.get("id") or f"call_{turn}_{k}") for k, c in enumerate(tool_calls)]
+        if tool_calls:
+            assistant["tool_calls"] = [{"id": i, "type": "function", "function": c.get("function")}
+                                       for i, c in zip(ids, tool_calls, strict=True)]
+            self.queued = [{**c, "id": i} for i, c in zip(ids, tool_calls, strict=True)]
+        else:
+            self.stepped = {"id": None, "name": None, "error": None}
+        self.messages.append(assistant)
+        return json.dumps({"content": content, "tool_calls": assistant.get("tool_calls", [])}, ensure_ascii=False)
+
+    def next_call(self, info: Mapping[str, Any]) -> ToolStep:
+        """Step the next queued call on the page ``info`` describes (its result comes with the next :meth:`observe`)."""
+        tool_call = self.queued.pop(0)
+        function = tool_call.get("function") if isinstance(tool_call.get("function"), dict) else {}
+        name = str(function.get("name"))
+        try:
+            action, text = call_action(name, function.get("arguments"))
+        except ToolCallError as exc:
+            self.stepped = {"id": tool_call["id"], "name": name, "error": str(exc)}
+            return ToolStep("", False, str(exc), tool_call)
+        admissible = admissible_actions(info)
+        label = action[len("click["):-1] if name == "click" else None
+        self.stepped = {"id": tool_call["id"], "name": name, "error": None, "call": text, "label": label,
+                        "admissible": list(info.get("valid_actions", [])), "length": len(action)}
+        valid = action in admissible or (name == "search" and "search[<query>]" in admissible)
+        return ToolStep(action, valid, None, tool_call)
