@@ -21,6 +21,7 @@ import numpy as np
 from flask import abort, current_app
 
 from webshop_gym.error import DataError, Error
+from webshop_gym.evaluation.episode import slim_info
 from webshop_gym.runs.index import (
     RunIndex,
 )
@@ -269,6 +270,51 @@ class RunLibrary:
             hit = np.flatnonzero(rows == target) if target >= 0 else []
             out.append({"step": step, "query": arg, "rank": int(hit[0]) + 1 if len(hit) else 0, "total": int(len(rows))})
         return out
+
+    def states(self, index: RunIndex, episode: RunEpisode, k: int) -> tuple[list[tuple[str, dict]], str, str]:
+        """What a policy was handed at states 0 ... ``k`` of ``episode``, re-created by replaying it (cached).
+
+        Returns:
+            (states, problem, unavailable): each state's observation (in the run's observation
+            mode) and ``slim_info`` (as the evaluation hands them to the policy); the replay's
+            first difference from the log (``""``: none up to ``k``); why nothing could be made
+            (the run's shop cannot be loaded here, ...).
+        """
+        key = ("states", str(index.path), index.header.get("run"), episode.position, episode.log.episode,
+               len(episode.log.steps))
+        found = self.pages.get(key)
+        if found is None or (not found[2] and len(found[0]) <= k and not found[3]):  # replayed not that far yet
+            found = self._worker.submit(self._states, index, episode, k).result()
+            self.pages.put(key, found, sum(len(o) + len(json.dumps(i)) for o, i in found[0]) + 1024)
+        states, problem, unavailable, _ = found
+        return states[: k + 1], problem, unavailable
+
+    def _states(self, index: RunIndex, episode: RunEpisode, k: int) -> tuple[list[tuple[str, dict]], str, str, bool]:
+        """Replay ``episode`` from its start to state ``k``, keeping each state's observation and info (and whether it ended)."""
+        from webshop_gym.envs.env import WebShopEnv
+
+        log = episode.log
+        shop, why = self._shop(index.header, episode)
+        if shop is None:
+            return [], "", why, True
+        if episode.goal_index >= len(shop.goals):
+            return [], "", f"the shop has no goal {episode.goal_index}", True
+        mode = log.record.get("observation_mode") or index.header.get("observation_mode") or "text"
+        logged = "observation" in log.record or any("observation" in s for s in log.steps[:1])
+        env = WebShopEnv(shop=shop, max_steps=log.max_steps, observation_mode=mode if logged else "url")
+        engine = env.unwrapped.engine
+        replayer = Replayer(engine, log, mode)
+        states: list[tuple[str, dict]] = []
+
+        def keep() -> None:
+            states.append((engine.observe(0, mode), slim_info(engine.info(0))))
+
+        try:
+            replayer.start(keep)
+            replayer.advance(k, keep)
+        finally:
+            env.close()
+        return states, replayer.problem, "", replayer.done
 
     def _shop(self, header: dict, episode: RunEpisode):
         record = episode.log.shop

@@ -48,6 +48,7 @@ from flask import Blueprint, abort, current_app, redirect, render_template, requ
 from markupsafe import escape
 from webshop_gym.server.run_library import Entry, RunLibrary, get_library
 
+from webshop_gym.agents.openai import request_messages
 from webshop_gym.analysis.diagnosis import SOLVED, TAG_RULES, TAGS, diagnose
 from webshop_gym.analysis.figures import intervals
 from webshop_gym.analysis.intervals import METHOD, RESAMPLES, fmt, score_interval, sr_interval
@@ -650,11 +651,84 @@ def episode_page(run: str, position: int):
                           "options": _target_options(target.get("options")),
                           "price_upper": float(target.get("price_upper") or 0.0)}},
         has_target=bool(episode.log.record.get("target")), plain_nav=Nav(), answer_cut=ANSWER_CUT,
+        prompt=_prompt(library, loaded, episode, k) if k < n or episode.log.record.get("errored") else None,
+        prompt_cut=PROMPT_CUT,
     )
 
 
 #: Characters of a model's answer (or reasoning) the step panel shows; the rest behind a link.
 ANSWER_CUT = 20_000
+#: Characters of each prompt message the step panel shows; the rest behind a link (as answers).
+PROMPT_CUT = ANSWER_CUT
+#: Messages of a prompt the step panel shows: the first two and the last ones (all of them in the JSON).
+PROMPT_MESSAGES = 100
+
+
+def _prompt_format(header: dict) -> str | None:
+    """The prompt format of a served model's run (``eval --policy openai:MODEL``); ``None`` for any other run."""
+    if not str(header.get("policy") or "").startswith("openai:"):
+        return None
+    name = header.get("prompt") or (header.get("policy_settings") or {}).get("prompt")
+    return str(name) if name else None
+
+
+def _prompt(library: RunLibrary, loaded: RunIndex, episode: RunEpisode, k: int) -> dict | None:
+    """The messages the served model was sent for action ``k + 1`` (``k`` = the number of actions: the failed request).
+
+    Rebuilt, not stored: :func:`~webshop_gym.agents.openai.request_messages` (the policy's own
+    code) over the logged observations and answers and the infos the replay re-creates.
+    ``None`` for a run that is not a served model's; else ``{"format", "messages"}`` (and
+    ``problem``: the replay differs from the log) or ``{"format", "unavailable"}`` (why not).
+    """
+    fmt = _prompt_format(loaded.header)
+    if fmt is None:
+        return None
+    log = episode.log
+    states, problem, unavailable = library.states(loaded, episode, k)
+    if unavailable:
+        return {"format": fmt, "unavailable": unavailable}
+    if len(states) <= k:
+        return {"format": fmt, "unavailable": f"the replay stopped after {len(states)} states "
+                                              f"({problem or 'the log goes on after the episode ended'})"}
+    # the observations as logged (an errored episode's first one is not: the replay's, which it checks where logged)
+    logged = [log.record.get("observation")] + [s.get("observation") for s in log.steps[:k]]
+    states = [(seen if isinstance(seen, str) else obs, info) for seen, (obs, info) in zip(logged, states, strict=True)]
+    try:
+        messages = request_messages(fmt, states, [s.get("model") or {} for s in log.steps[:k]], k, log.max_steps)
+    except (Error, ValueError) as exc:
+        return {"format": fmt, "unavailable": str(exc).rstrip(".")}
+    shown = list(enumerate(messages))
+    if len(shown) > PROMPT_MESSAGES:
+        shown = [*shown[:2], (None, len(shown) - PROMPT_MESSAGES), *shown[2 - PROMPT_MESSAGES:]]
+    return {"format": fmt, "messages": messages, "shown": shown, "problem": problem,
+            "characters": sum(len(m.get("content") or "") for m in messages)}
+
+
+@bp.get("/<run>/<int:position>/prompt/<int:k>")
+def prompt(run: str, position: int, k: int):
+    """The prompt the served model saw for action ``k + 1``: its messages as JSON (``?message=i``: message i's text)."""
+    library = get_library()
+    loaded = _loaded(run)
+    episode = _episode(library, loaded, position)
+    n = len(episode.log.steps)
+    if not 0 <= k <= n or (k == n and not episode.log.record.get("errored")):
+        abort(404, f"The episode has {n} actions; there is no request for action {k + 1}.")
+    found = _prompt(library, loaded, episode, k)
+    if found is None:
+        abort(404, "Only a served model's run (eval --policy openai:MODEL) has prompts.")
+    if "unavailable" in found:
+        abort(409, f"The prompt cannot be rebuilt: {found['unavailable']}.")
+    messages = found["messages"]
+    if "message" not in request.args:
+        return current_app.response_class(json.dumps(messages, ensure_ascii=False, indent=1) + "\n",
+                                          mimetype="application/json")
+    try:
+        i = int(request.args["message"])
+    except ValueError:
+        abort(400, "message must be a whole number")
+    if not 0 <= i < len(messages):
+        abort(404, f"The prompt has {len(messages)} messages (0 to {len(messages) - 1}); there is no message {i}.")
+    return current_app.response_class(str(messages[i].get("content") or ""), mimetype="text/plain")
 
 
 @bp.get("/<run>/<int:position>/answer/<int:k>")
