@@ -18,7 +18,7 @@ Layout of ``DIR``::
     episodes.csv, .jsonl      the exports
     episodes/<i>/step-<k>.html    episode i before action k + 1 (step-0: its diagnosis, first page)
     episodes/<i>/page-<k>.html    the env's page after k actions, as the stepper frames it
-    episodes/<i>/...              the env's done page, whole model answers (.txt)
+    episodes/<i>/...              the env's done page, whole model answers and long prompt messages (.txt)
 
 Open ``index.html`` from the file system or put the folder on any static host: nothing is loaded
 from anywhere else.
@@ -100,6 +100,9 @@ class _Site:
         if m and set(query) <= {"mark"}:
             kind = "page" if query.get("mark") == "1" else "raw" if not query else None
             return f"episodes/{int(m[1])}/{kind}-{int(m[2])}.html" if kind else None
+        m = re.fullmatch(r"(\d+)/prompt/(\d+)", rest)  # a served model's long prompt message (not the whole JSON)
+        if m and set(query) == {"message"} and query["message"].isdigit():
+            return f"episodes/{int(m[1])}/prompt-{int(m[2])}-message-{int(query['message'])}.txt"
         m = re.fullmatch(r"(\d+)/answer/(\d+)", rest)
         if m and set(query) <= {"part"} and query.get("part", "response") in ("response", "reasoning"):
             return f"episodes/{int(m[1])}/{query.get('part', 'response')}-{int(m[2])}.txt"

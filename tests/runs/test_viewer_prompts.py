@@ -160,3 +160,17 @@ def test_an_errored_episode_shows_the_request_that_failed(tmp_path, default_shop
     soup = BeautifulSoup(client.get("/runs/run/1?step=0").get_data(as_text=True), "html.parser")
     assert soup.select_one("#prompt summary").text.startswith("the prompt of the request that failed")
     assert client.get(soup.select_one("#prompt-json")["href"]).get_json() == failed[-1]
+
+
+def test_a_bundle_keeps_the_prompts_and_their_long_messages(served_runs, tmp_path, capsys):
+    folder, requests = served_runs
+    out = tmp_path / "bundle"
+    assert main(["report", str(folder / "think-answer.jsonl"), "--bundle", str(out)]) == 0
+    capsys.readouterr()
+    soup = BeautifulSoup((out / "episodes" / "0" / "step-1.html").read_text(encoding="utf-8"), "html.parser")
+    sent = requests["think-answer"][1]
+    assert [m for m, _ in _shown(soup)] == [m["role"] for m in sent]
+    link = soup.select_one("#prompt .message-cut a.whole-message")["href"]
+    long = next(m["content"] for m in sent if len(m["content"]) > 20_000)
+    assert (out / "episodes" / "0" / link).read_text(encoding="utf-8") == long
+    assert soup.select_one("#prompt-json").get("href") is None  # the JSON is the server's: plain text here
