@@ -162,3 +162,25 @@ def test_bad_goal_filters_are_one_line_errors(sampled_runs, make_viewer):
     never = _goal_rows(_page(client, "/runs/coin?goals=never"))
     assert all(r["solved"] == f"{K} of {K}" for r in always.values())
     assert all(r["solved"] == f"0 of {K}" for r in never.values())
+
+
+def test_sample_figures_group_goals_as_the_protocol_and_leave_errored_samples_out():
+    from webshop_gym.analysis.figures import protocol_figures, sample_figures
+    from webshop_gym.protocols.play import adhoc_protocol, with_samples
+
+    protocol = with_samples(adhoc_protocol(start=0, stop=3, max_steps=15, price_seed=0, goal_kind="synthetic"), 3)
+    outcomes = {0: [1.0, 0.0, 1.0], 1: [0.5, 0.0, 0.0], 2: [1.0, 1.0, None]}  # None: errored
+    episodes = [{"reward": r or 0.0, "purchased": r is not None, "errored": r is None, "goal_index": 7 * g,
+                 "protocol": {"item": g, "sample": s}} for g, rs in outcomes.items() for s, r in enumerate(rs)]
+    found = sample_figures(protocol, episodes, resamples=500)
+    assert found.samples == 3 and found.goals == [0, 1, 2]
+    assert found.members == [[0, 1, 2], [3, 4, 5], [6, 7]]  # positions in the list given; errored left out
+    assert found.successes.tolist() == [2, 0, 2] and found.played.tolist() == [3, 3, 2]
+    assert found.flipping.tolist() == [True, False, False]
+    figures = protocol_figures(protocol, episodes)
+    assert found.mean_at_k.value == figures["mean@3"] == pytest.approx(100 * (2 / 3 + 0 + 1) / 3)
+    assert found.pass_at_k.value == figures["pass@3"] == pytest.approx(200 / 3)
+    share = resampled_mean([2 / 3, 0.0, 1.0], 500, 0)
+    assert (found.mean_at_k.low, found.mean_at_k.high) == (share.low, share.high)
+    assert sample_figures(adhoc_protocol(start=0, stop=3, max_steps=15, price_seed=0, goal_kind="synthetic"),
+                          episodes) is None
