@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import platform
@@ -104,3 +105,40 @@ def save(name: str, payload: dict, path: Path | None = None) -> Path:
         path = RESULTS / f"{name}.json"
     path.write_text(json.dumps({"machine": machine(), **payload}, indent=1))
     return path
+
+
+def generate(client, first: int, count: int, target, steps: int, goals: int, connected, start, results) -> None:
+    """One load-generator process: ``count`` asyncio clients, started together once every process is connected.
+
+    Args:
+        client: ``async client(index, target, steps, goals, ready, go, out)``: connects, calls
+            ``ready()``, waits for ``go``, then plays and records into ``out`` (``step_ms``,
+            ``other_ms``, ``errors``, ``episodes``).
+        first, count: the clients' indices.
+        target: the server's port or URL, passed to ``client``.
+        steps, goals: the steps per client and the goals of the shop.
+        connected: released once when all ``count`` clients are connected.
+        start: set by the parent when every process is connected.
+        results: receives ``out`` with ``wall_s`` and this process's ``cpu_s`` while playing.
+    """
+    async def main():
+        out = {"step_ms": [], "other_ms": [], "errors": [], "episodes": 0}
+        go = asyncio.Event()
+        left = [count]
+
+        def ready():
+            left[0] -= 1
+            if left[0] == 0:
+                connected.release()
+
+        tasks = [asyncio.create_task(client(first + i, target, steps, goals, ready, go, out)) for i in range(count)]
+        await asyncio.get_running_loop().run_in_executor(None, start.wait)
+        cpu0 = time.process_time()
+        t0 = time.perf_counter()
+        go.set()
+        await asyncio.gather(*tasks)
+        out["wall_s"] = time.perf_counter() - t0
+        out["cpu_s"] = time.process_time() - cpu0
+        return out
+
+    results.put(asyncio.run(main()))

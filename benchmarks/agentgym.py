@@ -38,7 +38,7 @@ import numpy as np
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import sample_rss, save, start_cli_server, stop_server, table  # noqa: E402
+from _common import generate, sample_rss, save, start_cli_server, stop_server, table  # noqa: E402
 
 HOST = "127.0.0.1"
 SEP = " [SEP] "
@@ -144,27 +144,7 @@ async def _client(index: int, port: int, steps: int, goals: int, ready, go: asyn
 
 
 def _generator(first: int, count: int, port: int, steps: int, goals: int, connected, start, results) -> None:
-    async def main():
-        out = {"step_ms": [], "other_ms": [], "errors": [], "episodes": 0}
-        go = asyncio.Event()
-        left = [count]
-
-        def ready():
-            left[0] -= 1
-            if left[0] == 0:
-                connected.release()
-
-        tasks = [asyncio.create_task(_client(first + i, port, steps, goals, ready, go, out)) for i in range(count)]
-        await asyncio.get_running_loop().run_in_executor(None, start.wait)
-        cpu0 = time.process_time()
-        t0 = time.perf_counter()
-        go.set()
-        await asyncio.gather(*tasks)
-        out["wall_s"] = time.perf_counter() - t0
-        out["cpu_s"] = time.process_time() - cpu0
-        return out
-
-    results.put(asyncio.run(main()))
+    generate(_client, first, count, port, steps, goals, connected, start, results)
 
 
 # -- one run -------------------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ import numpy as np
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import sample_rss, save, start_cli_server, stop_server, table  # noqa: E402
+from _common import generate, sample_rss, save, start_cli_server, stop_server, table  # noqa: E402
 
 # -- the load generator (one process) ----------------------------------------------------------------
 
@@ -83,27 +83,7 @@ async def _session(index: int, url: str, steps: int, goals: int, ready, go: asyn
 
 
 def _generator(first: int, count: int, url: str, steps: int, goals: int, connected, start, results) -> None:
-    async def main():
-        out = {"step_ms": [], "other_ms": [], "errors": [], "episodes": 0}
-        go = asyncio.Event()
-        left = [count]
-
-        def ready():
-            left[0] -= 1
-            if left[0] == 0:
-                connected.release()
-
-        tasks = [asyncio.create_task(_session(first + i, url, steps, goals, ready, go, out)) for i in range(count)]
-        loop = asyncio.get_running_loop()
-        await loop.run_in_executor(None, start.wait)
-        t0 = time.perf_counter()
-        go.set()
-        await asyncio.gather(*tasks)
-        out["wall_s"] = time.perf_counter() - t0
-        out["cpu_s"] = time.process_time()
-        return out
-
-    results.put(asyncio.run(main()))
+    generate(_session, first, count, url, steps, goals, connected, start, results)
 
 
 # -- one run -------------------------------------------------------------------------------------------

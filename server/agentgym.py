@@ -51,6 +51,7 @@ from werkzeug.exceptions import HTTPException
 from webshop_gym.compat import SimServer, WebAgentTextEnv
 from webshop_gym.compat.text_env import step_envs
 from webshop_gym.error import GoalNotFound
+from webshop_gym.utils.strict_json import finite
 
 __all__ = ["ROUTES", "AgentGymEnvs", "Step", "bp", "encode", "error_answer", "init_app", "run_job"]
 
@@ -247,23 +248,12 @@ def _envs() -> AgentGymEnvs:
 # -- JSON in and out, FastAPI style -----------------------------------------------------------------
 
 
-def _finite(value: Any) -> Any:
-    """``value`` with every NaN or infinite float written as a string (``"NaN"``, ``"Infinity"``, ...)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return json.dumps(value)  # the token Python's json reads and writes, as a string
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
-    return value
-
-
 def encode(value: Any) -> bytes:
     """A JSON body: strict JSON always (a NaN or infinity echoed from a request becomes a string)."""
     try:
         text = json.dumps(value, ensure_ascii=False, allow_nan=False)
     except ValueError:
-        value = _finite(value)
+        value = finite(value)
         text = json.dumps(value, ensure_ascii=False, allow_nan=False)
     try:
         return text.encode("utf-8")
