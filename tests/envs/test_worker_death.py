@@ -46,3 +46,26 @@ def test_calls_after_close_say_the_workers_were_stopped(default_shop):
     for call in (lambda: envs.step(["search[gift]"] * 2), lambda: envs.reset(seed=0)):
         with pytest.raises(WorkerDied, match=r"close\(\) was called"):
             call()
+
+
+def report_sigint(queue) -> None:
+    """A spawned child's first instruction: how its SIGINT is handled as it was born."""
+    queue.put(repr(signal.getsignal(signal.SIGINT)))
+
+
+def test_a_worker_ignores_ctrl_c_from_its_first_instruction_and_the_parent_keeps_it():
+    # Ctrl-C reaches the whole process group: a worker hit while its interpreter was still
+    # importing printed a KeyboardInterrupt traceback (seen under load in a full test run)
+    import multiprocessing as mp
+
+    from webshop_gym.envs.workers import _start_without_sigint
+
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    before = signal.getsignal(signal.SIGINT)
+    proc = ctx.Process(target=report_sigint, args=(queue,))
+    _start_without_sigint(proc)
+    assert queue.get(timeout=60) == repr(signal.SIG_IGN)
+    proc.join(timeout=60)
+    assert signal.getsignal(signal.SIGINT) is before  # the parent's handler is back
+    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, set())  # and not blocked

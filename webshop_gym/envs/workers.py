@@ -17,6 +17,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import signal
+import threading
 import traceback
 from collections.abc import Sequence
 from multiprocessing.connection import wait
@@ -67,6 +68,30 @@ def portable_action(action):
 
 def _snapshot(engine, slot: int) -> tuple:
     return engine.observe(slot), engine.info(slot), engine.finished(slot)
+
+
+def _start_without_sigint(proc) -> None:
+    """Start a worker process that ignores Ctrl-C from its first instruction on.
+
+    Ctrl-C reaches the whole process group and the parent handles it (closing the workers).  A
+    worker ignores SIGINT once its code runs, but a spawned interpreter starts with Python's own
+    handler, so a Ctrl-C landing while it imported printed a KeyboardInterrupt traceback from the
+    worker.  An ignored SIGINT is inherited across exec (and Python then installs no handler), so
+    the parent ignores it while the worker starts, with SIGINT blocked meanwhile: a Ctrl-C for the
+    parent in that moment stays pending and is delivered once its handler is back.
+    """
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+        proc.start()  # pragma: no cover - only the main thread sets handlers; the worker ignores SIGINT itself
+        return
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        handler = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            proc.start()
+        finally:
+            signal.signal(signal.SIGINT, handler)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
 def _worker(conn, shop_args: dict, engine_args: dict, n_slots: int, heap: str | None) -> None:
@@ -215,7 +240,7 @@ class WorkerPool(ShardedEngine):
             proc = ctx.Process(
                 target=_worker, args=(child, shop_arguments(shop), engine_args, b - a, java_heap), daemon=True
             )
-            proc.start()
+            _start_without_sigint(proc)
             child.close()
             self.conns[k] = parent
             self.procs[k] = proc
