@@ -227,3 +227,17 @@ def test_goal_files_are_cached_by_content(default_shop, tmp_path):
     changed = load_goal_file(path, default_shop.catalog, report=report)
     assert report["goals"]["cached"] is False and changed.folder != first.folder
     assert changed.instruction[4] == "i want something else" and first.instruction[4] != changed.instruction[4]
+
+
+def test_a_shop_at_another_price_seed_shares_its_catalog_and_search_and_equals_a_fresh_load(default_shop):
+    # verl-agent plays 128 price seeds: a shop loaded anew per seed opened the catalog's ~130
+    # files each time (16,000 file descriptors, near the process limit in a fresh CI run)
+    from webshop_gym import load_shop
+
+    other = default_shop.at_price_seed(7)
+    assert other.catalog is default_shop.catalog and other.engine is default_shop.engine
+    assert other.at_price_seed(7) is other and default_shop.at_price_seed(7) is other
+    assert default_shop.at_price_seed(default_shop.goals.seed) is default_shop
+    fresh = load_shop(default_shop.path, seed=7, progress=False)
+    assert other.fingerprint() == fresh.fingerprint() and other.goals.digest() == fresh.goals.digest()
+    assert other.reward(3, default_shop.goals.asin[3], {}) == fresh.reward(3, default_shop.goals.asin[3], {})

@@ -34,10 +34,8 @@ def mark_reachability(shop, then: Callable[[dict], None] | None = None) -> Calla
     once per shop and goal set), so every policy's run says which goals no purchase can solve,
     and every reader reports SR on the reachable goals beside SR.
     """
-    reach = shop.reachability()
-
     def mark(episode: dict) -> None:
-        episode["reachable"], episode["reason"] = reach.of(int(episode["goal_index"]))
+        episode["reachable"], episode["reason"] = shop.reachable(int(episode["goal_index"]))
         if then is not None:
             then(episode)
 

@@ -72,9 +72,7 @@ class EvaluationPlan:
 
 
 def _shop_at(shop: Shop, price_seed: int) -> Shop:
-    if shop.goals.seed == price_seed:
-        return shop
-    return load_shop(shop.path, human_goals=shop.goals.kind == "human", seed=price_seed, progress=False)
+    return shop.at_price_seed(price_seed)  # one catalog and search index for every price seed
 
 
 def prepare(

@@ -147,20 +147,38 @@ def _reason(catalog, rewards, goals, goal: int, row: int, values: list[str], tot
     return "; ".join(parts) or f"the best purchase of the target scores {total:.3f}"
 
 
+def goal_best(catalog, goals, rewards, goal: int, max_combinations: int = 4096) -> tuple[float, str]:
+    """One goal's best reward of buying its target and, when below 1.0, why (``""`` when reachable)."""
+    row = int(goals.target[goal])
+    if row < 0:
+        return 0.0, "the target product is not in the catalog"
+    values, total = best_options(catalog, rewards, goals.prices, goal, row, max_combinations)
+    return total, ("" if total >= 1.0 else _reason(catalog, rewards, goals, goal, row, values, total))
+
+
 def _compute(catalog, goals, rewards, max_combinations: int) -> Reachability:
     n = len(goals)
     best = np.zeros(n)
     reason = [""] * n
     for g in range(n):
-        row = int(goals.target[g])
-        if row < 0:
-            reason[g] = "the target product is not in the catalog"
-            continue
-        values, total = best_options(catalog, rewards, goals.prices, g, row, max_combinations)
-        best[g] = total
-        if total < 1.0:
-            reason[g] = _reason(catalog, rewards, goals, g, row, values, total)
+        best[g], reason[g] = goal_best(catalog, goals, rewards, g, max_combinations)
     return Reachability(best >= 1.0, best, reason)
+
+
+def memoised(goals) -> Reachability | None:
+    """The goal set's memoised :class:`Reachability`, or ``None`` when there is none (or it is stale)."""
+    folder = getattr(goals, "seed_folder", None)
+    memo = folder / MEMO if folder is not None else None
+    if memo is None or not memo.is_file():
+        return None
+    try:
+        data = json.loads(memo.read_text(encoding="utf-8"))
+        if data.get("goals") == len(goals) and data.get("digest") == goals.digest():
+            return Reachability(np.asarray(data["best"], float) >= 1.0, np.asarray(data["best"], float),
+                                [str(r) for r in data["reason"]])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass  # an unreadable memo is computed again
+    return None
 
 
 def goal_reachability(catalog, goals, rewards, max_combinations: int = 4096) -> Reachability:
@@ -172,17 +190,12 @@ def goal_reachability(catalog, goals, rewards, max_combinations: int = 4096) -> 
         rewards: its reward model.
         max_combinations: see :func:`best_options`.
     """
+    known = memoised(goals)
+    if known is not None:
+        return known
+    found = _compute(catalog, goals, rewards, max_combinations)
     folder = getattr(goals, "seed_folder", None)
     memo = folder / MEMO if folder is not None else None
-    if memo is not None and memo.is_file():
-        try:
-            data = json.loads(memo.read_text(encoding="utf-8"))
-            if data.get("goals") == len(goals) and data.get("digest") == goals.digest():
-                return Reachability(np.asarray(data["best"], float) >= 1.0, np.asarray(data["best"], float),
-                                    [str(r) for r in data["reason"]])
-        except (OSError, ValueError, KeyError, TypeError):
-            pass  # an unreadable memo is computed again
-    found = _compute(catalog, goals, rewards, max_combinations)
     if memo is not None:
         data = {"goals": len(goals), "digest": goals.digest(), "best": found.best.tolist(), "reason": found.reason}
         tmp = memo.with_name(f".{MEMO}.{os.getpid()}.tmp")
