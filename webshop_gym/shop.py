@@ -88,11 +88,15 @@ class Shop:
         with self._derived_lock:
             found = self._derived.get(int(seed))
             if found is None:
+                started = time.perf_counter()
+                report: dict = {"catalog": {**self.load_report.get("catalog", {}), "cached": True, "shared": True}}
                 goals = build_goals(self.catalog, human_goals=self.goals.kind == "human", seed=int(seed), progress=False,
-                                    report={})
+                                    report=report)
                 found = Shop(self.catalog, goals, self.engine, self.path)
-                found.rewards.prepare(progress=False, report={})
+                found.rewards.prepare(progress=False, report=report)
                 found.rewards.warmup()
+                report["seconds"] = round(time.perf_counter() - started, 3)
+                found.load_report = report
                 self._derived[int(seed)] = found
         return found
 
@@ -249,6 +253,13 @@ class Shop:
 @functools.lru_cache(maxsize=16)
 def _load(path: str, goals: str | None, human_goals: bool, seed: int, num_products: int | None,
           index: str | None, progress: bool, search_backend: str = DEFAULT_SEARCH_BACKEND) -> Shop:
+    if goals is None and seed != 0:
+        # Another price seed of the same shop shares the seed-0 shop's catalog and search engine:
+        # a protocol with per-worker prices (verl-agent: 128 seeds), or the replay of its run,
+        # otherwise opened the catalog's ~130 files once per seed.  Every call touches the seed-0
+        # entry, so it stays in this cache while its seeds are in use.
+        base = _load(path, None, human_goals, 0, num_products, index, progress, search_backend)
+        return base.at_price_seed(seed)
     started = time.perf_counter()
     report: dict = {}
     catalog = load_catalog(path, num_products=num_products, progress=progress, report=report, pretag=True)
