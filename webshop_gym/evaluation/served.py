@@ -18,6 +18,8 @@ that arrived together are stepped as one batch.
   so the finished file reads like an uninterrupted run's.
 * ``shard=(i, n)`` plays the ``i``-th of ``n`` contiguous blocks of the goals (``--shard i/n``),
   so several processes can share a split; ``webshop-gym report`` reads the shards as one run.
+* A protocol's plan (``--protocol``, ``--samples``) is resumed and sharded by its episodes'
+  ordinals (each a goal, price seed and sample), after checking the protocol fingerprint.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from webshop_gym.analysis.figures import accounting, add_accounting, billed, sum
 from webshop_gym.engine import Engine
 from webshop_gym.error import Error
 from webshop_gym.evaluation.episode import episode_seed, mark_reachability, slim_info
+from webshop_gym.protocols.play import display_name, protocol_difference
 from webshop_gym.runs.log import dumps_line, episode_lines
 from webshop_gym.runs.replay import fingerprint_difference
 from webshop_gym.runs.run import SUMMARY_KEYS, RunWriter, load_run, now_iso
@@ -376,7 +379,8 @@ def evaluate_served(
         check: check the endpoint and the model before starting (``policy.check()``).
         protocol_plan: the :class:`~webshop_gym.evaluation.plan.EvaluationPlan` (``evaluate`` makes it):
             its protocol is recorded in the run line; a named protocol's or a ``--samples``
-            plan's episodes are played as planned (not with ``resume`` or ``shard``).
+            plan's episodes are played as planned, identified by their plan ordinal (goal, price
+            seed, sample) for ``resume`` and ``shard``.
         **policy_kwargs: :class:`~webshop_gym.agents.openai.OpenAIPolicy` arguments for ``openai:MODEL``.
 
     Returns:
@@ -389,11 +393,9 @@ def evaluate_served(
     if concurrency is not None and not 1 <= int(concurrency) <= 1024:
         raise Error(f"concurrency must be in 1-1024, got {concurrency}")
     if protocol_plan is not None and (protocol_plan.named or not protocol_plan.simple):
-        if resume or shard is not None:
-            raise Error("--resume and --shard apply to runs without --protocol and --samples")
         return _evaluate_plan(policy, protocol_plan, seed=seed, max_steps=max_steps, observation_mode=observation_mode,
                               progress=progress, keep_episodes=keep_episodes, out=out, run_settings=run_settings,
-                              concurrency=concurrency, check=check, **policy_kwargs)
+                              concurrency=concurrency, check=check, resume=resume, shard=shard, **policy_kwargs)
     if protocol_plan is not None:
         run_settings = {**(run_settings or {}), "protocol": protocol_plan.record}
     split = None if split == "all" else split
@@ -469,24 +471,41 @@ def evaluate_served(
 
 
 def _evaluate_plan(policy, plan, *, seed, max_steps, observation_mode, progress, keep_episodes, out, run_settings,
-                   concurrency, check, **policy_kwargs) -> dict:
-    """Play a protocol's planned episodes (one engine per price seed), write the run, return the figures."""
+                   concurrency, check, resume=False, shard=None, **policy_kwargs) -> dict:
+    """Play a protocol's planned episodes (one engine per price seed), write the run, return the figures.
+
+    An episode of a plan is its ``ordinal`` (its place in the plan: goal, price seed and sample);
+    ``shard`` plays a contiguous block of the ordinals and ``resume`` keeps the finished episodes
+    of the run file by ordinal and plays the others with the seeds the plan gives them.
+    """
     agent = make_served_policy(policy, seed=seed, **policy_kwargs)
     owned = agent is not policy
     n = int(concurrency or getattr(agent, "concurrency", 8))
-    expected = [e.goal for e in plan.episodes]
-    settings = _run_line(policy, agent, f"protocol {plan.protocol.name}", seed, max_steps, n, observation_mode, None,
+    chosen: list = shard_goals(plan.episodes, shard)  # the plan's episodes this run plays (all without a shard)
+    expected = [e.goal for e in chosen]
+    ordinals = [e.ordinal for e in chosen]
+    settings = _run_line(policy, agent, f"protocol {plan.protocol.name}", seed, max_steps, n, observation_mode, shard,
                          {**(run_settings or {}), "protocol": plan.record})
     writer = None
     episodes: list[dict] = []
+    kept: list[dict] = []
+    history: dict = {}
     stats: dict = {}
+    resuming = resume and Path(out).is_file()
     started = time.perf_counter()
     try:
-        if check and expected and callable(getattr(agent, "check", None)):
+        keep = _resume_planned(out, plan, chosen, settings) if resuming else {}
+        todo = [e for e in chosen if e.ordinal not in keep]
+        if check and todo and callable(getattr(agent, "check", None)):
             agent.check()  # before the file is touched
+        if resuming:
+            kept, history = _keep_only(out, ordinals, keep)
+            for record, ordinal in zip(kept, [o for o in ordinals if o in keep]):
+                record["ordinal"] = ordinal
+        started = time.perf_counter()
         if out is not None:
-            writer = RunWriter(out, plan.shop, expected, keys=[e.ordinal for e in plan.episodes], **settings)
-        for group_shop, group in plan.groups():
+            writer = RunWriter(out, plan.shop, expected, append=resuming, keys=[e.ordinal for e in todo], **settings)
+        for group_shop, group in _groups(plan, todo):
             seeds = [episode_seed(seed, e.goal, e.sample) for e in group]
 
             def finished(episode: dict, group=group, group_shop=group_shop, seeds=seeds) -> None:
@@ -511,23 +530,46 @@ def _evaluate_plan(policy, plan, *, seed, max_steps, observation_mode, progress,
         if owned:
             agent.close()
     wall = time.perf_counter() - started
-    episodes.sort(key=lambda e: e["ordinal"])
+    played_steps = sum(int(e["steps"]) for e in episodes)
+    played = len(episodes)
+    episodes = sorted(kept + episodes, key=lambda e: e["ordinal"])
+    if [e["ordinal"] for e in episodes] != ordinals:
+        if writer is not None:
+            writer.close()
+        raise RuntimeError(f"evaluation covered {len(episodes)} episodes, expected each of {len(ordinals)} exactly once")
     result = summarize(episodes, protocol=plan.record)
     shop = plan.shop
     result.update(
         policy=settings["policy"], shop=str(shop.path), fingerprint=shop.fingerprint(), goal_kind=shop.goals.kind,
         split=settings["split"], goals=[min(expected), max(expected) + 1] if expected else [0, 0], num_envs=n,
         concurrency=n, seed=seed, max_steps=max_steps, wall_s=wall,
-        steps_per_s=result["counts"]["steps"] / wall if wall > 0 else None, env_steps=stats.get("engine_steps", 0),
+        steps_per_s=played_steps / wall if wall > 0 else None, env_steps=stats.get("engine_steps", 0),
         requests_max_in_flight=stats.get("requests_max_in_flight", 0), protocol_record=plan.record,
     )
+    if history:  # a resumed run: every session's time, and what the whole run cost
+        result["sessions"] = [*history["sessions"], {"wall_s": wall, "finished": True, "episodes": played}]
+        result["billed"] = billed(result, history["dropped"])
+    if shard is not None:
+        result["shard"] = list(shard)
+    if resume:
+        result["resumed"] = {"kept": len(kept), "played": played}
     if writer is not None:
-        writer.close(result)
+        writer.close(result if not kept else None)
+        if kept:
+            _rewrite_in_goal_order(out, [f"e{o}" for o in ordinals], result)
         result["run_file"] = str(out)
     if keep_episodes:
         result["episodes_detail"] = [{k: v for k, v in e.items() if k not in ("trajectory", "final_observation",
                                                                               "final_info")} for e in episodes]
     return result
+
+
+def _groups(plan, episodes: list) -> list[tuple[Any, list]]:
+    """``episodes`` (planned) by price seed, in order of first appearance, with their shops."""
+    out: dict[int, list] = {}
+    for e in episodes:
+        out.setdefault(e.price_seed, []).append(e)
+    return [(plan.shops[price_seed], group) for price_seed, group in out.items()]
 
 
 def _run_line(spec, agent, split, seed, max_steps, concurrency, observation_mode, shard, extra) -> dict:
@@ -547,8 +589,7 @@ def _run_line(spec, agent, split, seed, max_steps, concurrency, observation_mode
 # -- resume ------------------------------------------------------------------------------------------------
 
 
-def _compare_header(path, header: dict, shop, settings: dict, goals: list[int]) -> None:
-
+def _compare_header(path, header: dict, shop, settings: dict, goals: list[int], goal_range: list | None = None) -> None:
     where = f"--resume: {path}"
     if not header:
         raise ResumeMismatch(f"{where} has no run line (not written by `webshop-gym eval --out`)")
@@ -557,7 +598,9 @@ def _compare_header(path, header: dict, shop, settings: dict, goals: list[int]) 
         problem = fingerprint_difference(recorded, shop)
         if problem is not None:
             raise ResumeMismatch(f"{where} was written on another shop or goal set ({problem})")
-    expected = {**{k: settings.get(k) for k in RESUME_KEYS}, "goals": [goals[0], goals[-1] + 1] if goals else [0, 0],
+    if goal_range is None:
+        goal_range = [goals[0], goals[-1] + 1] if goals else [0, 0]
+    expected = {**{k: settings.get(k) for k in RESUME_KEYS}, "goals": goal_range,
                 "num_goals": len(goals)}
     for key in RESUME_KEYS:
         if header.get(key) != expected.get(key):
@@ -583,6 +626,51 @@ def _resume_plan(path, shop, goals: list[int], settings: dict) -> dict[int, Any]
             keep.pop(episode.goal_index, None)
     wanted = set(goals)
     return {g: e for g, e in keep.items() if g in wanted}
+
+
+def _ordinal(episode_id: str) -> int | None:
+    """The plan ordinal of an episode id ``e<ordinal>`` (``None`` for a goal-keyed id ``g<goal>``)."""
+    return int(episode_id[1:]) if episode_id[:1] == "e" and episode_id[1:].isdigit() else None
+
+
+def _resume_planned(path, plan, chosen: list, settings: dict) -> dict[int, Any]:
+    """Check the run line of a protocol's run; return its finished, not errored episodes by plan ordinal.
+
+    Each kept episode must be the one the plan puts at its ordinal (goal, price seed, sample):
+    a file whose episodes say otherwise was not written by this plan.
+    """
+    run = load_run(path, require_episodes=False)
+    theirs = run.header.get("protocol")
+    if run.header and not isinstance(theirs, dict):
+        raise ResumeMismatch(f"--resume: {path} records no protocol; this command plays {display_name(plan.record)} "
+                             "(same protocol and settings, or another --out)")
+    difference = protocol_difference(theirs, plan.record) if run.header else ""
+    if difference:  # before the settings: the protocol is what the user changed
+        raise ResumeMismatch(f"--resume: {path} was written under another protocol ({difference}; same protocol and "
+                             "settings, or another --out)")
+    goals = [e.goal for e in chosen]
+    _compare_header(path, run.header, plan.shop, settings, goals,
+                    goal_range=[min(goals), max(goals) + 1] if goals else [0, 0])
+    wanted = {e.ordinal: e for e in chosen}
+    keep: dict[int, Any] = {}
+    for episode in run.episodes:
+        ordinal = _ordinal(episode.log.episode)
+        if ordinal is None:
+            raise ResumeMismatch(f"--resume: {path} holds episode {episode.log.episode!r}, not one of a protocol's "
+                                 "plan (same settings, or another --out)")
+        planned = wanted.get(ordinal)
+        mine = episode.log.record.get("protocol") or {}
+        if planned is not None and (episode.goal_index, mine.get("price_seed"), mine.get("sample")) != (
+                planned.goal, planned.price_seed, planned.sample):
+            raise ResumeMismatch(f"--resume: {path} played goal {episode.goal_index} at price seed "
+                                 f"{mine.get('price_seed')}, sample {mine.get('sample')} as episode {ordinal}; this "
+                                 f"command's plan has goal {planned.goal} at price seed {planned.price_seed}, sample "
+                                 f"{planned.sample} (same settings, or another --out)")
+        if not episode.log.record.get("errored") and (episode.purchased or episode.truncated):
+            keep[ordinal] = episode
+        else:
+            keep.pop(ordinal, None)
+    return {o: e for o, e in keep.items() if o in wanted}
 
 
 def _keep_only(path, goals: list[int], keep: dict[int, Any]) -> tuple[list[dict], dict]:
@@ -632,15 +720,18 @@ def _in_goal_order(path) -> bool:
     return True
 
 
-def _rewrite_in_goal_order(path, goals: list[int], result: dict) -> None:
-    """Rewrite a run file with its episodes in goal order and the summary line (atomically)."""
+def _rewrite_in_goal_order(path, goals: list, result: dict) -> None:
+    """Rewrite a run file with its episodes in goal order and the summary line (atomically).
+
+    ``goals``: the goals in order, or the episode ids in order (``"e<ordinal>"``: a protocol's plan).
+    """
     lines = episode_lines(path)
     header = json.loads(lines["run"][0])
     tmp = Path(str(path) + ".tmp")
     with open(tmp, "w", encoding="utf-8") as handle:
         handle.write(lines["run"][0] + "\n")
         for goal in goals:
-            for line in lines.get(f"g{goal}", []):
+            for line in lines.get(goal if isinstance(goal, str) else f"g{goal}", []):
                 handle.write(line + "\n")
         summary = {k: result[k] for k in SUMMARY_KEYS if k in result}
         handle.write(dumps_line({"type": "summary", "run": header.get("run"), "finished": now_iso(),

@@ -7,6 +7,11 @@ the shard differs) and :func:`merge_runs` reads them as one :class:`~webshop_gym
 (episodes in goal order, figures over all of them); ``webshop-gym report`` does this on its
 own.  :func:`merge_shards` writes the merged run file (a ``run`` line without ``shard``, the
 episodes in goal order, a ``summary`` line) for ``replay`` and the viewer.
+
+A protocol's run (``--protocol``, ``--samples``) is sharded by its plan: shard ``i/n`` plays the
+``i``-th block of the plan's episodes, each identified by its ordinal (its goal, price seed and
+sample), and every shard records the whole plan's protocol.  Its shards merge in plan order, and
+shards of different protocols (fingerprints) refuse to merge, saying how the protocols differ.
 """
 
 from __future__ import annotations
@@ -18,10 +23,11 @@ from pathlib import Path
 
 from webshop_gym.analysis.figures import summarize
 from webshop_gym.error import Error
+from webshop_gym.protocols.play import ADHOC, protocol_difference
 from webshop_gym.runs.log import dumps_line, episode_lines
 from webshop_gym.runs.run import Run, RunEpisode, load_run, now_iso
 
-__all__ = ["group_shards", "merge_runs", "merge_shards", "shard_key"]
+__all__ = ["episode_key", "group_shards", "merge_runs", "merge_shards", "shard_key"]
 
 #: Run-line fields that differ between the shards of one evaluation.
 _PER_SHARD = ("run", "created", "shard", "goals", "num_goals", "arguments", "concurrency", "num_envs", "num_workers",
@@ -56,6 +62,12 @@ def merge_runs(runs: Sequence[Run]) -> tuple[Run, list[str]]:
     Raises:
         ValueError: the runs are not shards of one evaluation, or two hold the same goal.
     """
+    protocols = [r.header.get("protocol") for r in runs]
+    if any(_planned(p) for p in protocols):  # a protocol's plan: every shard records the whole plan's protocol
+        for other in protocols[1:]:
+            difference = protocol_difference(protocols[0], other)
+            if difference:
+                raise ValueError(f"the shards were played under different protocols ({difference})")
     keys = {shard_key(r.header) for r in runs}
     if None in keys or len(keys) != 1:
         raise ValueError("only shards of one evaluation (eval --shard i/n, same settings) can be merged")
@@ -71,11 +83,13 @@ def merge_runs(runs: Sequence[Run]) -> tuple[Run, list[str]]:
     seen: set[int] = set()
     for run in sorted(runs, key=lambda r: r.header["shard"][0]):
         for e in run.episodes:
-            if e.goal_index in seen:
-                raise ValueError(f"goal {e.goal_index} is in two shards")
-            seen.add(e.goal_index)
+            key = episode_key(e)
+            if key in seen:
+                what = f"episode {key} of the plan" if _ordinal(e.log.episode) is not None else f"goal {key}"
+                raise ValueError(f"{what} is in two shards")
+            seen.add(key)
             episodes.append(e)
-    episodes.sort(key=lambda e: e.goal_index)
+    episodes.sort(key=episode_key)
     merged = [RunEpisode(i, e.log, e.reward, e.success, e.purchased, e.truncated, e.steps, e.invalid_actions, e.causes)
               for i, e in enumerate(episodes)]
     header = {k: v for k, v in runs[0].header.items() if k not in ("shard", "run", "created")}
@@ -91,6 +105,21 @@ def merge_runs(runs: Sequence[Run]) -> tuple[Run, list[str]]:
     elif not missing:
         notes.append("some shards have no summary line (their evaluations did not finish)")
     return Run(runs[0].path, header, merged, summary, figures), notes
+
+
+def _planned(record) -> bool:
+    """A run of a protocol's plan (``--protocol``, ``--samples``): its episodes are keyed by their plan ordinal."""
+    return isinstance(record, dict) and (record.get("name") != ADHOC or int(record.get("samples") or 1) > 1)
+
+
+def _ordinal(episode_id: str) -> int | None:
+    return int(episode_id[1:]) if episode_id[:1] == "e" and episode_id[1:].isdigit() else None
+
+
+def episode_key(episode: RunEpisode) -> int:
+    """What identifies an episode among the shards: its plan ordinal (goal, price seed, sample), else its goal."""
+    ordinal = _ordinal(episode.log.episode)
+    return episode.goal_index if ordinal is None else ordinal
 
 
 def group_shards(labelled: Sequence[tuple[str, Run]]) -> tuple[list[tuple[str, Run]], list[str]]:
