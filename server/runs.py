@@ -17,9 +17,13 @@ episode's position in the file, from 0):
   clicked and the target product highlighted, the action and the model's output.
 * ``GET /runs/<run>/<episode>/page/<k>``: that page itself, exactly the env's HTML
   (``?mark=1``: with the viewer's highlights, as the stepper shows it).
+* ``GET /runs/<run>/goal/<goal>?play=k``: one goal of a run: every play of it (a goal played
+  several times: ``eval --samples K``, a protocol's repeats or price seeds) with its sample,
+  price seed, reward, success and failure tag, the goal's successes of its plays, and the
+  ``k``-th play (default the first) with its diagnosis and actions.
 * ``GET /runs/<a>/vs/<b>``: goal by goal, which run solved what, when both runs played the same
-  shop and goal set (else the figures side by side only); ``.../vs/<b>/<goal>``: the two
-  episodes of one goal side by side.
+  shop and goal set (else the figures side by side only); ``.../vs/<b>/<goal>?play=k``: the two
+  runs' plays of one goal, and the ``k``-th of each side by side (``play_b``: run b's).
 
 Each run file is indexed once (:class:`~webshop_gym.runs.index.RunIndex`: byte offsets and a
 compact summary per episode; a file that grows is read on from where it was, one that is
@@ -462,7 +466,8 @@ def run_page(run: str):
     rows = [{"position": i, "goal": int(t.goal[i]), "instruction": t.instructions[i], "reward": float(t.reward[i]),
              "success": bool(t.success[i]), "steps": int(t.steps[i]), "invalid": int(t.invalid[i]),
              "causes": t.cause_names(i), "tag": t.tag_name(i), "family": t.family(i),
-             "reachable": int(t.reachable[i]), "category": t.categories[int(t.category[i])]}
+             "reachable": int(t.reachable[i]), "category": t.categories[int(t.category[i])],
+             "goal_url": url_for("runs.goal_page", run=run, goal=int(t.goal[i]), **({"play": k} if (k := play_of(t, i)) else {}))}
             for i in shown]
     tag_counts = Counter(int(x) for x in t.tag.tolist())
     examples = {}
@@ -905,6 +910,7 @@ def compare(a: str, b: str):
     for j in picked[(page - 1) * per : page * per].tolist():
         i, jb = int(pa[j]), int(pb[j])
         rows.append({"goal": common[j], "instruction": ta.instructions[i], "pa": i, "pb": jb,
+                     "side_url": _side_by_side_url(a, b, common[j], play_of(ta, i), play_of(tb, jb)),
                      "ra": float(ta.reward[i]), "rb": float(tb.reward[jb]), "sa": bool(ta.success[i]),
                      "sb": bool(tb.success[jb]), "tag_a": names[int(tags_a[j])], "tag_b": names[int(tags_b[j])],
                      "verdict": "a" if ra[j] > rb[j] else "b" if rb[j] > ra[j] else "tie"})
@@ -919,35 +925,105 @@ def compare(a: str, b: str):
                    query=query, **context)
 
 
+def _plays(library: RunLibrary, loaded: RunIndex, goal: int) -> list[dict]:
+    """Every play of ``goal`` in the run, in file order: play number, sample, price seed, reward, success, tag."""
+    t = loaded.table()
+    default_seed = (loaded.header.get("fingerprint") or {}).get("price_seed")
+    out = []
+    for k, position in enumerate(np.flatnonzero(t.goal == goal).tolist()):
+        protocol = _episode(library, loaded, position).log.record.get("protocol") or {}
+        out.append({"play": k, "position": position, "sample": protocol.get("sample"),
+                    "price_seed": protocol.get("price_seed", default_seed), "reward": float(t.reward[position]),
+                    "success": bool(t.success[position]), "errored": bool(t.errored[position]),
+                    "tag": t.tag_name(position)})
+    return out
+
+
+def _play_arg(name: str, default: int = 0) -> int:
+    try:
+        value = int(request.args.get(name, default))
+    except ValueError:
+        abort(400, f"{name} must be a whole number")
+    if value < 0:
+        abort(400, f"{name} must be 0 or more")
+    return value
+
+
+def play_of(t: IndexTable, position: int) -> int:
+    """Which play of its goal the episode at ``position`` is (0: the first in the file)."""
+    return int((t.goal[:position] == t.goal[position]).sum())
+
+
+def _side(library: RunLibrary, name: str, loaded: RunIndex, goal: int, play: int, side: str) -> dict:
+    """One run's plays of ``goal`` and its ``play``-th episode, with its diagnosis (a goal page's column)."""
+    plays = _plays(library, loaded, goal)
+    if not plays:
+        abort(404, f"Goal {goal} was not played by {name}.")
+    if play >= len(plays):
+        abort(404, f"{name} played goal {goal} {len(plays)} time(s) (plays 0 to {len(plays) - 1}); there is no "
+                   f"play {play}.")
+    position = plays[play]["position"]
+    episode = _episode(library, loaded, position)
+    n = len(episode.log.steps)
+    bought = episode.purchased and n >= 1
+    shown = n - 1 if bought else n
+    replayed = library.replayed(loaded, episode, shown)
+    shop = None if replayed.unavailable else library.shop_of(loaded, episode)
+    diagnosis = diagnose(episode, shop=shop, searches=None if shop is None else library.searches(loaded, episode))
+    target = dict(episode.log.record.get("target") or {})
+    scored = [p for p in plays if not p["errored"]]
+    return {"name": name, "side": side, "number": "ab".index(side) + 1, "run": loaded, "policy": _describe(loaded.header)["policy"],
+            "episode": episode, "replayed": replayed, "tag": loaded.table().tag_name(position),
+            "steps": [(i, _action_text(s), s) for i, s in enumerate(episode.log.steps[:500])],
+            "shown": shown if replayed.has(shown) else -1,
+            "shown_label": "the page it bought from" if bought else "the last page",
+            "info": episode.reward_info or {}, "last": episode.last, "diagnosis": diagnosis,
+            "target_options": _target_options(target.get("options")),
+            "step_url": url_for("runs.episode_page", run=name, position=position),
+            "plays": plays, "play": play, "successes": sum(p["success"] for p in scored), "scored": len(scored),
+            "errored": len(plays) - len(scored)}
+
+
+@bp.get("/<run>/goal/<int:goal>")
+def goal_page(run: str, goal: int):
+    """One goal of a run: every play of it (sample, price seed, reward, tag) and the ``?play=k``-th (default 0) in full."""
+    library = get_library()
+    loaded = library.load(run)
+    if isinstance(loaded, Entry):
+        return _indexing_page(run, loaded)
+    play = _play_arg("play")
+    side = _side(library, run, loaded, goal, play, "a")
+    side["play_url"] = lambda k: url_for("runs.goal_page", run=run, goal=goal, **({"play": k} if k else {}))
+    return _render("runs/goal.html", run=run, goal=goal, sides=[side], instruction=side["episode"].instruction)
+
+
+def _side_by_side_url(a: str, b: str, goal: int, play_a: int, play_b: int) -> str:
+    """The side-by-side page of ``goal`` at run a's ``play_a``-th and run b's ``play_b``-th play of it."""
+    args = {"play": play_a or None, "play_b": play_b if play_b != play_a else None}
+    return url_for("runs.compare_goal", a=a, b=b, goal=goal, **{k: v for k, v in args.items() if v is not None})
+
+
 @bp.get("/<a>/vs/<b>/<int:goal>")
 def compare_goal(a: str, b: str, goal: int):
-    """The two runs' episodes of one goal side by side, each with its diagnosis (same shop and goal set only)."""
+    """The two runs' episodes of one goal side by side, each with its diagnosis (same shop and goal set only).
+
+    Query: ``play`` (default 0): which play of the goal each run shows (``play_b``: run b's, when
+    it differs), for a goal played several times (``eval --samples K``, a protocol's repeats).
+    """
     library = get_library()
     run_a, run_b = _loaded(a), _loaded(b)
     refused, details = _refusal(run_a, run_b)
     if refused:
         return _refused_page(a, b, refused, details)
-    pa, pb = run_a.table().by_goal().get(goal), run_b.table().by_goal().get(goal)
-    if pa is None or pb is None:
-        missing = " and ".join(n for n, p in ((a, pa), (b, pb)) if p is None)
-        abort(404, f"Goal {goal} was not played by {missing}: the side-by-side view needs a goal of both runs.")
-    sides = []
-    for side, (name, loaded, position) in zip("ab", ((a, run_a, pa), (b, run_b, pb)), strict=True):
-        episode = _episode(library, loaded, position)
-        n = len(episode.log.steps)
-        bought = episode.purchased and n >= 1
-        shown = n - 1 if bought else n
-        replayed = library.replayed(loaded, episode, shown)
-        shop = None if replayed.unavailable else library.shop_of(loaded, episode)
-        diagnosis = diagnose(episode, shop=shop, searches=None if shop is None else library.searches(loaded, episode))
-        target = dict(episode.log.record.get("target") or {})
-        sides.append({"name": name, "side": side, "run": loaded, "policy": _describe(loaded.header)["policy"],
-                      "episode": episode, "replayed": replayed, "tag": loaded.table().tag_name(position),
-                      "steps": [(i, _action_text(s), s) for i, s in enumerate(episode.log.steps[:500])],
-                      "shown": shown if replayed.has(shown) else -1,
-                      "shown_label": "the page it bought from" if bought else "the last page",
-                      "info": episode.reward_info or {}, "last": episode.last, "diagnosis": diagnosis,
-                      "target_options": _target_options(target.get("options")),
-                      "step_url": url_for("runs.episode_page", run=name, position=position)})
+    play_a = _play_arg("play")
+    play_b = _play_arg("play_b", play_a)
+    missing = [n for n, r in ((a, run_a), (b, run_b)) if not (r.table().goal == goal).any()]
+    if missing:
+        abort(404, f"Goal {goal} was not played by {' and '.join(missing)}: the side-by-side view needs a goal of "
+                   "both runs.")
+    sides = [_side(library, a, run_a, goal, play_a, "a"), _side(library, b, run_b, goal, play_b, "b")]
+
+    sides[0]["play_url"] = lambda k: _side_by_side_url(a, b, goal, k, play_b)
+    sides[1]["play_url"] = lambda k: _side_by_side_url(a, b, goal, play_a, k)
     return _render("runs/compare_goal.html", a=a, b=b, goal=goal, sides=sides,
                    instruction=sides[0]["episode"].instruction)

@@ -271,3 +271,37 @@ def RunIndex_tag(runs_dir, position: int) -> str:
     index = RunIndex(runs_dir / "rule.jsonl")
     index.refresh()
     return index.table().tag_name(position)
+
+
+def test_a_goals_plays_are_navigable_in_chromium(sync_playwright, default_shop, tmp_path):
+    """A run of 3 samples per goal: from the run page to a goal's page, then from play to play."""
+    from webshop_gym.cli.app import main
+
+    assert main(["eval", "--policy", "random", "--num-goals", "3", "--samples", "3", "--quiet",
+                 "--out", str(tmp_path / "sampled.jsonl")]) == 0
+    positions = [e.position for e in load_run(tmp_path / "sampled.jsonl").episodes if e.goal_index == 1]
+    assert len(positions) == 3
+    problems: list[str] = []
+    live = _live(default_shop, tmp_path)
+    base = next(live)
+    try:
+        with _viewer_page(sync_playwright, base, problems) as page:
+            page.goto(base + "/runs/sampled")
+            page.click("#sample-goals a.goal-link:text-is('1')")
+            page.wait_for_selector("#plays-a")
+            assert page.url.endswith("/runs/sampled/goal/1")
+            assert page.locator("#plays-a tbody tr.play").count() == 3
+            assert page.locator("#plays-a tr.current td").first.inner_text() == "0"
+            assert page.locator("#side-1 h3 a").get_attribute("href").endswith(f"/runs/sampled/{positions[0]}")
+            for k in (2, 1):
+                page.click(f"#plays-a tr[data-play='{k}'] a.play-link")
+                page.wait_for_url(f"**/runs/sampled/goal/1?play={k}")
+                assert page.locator("#plays-a tr.current td").first.inner_text() == str(k)
+                assert page.inner_text("#play-shown-a") == f"Showing play {k} of 3."
+                assert page.locator("#side-1 h3 a").get_attribute("href").endswith(f"/runs/sampled/{positions[k]}")
+            page.screenshot(path=str(_artifacts() / "goal-plays.png"), full_page=True)
+            page.click("#plays-a tr[data-play='1'] td:last-child a")  # the play's own episode page
+            page.wait_for_url(f"**/runs/sampled/{positions[1]}")
+    finally:
+        live.close()
+    assert problems == []

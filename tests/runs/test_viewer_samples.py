@@ -184,3 +184,114 @@ def test_sample_figures_group_goals_as_the_protocol_and_leave_errored_samples_ou
     assert (found.mean_at_k.low, found.mean_at_k.high) == (share.low, share.high)
     assert sample_figures(adhoc_protocol(start=0, stop=3, max_steps=15, price_seed=0, goal_kind="synthetic"),
                           episodes) is None
+
+
+# -- the one-goal pages: every play of a goal played several times --------------------------------
+
+
+def _plays_of_file(path: Path) -> dict[int, list[dict]]:
+    """From the run file itself: per goal, each play in file order (position, sample, price seed, reward, success)."""
+    found: dict[int, list[dict]] = defaultdict(list)
+    position, where = -1, {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if record["type"] == "episode":
+            position += 1
+            play = {"position": position, "sample": record["protocol"]["sample"],
+                    "price_seed": record["protocol"]["price_seed"], "reward": 0.0, "success": False}
+            where[record["episode"]] = play
+            found[record["goal_index"]].append(play)
+        elif record["type"] == "step" and record["terminated"]:
+            where[record["episode"]].update(reward=record["reward"], success=record["reward"] == 1.0)
+    return dict(found)
+
+
+def _play_rows(soup, side: str = "a") -> list[dict]:
+    heads = [th.text.strip() for th in soup.select(f"#plays-{side} thead th")]
+    rows = []
+    for tr in soup.select(f"#plays-{side} tbody tr.play"):
+        cells = dict(zip(heads, tr.find_all("td"), strict=True))
+        rows.append({"play": int(cells["play"].text), "href": cells["play"].a["href"],
+                     "current": "current" in tr["class"], "sample": int(cells["sample"].text),
+                     "price_seed": int(cells["price seed"].text), "reward": cells["reward"].text.strip(),
+                     "success": cells["success"].text.strip(), "tag": cells["failure tag"].text.strip(),
+                     "position": int(cells["episode"].text.strip().lstrip("#"))})
+    return rows
+
+
+def _shown_position(soup, side: int = 1) -> int:
+    """The episode a goal page's column shows in full (its heading links to it)."""
+    return int(soup.select_one(f"#side-{side} h3 a")["href"].rsplit("/", 1)[1])
+
+
+def test_the_goal_page_lists_every_play_and_shows_the_one_asked(sampled_runs, make_viewer):
+    folder, _ = sampled_runs
+    client = make_viewer(folder)
+    plays = _plays_of_file(folder / "coin.jsonl")
+    flipping = next(g for g, v in plays.items() if 0 < sum(p["success"] for p in v) < K)
+    for goal in (flipping, min(plays)):
+        expected = plays[goal]
+        soup = _page(client, f"/runs/coin/goal/{goal}")
+        assert soup.select_one("h1").text == f"Goal {goal}"
+        solved = sum(p["success"] for p in expected)
+        assert soup.select_one("#goal-figures-a").text.startswith(f"{solved} of {K} plays of this goal solved")
+        rows = _play_rows(soup)
+        assert [r["play"] for r in rows] == list(range(K))
+        assert [(r["position"], r["sample"], r["price_seed"]) for r in rows] == [
+            (p["position"], p["sample"], p["price_seed"]) for p in expected]
+        assert [r["reward"] for r in rows] == [f"{p['reward']:.3f}" for p in expected]
+        assert [r["success"] == "solved" for r in rows] == [p["success"] for p in expected]
+        assert [r["tag"] == "" for r in rows] == [p["success"] for p in expected]
+        # the first play by default; each play's link shows that play
+        assert [r["current"] for r in rows] == [True] + [False] * (K - 1)
+        assert _shown_position(soup) == expected[0]["position"]
+        assert soup.select_one("#play-shown-a").text == f"Showing play 0 of {K}."
+        for row in rows[1:]:
+            assert row["href"].endswith(f"/runs/coin/goal/{goal}?play={row['play']}")
+            other = _page(client, row["href"])
+            assert _shown_position(other) == row["position"]
+            assert [r["current"] for r in _play_rows(other)] == [r["play"] == row["play"] for r in rows]
+    assert client.get(f"/runs/coin/goal/{flipping}?play={K}").status_code == 404
+    assert f"played goal {flipping} {K} time(s)" in client.get(f"/runs/coin/goal/{flipping}?play={K}").get_data(as_text=True)
+    assert client.get(f"/runs/coin/goal/{flipping}?play=x").status_code == 400
+    assert client.get("/runs/coin/goal/99999").status_code == 404
+
+
+def test_links_from_the_run_page_and_the_comparison_reach_the_right_play(sampled_runs, make_viewer):
+    folder, _ = sampled_runs
+    client = make_viewer(folder)
+    plays = _plays_of_file(folder / "coin.jsonl")
+    # the run page: each episode's goal links to the goal page at that episode's play
+    run = _page(client, "/runs/coin?per=100")
+    links = run.select("#episodes tbody tr")
+    assert len(links) == GOALS * K
+    for tr in links:
+        position = int(tr.find_all("td")[0].text)
+        href = tr.select_one("a.goal-link")["href"]
+        assert _shown_position(_page(client, href)) == position
+    # the sampled goals' table links each goal to its page too
+    goal_links = {int(a.text): a["href"] for a in run.select("#sample-goals a.goal-link")}
+    assert sorted(goal_links) == sorted(plays)
+    # a one-play run's goal page has no play list
+    single = _page(client, "/runs/single/goal/3")
+    assert single.select_one("#plays-a") is None and single.select_one("#goal-figures-a").text.startswith("0 of 1 play ")
+    # the comparison: the side-by-side link shows the plays whose rewards the row shows, on both sides
+    compare = _page(client, "/runs/coin/vs/random")
+    rows = compare.select("#goals tbody tr")
+    assert rows
+    random_plays = _plays_of_file(folder / "random.jsonl")
+    for tr in rows:
+        pa = int(tr.select_one("td.a a")["href"].rsplit("/", 1)[1])
+        pb = int(tr.select_one("td.b a")["href"].rsplit("/", 1)[1])
+        side = _page(client, tr.find_all("td")[-1].a["href"])
+        assert (_shown_position(side, 1), _shown_position(side, 2)) == (pa, pb)
+        goal = int(tr.find_all("td")[0].text)
+        assert [r["position"] for r in _play_rows(side, "a")] == [p["position"] for p in plays[goal]]
+        assert [r["position"] for r in _play_rows(side, "b")] == [p["position"] for p in random_plays[goal]]
+    # a play link on one side keeps the other side's play
+    side = _page(client, f"/runs/coin/vs/random/{min(plays)}?play=1&play_b=2")
+    assert (_shown_position(side, 1), _shown_position(side, 2)) == (plays[min(plays)][1]["position"],
+                                                                    random_plays[min(plays)][2]["position"])
+    link_a3 = _play_rows(side, "a")[3]["href"]
+    assert "play=3" in link_a3 and "play_b=2" in link_a3
+    assert client.get(f"/runs/coin/vs/random/{min(plays)}?play_b={K}").status_code == 404

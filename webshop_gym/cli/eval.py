@@ -286,10 +286,11 @@ def add_served_arguments(parser) -> None:
     group.add_argument("--no-stop", action="store_true",
                        help="do not send the format's closing tag as a stop sequence (APIs that refuse `stop`)")
     group.add_argument("--resume", action="store_true",
-                       help="continue the run in --out: check its settings, play only its missing and errored "
-                            "episodes, rewrite it in goal order")
+                       help="continue the run in --out: check its settings (and protocol), play only its missing and "
+                            "errored episodes, rewrite it in goal order (a protocol's plan order)")
     group.add_argument("--shard", metavar="SHARD", type=_shard_type,
-                       help="I/N: play only block I of N (0-based) of the goals; `report` reads the N shard files as one run")
+                       help="I/N: play only block I of N (0-based) of the goals (with --protocol or --samples: of the "
+                            "plan's episodes); `report` reads the N shard files as one run")
     group.add_argument("--price-input", metavar="USD", type=types.price,
                        help="price per million prompt tokens, at most 1,000,000 (the summary shows the cost)")
     group.add_argument("--price-output", metavar="USD", type=types.price,
