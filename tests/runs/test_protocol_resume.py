@@ -131,6 +131,8 @@ def test_a_resume_under_another_protocol_or_settings_is_one_line(real_dir, tmp_p
              "vs verl-agent (seed 0)"),
             (["--num-goals", "8", "--samples", "3", "--sample", "--temperature", "0.5"],
              "was written with temperature 0.7, this command has 0.5"),
+            (["--num-goals", "8", "--sample", "--temperature", "0.7"], "was written under another protocol (protocol "
+             "ad-hoc (3 samples per goal) vs ad-hoc: the samples per goal 3 vs 1"),
         ]
         for flags, message in cases:
             argv = ["eval", "--policy", "openai:scripted", "--base-url", server.url, "--shop", str(real_dir), *flags,

@@ -38,7 +38,7 @@ from webshop_gym.analysis.figures import accounting, add_accounting, billed, sum
 from webshop_gym.engine import Engine
 from webshop_gym.error import Error
 from webshop_gym.evaluation.episode import episode_seed, mark_reachability, slim_info
-from webshop_gym.protocols.play import display_name, protocol_difference
+from webshop_gym.protocols.play import ADHOC, display_name, protocol_difference
 from webshop_gym.runs.log import dumps_line, episode_lines
 from webshop_gym.runs.replay import fingerprint_difference
 from webshop_gym.runs.run import SUMMARY_KEYS, RunWriter, load_run, now_iso
@@ -616,6 +616,12 @@ def _compare_header(path, header: dict, shop, settings: dict, goals: list[int], 
 def _resume_plan(path, shop, goals: list[int], settings: dict) -> dict[int, Any]:
     """Check the run line; return the finished, not errored episodes of ``goals`` by goal."""
     run = load_run(path, require_episodes=False)
+    theirs = run.header.get("protocol")
+    if isinstance(theirs, dict) and (theirs.get("name") != ADHOC or int(theirs.get("samples") or 1) > 1):
+        difference = protocol_difference(theirs, settings.get("protocol"))  # a protocol's plan, resumed without it
+        if difference:
+            raise ResumeMismatch(f"--resume: {path} was written under another protocol ({difference}; same protocol "
+                                 "and settings, or another --out)")
     _compare_header(path, run.header, shop, settings, goals)
     keep: dict[int, Any] = {}
     for episode in run.episodes:
