@@ -44,6 +44,7 @@ from webshop_gym import WebShopEnv
 from webshop_gym.agents.parse import ParsedAction
 from webshop_gym.agents.prompts import PromptFormat, Turn, admissible_actions, make_prompt
 from webshop_gym.integrations.trl import shared_shop
+from webshop_gym.integrations.verifiers_tools import ToolEpisode, WebShopTools
 
 __all__ = [
     "PLUGIN_ID",
@@ -52,6 +53,7 @@ __all__ = [
     "WebShopEnvConfig",
     "WebShopTask",
     "WebShopTaskset",
+    "WebShopToolTask",
     "WebShopVerifiersEnv",
     "goal_indices",
     "load_environment",
@@ -81,8 +83,9 @@ class WebShopConfig(vf.TasksetConfig):
     """Play exactly these goals (indices into the goal set, in this order) instead of the split's."""
     limit: int | None = Field(None, ge=0)
     """Keep only the first `limit` goals."""
-    format: Literal["think-answer", "react", "verl-agent"] = "think-answer"
-    """The prompt format: the turns the model reads and the answer it must write (docs/agents.md)."""
+    format: Literal["think-answer", "react", "verl-agent", "tools"] = "think-answer"
+    """The prompt format: the turns the model reads and the answer it must write (docs/agents.md);
+    ``tools``: the model calls ``search``/``click`` (:mod:`webshop_gym.integrations.verifiers_tools`)."""
     history: int | None = Field(-1, ge=-1)
     """verl-agent only: earlier steps repeated inside each prompt (-1: the format's default, 2)."""
     closest: bool = False
@@ -139,6 +142,10 @@ def _prompt(config: WebShopConfig) -> PromptFormat:
     return make_prompt(config.format, history=config.history)
 
 
+def _system_prompt(config: WebShopConfig) -> str | None:
+    return None if config.format == "tools" else _prompt(config).system
+
+
 class WebShopTaskset(vf.Taskset[WebShopTask, WebShopConfig]):
     """One task per goal of the configured split (or goal list), in goal order."""
 
@@ -146,13 +153,52 @@ class WebShopTaskset(vf.Taskset[WebShopTask, WebShopConfig]):
         """Yield the tasks; the shop loads (or comes from this process's cache) on first use."""
         config = self.config
         instructions = _shop(config).goals.instruction
-        system = _prompt(config).system
+        system = _system_prompt(config)
         for goal in goal_indices(config):
             yield WebShopTask(
                 WebShopData(id=str(goal), name=f"goal-{goal}", prompt=None, system_prompt=system,
                             goal_index=goal, instruction=instructions[goal]),
                 config.task,
             )
+
+    @classmethod
+    def toolsets(cls, config: WebShopConfig) -> list[vf.Toolset]:
+        """The ``tools`` format's server, which lists ``search``/``click`` (one per eval; calls are answered here)."""
+        return [WebShopTools(vf.SharedToolsetConfig())] if config.format == "tools" else []
+
+
+class WebShopToolTask(WebShopTask):
+    """A task of the ``tools`` format, made per episode: its hooks step the episode's tool calls in this process.
+
+    verifiers runs a task's ``@vf.intercept`` request hooks on each tool call the model makes,
+    before the harness runs it; the result this hook writes is the call's result and the
+    harness's tool gate then skips the call (verifiers/v1/session.py, ``gate_tool_calls``).
+    """
+
+    def __init__(self, task: WebShopTask, episode: ToolEpisode) -> None:
+        super().__init__(task.data, task.config)
+        self.episode = episode
+
+    @vf.intercept
+    def step_tool_call(self, request: vf.Request) -> vf.Request | None:
+        """Write the result of the tool call the request ends with (stepped on the env the first time)."""
+        last = request.messages[-1] if request.messages else None
+        if not isinstance(last, vf.ToolMessage):
+            return None
+        answer = next((m for m in reversed(request.messages) if isinstance(m, vf.AssistantMessage)
+                       and any(c.id == last.tool_call_id for c in m.tool_calls or [])), None)
+        if answer is None:
+            raise InvalidArgument(f"tool result {last.tool_call_id!r} follows no call of that id")
+        calls = [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                 for c in answer.tool_calls or []]
+        content = self.episode.call(last.tool_call_id, answer.content, calls)
+        return request.model_copy(update={"messages": [*request.messages[:-1],
+                                                       last.model_copy(update={"content": content})]})
+
+    @vf.stop
+    def episode_over(self, trace: vf.Trace) -> bool:
+        """End the rollout once the episode is over (bought, or the step cap): no further model call."""
+        return self.episode.over
 
 
 class WebShopEnvConfig(vf.EnvConfig):
@@ -178,6 +224,9 @@ class WebShopVerifiersEnv(vf.Env[WebShopEnvConfig]):
     async def run(self, task: WebShopTask, agents: vf.Agents) -> None:
         """One episode of ``task``'s goal: a turn per action until the purchase or the step cap."""
         config: WebShopConfig = self.taskset.config
+        if config.format == "tools":
+            await self._run_tools(task, agents, config)
+            return
         fmt = _prompt(config)
         env = WebShopEnv(shop=_shop(config), split=None, max_steps=config.max_steps)
         obs, info = env.reset(options={"goal_index": task.data.goal_index})
@@ -202,19 +251,44 @@ class WebShopVerifiersEnv(vf.Env[WebShopEnvConfig]):
                 if done or truncated:
                     break
                 segment = await interaction.turn(_last_user_turn(fmt.messages(obs, info, turns)))
-            self._score(interaction.trace, task, float(reward) if done else 0.0, info, actions, parsed_actions)
+            self._score(interaction.trace, task, float(reward) if done else 0.0, info, actions,
+                        [p.valid for p in parsed_actions], [p.format_ok for p in parsed_actions])
+
+    async def _run_tools(self, task: WebShopTask, agents: vf.Agents, config: WebShopConfig) -> None:
+        """The ``tools`` format: the model's tool calls are stepped by the task's hook, within a harness segment.
+
+        A segment ends when the model answers without a tool call (stepped as an invalid action,
+        the model then told so in a user turn, as ``eval --prompt tools`` does) or when the
+        episode is over (the task's stop refuses the next model call).
+        """
+        env = WebShopEnv(shop=_shop(config), split=None, max_steps=config.max_steps)
+        episode = ToolEpisode(env, task.data.goal_index, config.max_steps)
+        if episode.info["instruction"] != task.data.instruction:
+            raise InvalidArgument(
+                f"task {task.data.name}: its instruction is not goal {task.data.goal_index}'s in this env's goal set; "
+                "run the env with the taskset settings that built the task")
+        playing = WebShopToolTask(task, episode)
+        async with agents.player.interaction(playing) as interaction:
+            segment = await interaction.turn(episode.first_message)
+            while not segment.terminated and not episode.over:
+                message = episode.no_call(segment.last_reply)
+                if episode.over:  # that answer used the last step
+                    break
+                segment = await interaction.turn(message)
+            self._score(interaction.trace, task, episode.reward, episode.info, episode.actions, episode.valid,
+                        episode.well_formed)
 
     @staticmethod
     def _score(trace: vf.Trace, task: WebShopTask, reward: float, info: dict[str, Any], actions: list[str],
-               parsed: list[ParsedAction]) -> None:
+               valid: list[bool], well_formed: list[bool]) -> None:
         breakdown = info.get("reward_info") or {}
         trace.record_reward("webshop_reward", reward, 1.0)
         for name in METRICS:
             trace.record_metric(name, float(breakdown.get(name, 0.0)))
         trace.record_metric("success", float(reward == 1.0))
         trace.record_metric("steps", float(len(actions)))
-        trace.record_metric("invalid_actions", float(sum(not p.valid for p in parsed)))
-        trace.record_metric("format_errors", float(sum(not p.format_ok for p in parsed)))
+        trace.record_metric("invalid_actions", float(sum(not v for v in valid)))
+        trace.record_metric("format_errors", float(sum(not w for w in well_formed)))
         trace.info["webshop"] = {
             "goal_index": task.data.goal_index,
             "actions": actions,
