@@ -23,8 +23,12 @@ The model runs in verifiers' ``null`` harness (a chat loop without tools) on the
 
 from __future__ import annotations
 
+import asyncio
 import os
+import shutil
+import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, Literal
 
 from webshop_gym.error import DependencyNotInstalled, GoalNotFound, InvalidArgument
@@ -57,6 +61,7 @@ __all__ = [
     "WebShopVerifiersEnv",
     "goal_indices",
     "load_environment",
+    "prepare_harness",
 ]
 
 PLUGIN_ID = "webshop-verifiers"
@@ -295,6 +300,38 @@ class WebShopVerifiersEnv(vf.Env[WebShopEnvConfig]):
             "purchased_asin": info.get("purchased_asin"),
             "reward_info": {k: (v if isinstance(v, bool | str) else float(v)) for k, v in breakdown.items()},
         }
+
+
+def prepare_harness() -> str:
+    """Make verifiers' chat program (the null harness) runnable without network; return its script's path.
+
+    verifiers runs the program as a uv script (PEP 723) and syncs its environment before each eval
+    (``Runtime.prepare_uv_script``, verifiers/v1/runtimes/base.py), which asks PyPI unless the
+    script has a lock.  This prepares it once with verifiers' own code (network needed; uv is
+    installed by verifiers if none is on the path) and writes the lock beside it with ``uv lock
+    --script``; later syncs need only uv's cache.  ``./install.sh --all`` runs it.
+
+    Raises:
+        RuntimeError: uv is missing or could not lock the script.
+    """
+    from verifiers.v1.harnesses.utils.launch import CHAT_PROGRAM_SOURCE
+    from verifiers.v1.runtimes import SubprocessConfig as Local
+    from verifiers.v1.runtimes import provision_runtime
+
+    async def prepare() -> str:
+        async with provision_runtime(Local()) as runtime:
+            _interpreter, script = await runtime.prepare_uv_script(CHAT_PROGRAM_SOURCE, activate=False)
+            return script
+
+    script = asyncio.run(prepare())
+    path = os.pathsep.join([str(Path.home() / ".local" / "bin"), os.environ.get("PATH", "")])  # as verifiers looks
+    uv = shutil.which("uv", path=path)
+    if uv is None:
+        raise RuntimeError("uv is not on the path (verifiers installs it into ~/.local/bin on first use)")
+    done = subprocess.run([uv, "lock", "--script", script, "--no-config", "-q"], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"uv lock --script {script} failed: {done.stderr.strip()[-2000:]}")
+    return script
 
 
 def load_environment(*, player: dict[str, Any] | None = None, **taskset: Any) -> WebShopVerifiersEnv:
