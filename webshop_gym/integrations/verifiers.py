@@ -6,7 +6,9 @@ one task with the model's agent.  :class:`WebShopVerifiersEnv` plays WebShop in 
 process itself, over the same engine as :class:`~webshop_gym.WebShopEnv` (no server): it
 opens the model's conversation with the goal's first page written in one of our prompt
 formats, parses each reply with the parser ``webshop-gym eval`` uses, steps the env with the
-action, and answers with the next page, until the purchase or the step cap.  The episode's
+action, and answers with the next page, until the purchase or the step cap.  In the ``tools``
+format the model calls ``search``/``click`` instead, each call stepped in this process by the
+task's hook (:mod:`webshop_gym.integrations.verifiers_tools` says how).  The episode's
 WebShop reward is the trace's reward (``webshop_reward``, weight 1); its breakdown
 (``r_type``, ``r_att``, ``r_option``, ``r_price``), ``success``, ``steps``,
 ``invalid_actions`` and ``format_errors`` are the trace's metrics.
@@ -17,8 +19,9 @@ module ``webshop_verifiers`` that re-exports this one: ``vf-eval webshop-verifie
 
     env = load_environment(split="test", format="think-answer", limit=50)   # a vf.Env
 
-The model runs in verifiers' ``null`` harness (a chat loop without tools) on the local
-``subprocess`` runtime by default; both are ordinary ``--env.player.*`` settings.
+The model runs in verifiers' ``null`` harness (a chat loop, with tools only in the ``tools``
+format) on the local ``subprocess`` runtime by default; both are ordinary ``--env.player.*``
+settings.  :func:`prepare_harness` makes that harness's later runs need no network.
 """
 
 from __future__ import annotations
