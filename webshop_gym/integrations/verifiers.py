@@ -6,7 +6,9 @@ one task with the model's agent.  :class:`WebShopVerifiersEnv` plays WebShop in 
 process itself, over the same engine as :class:`~webshop_gym.WebShopEnv` (no server): it
 opens the model's conversation with the goal's first page written in one of our prompt
 formats, parses each reply with the parser ``webshop-gym eval`` uses, steps the env with the
-action, and answers with the next page, until the purchase or the step cap.  The episode's
+action, and answers with the next page, until the purchase or the step cap.  In the ``tools``
+format the model calls ``search``/``click`` instead, each call stepped in this process by the
+task's hook (:mod:`webshop_gym.integrations.verifiers_tools` says how).  The episode's
 WebShop reward is the trace's reward (``webshop_reward``, weight 1); its breakdown
 (``r_type``, ``r_att``, ``r_option``, ``r_price``), ``success``, ``steps``,
 ``invalid_actions`` and ``format_errors`` are the trace's metrics.
@@ -17,14 +19,19 @@ module ``webshop_verifiers`` that re-exports this one: ``vf-eval webshop-verifie
 
     env = load_environment(split="test", format="think-answer", limit=50)   # a vf.Env
 
-The model runs in verifiers' ``null`` harness (a chat loop without tools) on the local
-``subprocess`` runtime by default; both are ordinary ``--env.player.*`` settings.
+The model runs in verifiers' ``null`` harness (a chat loop, with tools only in the ``tools``
+format) on the local ``subprocess`` runtime by default; both are ordinary ``--env.player.*``
+settings.  :func:`prepare_harness` makes that harness's later runs need no network.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
+import shutil
+import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, Literal
 
 from webshop_gym.error import DependencyNotInstalled, GoalNotFound, InvalidArgument
@@ -44,6 +51,7 @@ from webshop_gym import WebShopEnv
 from webshop_gym.agents.parse import ParsedAction
 from webshop_gym.agents.prompts import PromptFormat, Turn, admissible_actions, make_prompt
 from webshop_gym.integrations.trl import shared_shop
+from webshop_gym.integrations.verifiers_tools import ToolEpisode, WebShopTools
 
 __all__ = [
     "PLUGIN_ID",
@@ -52,9 +60,11 @@ __all__ = [
     "WebShopEnvConfig",
     "WebShopTask",
     "WebShopTaskset",
+    "WebShopToolTask",
     "WebShopVerifiersEnv",
     "goal_indices",
     "load_environment",
+    "prepare_harness",
 ]
 
 PLUGIN_ID = "webshop-verifiers"
@@ -81,8 +91,9 @@ class WebShopConfig(vf.TasksetConfig):
     """Play exactly these goals (indices into the goal set, in this order) instead of the split's."""
     limit: int | None = Field(None, ge=0)
     """Keep only the first `limit` goals."""
-    format: Literal["think-answer", "react", "verl-agent"] = "think-answer"
-    """The prompt format: the turns the model reads and the answer it must write (docs/agents.md)."""
+    format: Literal["think-answer", "react", "verl-agent", "tools"] = "think-answer"
+    """The prompt format: the turns the model reads and the answer it must write (docs/agents.md);
+    ``tools``: the model calls ``search``/``click`` (:mod:`webshop_gym.integrations.verifiers_tools`)."""
     history: int | None = Field(-1, ge=-1)
     """verl-agent only: earlier steps repeated inside each prompt (-1: the format's default, 2)."""
     closest: bool = False
@@ -139,6 +150,10 @@ def _prompt(config: WebShopConfig) -> PromptFormat:
     return make_prompt(config.format, history=config.history)
 
 
+def _system_prompt(config: WebShopConfig) -> str | None:
+    return None if config.format == "tools" else _prompt(config).system
+
+
 class WebShopTaskset(vf.Taskset[WebShopTask, WebShopConfig]):
     """One task per goal of the configured split (or goal list), in goal order."""
 
@@ -146,13 +161,52 @@ class WebShopTaskset(vf.Taskset[WebShopTask, WebShopConfig]):
         """Yield the tasks; the shop loads (or comes from this process's cache) on first use."""
         config = self.config
         instructions = _shop(config).goals.instruction
-        system = _prompt(config).system
+        system = _system_prompt(config)
         for goal in goal_indices(config):
             yield WebShopTask(
                 WebShopData(id=str(goal), name=f"goal-{goal}", prompt=None, system_prompt=system,
                             goal_index=goal, instruction=instructions[goal]),
                 config.task,
             )
+
+    @classmethod
+    def toolsets(cls, config: WebShopConfig) -> list[vf.Toolset]:
+        """The ``tools`` format's server, which lists ``search``/``click`` (one per eval; calls are answered here)."""
+        return [WebShopTools(vf.SharedToolsetConfig())] if config.format == "tools" else []
+
+
+class WebShopToolTask(WebShopTask):
+    """A task of the ``tools`` format, made per episode: its hooks step the episode's tool calls in this process.
+
+    verifiers runs a task's ``@vf.intercept`` request hooks on each tool call the model makes,
+    before the harness runs it; the result this hook writes is the call's result and the
+    harness's tool gate then skips the call (verifiers/v1/session.py, ``gate_tool_calls``).
+    """
+
+    def __init__(self, task: WebShopTask, episode: ToolEpisode) -> None:
+        super().__init__(task.data, task.config)
+        self.episode = episode
+
+    @vf.intercept
+    def step_tool_call(self, request: vf.Request) -> vf.Request | None:
+        """Write the result of the tool call the request ends with (stepped on the env the first time)."""
+        last = request.messages[-1] if request.messages else None
+        if not isinstance(last, vf.ToolMessage):
+            return None
+        answer = next((m for m in reversed(request.messages) if isinstance(m, vf.AssistantMessage)
+                       and any(c.id == last.tool_call_id for c in m.tool_calls or [])), None)
+        if answer is None:
+            raise InvalidArgument(f"tool result {last.tool_call_id!r} follows no call of that id")
+        calls = [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                 for c in answer.tool_calls or []]
+        content = self.episode.call(last.tool_call_id, answer.content, calls)
+        return request.model_copy(update={"messages": [*request.messages[:-1],
+                                                       last.model_copy(update={"content": content})]})
+
+    @vf.stop
+    def episode_over(self, trace: vf.Trace) -> bool:
+        """End the rollout once the episode is over (bought, or the step cap): no further model call."""
+        return self.episode.over
 
 
 class WebShopEnvConfig(vf.EnvConfig):
@@ -178,6 +232,9 @@ class WebShopVerifiersEnv(vf.Env[WebShopEnvConfig]):
     async def run(self, task: WebShopTask, agents: vf.Agents) -> None:
         """One episode of ``task``'s goal: a turn per action until the purchase or the step cap."""
         config: WebShopConfig = self.taskset.config
+        if config.format == "tools":
+            await self._run_tools(task, agents, config)
+            return
         fmt = _prompt(config)
         env = WebShopEnv(shop=_shop(config), split=None, max_steps=config.max_steps)
         obs, info = env.reset(options={"goal_index": task.data.goal_index})
@@ -202,25 +259,82 @@ class WebShopVerifiersEnv(vf.Env[WebShopEnvConfig]):
                 if done or truncated:
                     break
                 segment = await interaction.turn(_last_user_turn(fmt.messages(obs, info, turns)))
-            self._score(interaction.trace, task, float(reward) if done else 0.0, info, actions, parsed_actions)
+            self._score(interaction.trace, task, float(reward) if done else 0.0, info, actions,
+                        [p.valid for p in parsed_actions], [p.format_ok for p in parsed_actions])
+
+    async def _run_tools(self, task: WebShopTask, agents: vf.Agents, config: WebShopConfig) -> None:
+        """The ``tools`` format: the model's tool calls are stepped by the task's hook, within a harness segment.
+
+        A segment ends when the model answers without a tool call (stepped as an invalid action,
+        the model then told so in a user turn, as ``eval --prompt tools`` does) or when the
+        episode is over (the task's stop refuses the next model call).
+        """
+        env = WebShopEnv(shop=_shop(config), split=None, max_steps=config.max_steps)
+        episode = ToolEpisode(env, task.data.goal_index, config.max_steps)
+        if episode.info["instruction"] != task.data.instruction:
+            raise InvalidArgument(
+                f"task {task.data.name}: its instruction is not goal {task.data.goal_index}'s in this env's goal set; "
+                "run the env with the taskset settings that built the task")
+        playing = WebShopToolTask(task, episode)
+        async with agents.player.interaction(playing) as interaction:
+            segment = await interaction.turn(episode.first_message)
+            while not segment.terminated and not episode.over:
+                message = episode.no_call(segment.last_reply)
+                if episode.over:  # that answer used the last step
+                    break
+                segment = await interaction.turn(message)
+            self._score(interaction.trace, task, episode.reward, episode.info, episode.actions, episode.valid,
+                        episode.well_formed)
 
     @staticmethod
     def _score(trace: vf.Trace, task: WebShopTask, reward: float, info: dict[str, Any], actions: list[str],
-               parsed: list[ParsedAction]) -> None:
+               valid: list[bool], well_formed: list[bool]) -> None:
         breakdown = info.get("reward_info") or {}
         trace.record_reward("webshop_reward", reward, 1.0)
         for name in METRICS:
             trace.record_metric(name, float(breakdown.get(name, 0.0)))
         trace.record_metric("success", float(reward == 1.0))
         trace.record_metric("steps", float(len(actions)))
-        trace.record_metric("invalid_actions", float(sum(not p.valid for p in parsed)))
-        trace.record_metric("format_errors", float(sum(not p.format_ok for p in parsed)))
+        trace.record_metric("invalid_actions", float(sum(not v for v in valid)))
+        trace.record_metric("format_errors", float(sum(not w for w in well_formed)))
         trace.info["webshop"] = {
             "goal_index": task.data.goal_index,
             "actions": actions,
             "purchased_asin": info.get("purchased_asin"),
             "reward_info": {k: (v if isinstance(v, bool | str) else float(v)) for k, v in breakdown.items()},
         }
+
+
+def prepare_harness() -> str:
+    """Make verifiers' chat program (the null harness) runnable without network; return its script's path.
+
+    verifiers runs the program as a uv script (PEP 723) and syncs its environment before each eval
+    (``Runtime.prepare_uv_script``, verifiers/v1/runtimes/base.py), which asks PyPI unless the
+    script has a lock.  This prepares it once with verifiers' own code (network needed; uv is
+    installed by verifiers if none is on the path) and writes the lock beside it with ``uv lock
+    --script``; later syncs need only uv's cache.  ``./install.sh --all`` runs it.
+
+    Raises:
+        RuntimeError: uv is missing or could not lock the script.
+    """
+    from verifiers.v1.harnesses.utils.launch import CHAT_PROGRAM_SOURCE
+    from verifiers.v1.runtimes import SubprocessConfig as Local
+    from verifiers.v1.runtimes import provision_runtime
+
+    async def prepare() -> str:
+        async with provision_runtime(Local()) as runtime:
+            _interpreter, script = await runtime.prepare_uv_script(CHAT_PROGRAM_SOURCE, activate=False)
+            return script
+
+    script = asyncio.run(prepare())
+    path = os.pathsep.join([str(Path.home() / ".local" / "bin"), os.environ.get("PATH", "")])  # as verifiers looks
+    uv = shutil.which("uv", path=path)
+    if uv is None:
+        raise RuntimeError("uv is not on the path (verifiers installs it into ~/.local/bin on first use)")
+    done = subprocess.run([uv, "lock", "--script", script, "--no-config", "-q"], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"uv lock --script {script} failed: {done.stderr.strip()[-2000:]}")
+    return script
 
 
 def load_environment(*, player: dict[str, Any] | None = None, **taskset: Any) -> WebShopVerifiersEnv:
