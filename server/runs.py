@@ -54,7 +54,7 @@ from webshop_gym.server.run_library import Entry, RunLibrary, get_library
 
 from webshop_gym.agents.openai import request_messages
 from webshop_gym.analysis.diagnosis import SOLVED, TAG_RULES, TAGS, diagnose
-from webshop_gym.analysis.figures import intervals
+from webshop_gym.analysis.figures import intervals, pairing_order
 from webshop_gym.analysis.intervals import METHOD, RESAMPLES, fmt, score_interval, sr_interval
 from webshop_gym.analysis.stats import PAIRED_COLUMNS, paired, paired_cells
 from webshop_gym.analysis.taxonomy import CAUSES, FAMILIES, FAMILY
@@ -883,10 +883,11 @@ def compare(a: str, b: str):
                "tag_a": tag_a, "tag_b": tag_b, "method": METHOD.format(resamples=RESAMPLES, seed=0),
                "paired_columns": PAIRED_COLUMNS, "resamples": RESAMPLES}
     if refused:
-        return _render("runs/compare.html", rows=[], counts=Counter(), common=0, page_no=1, pages=1, paired=None,
+        return _render("runs/compare.html", rows=[], counts=Counter(), common=0, unit="goals", page_no=1, pages=1,
+                       paired=None,
                        on_common=None, transitions=None, **context)
-    goals_a, goals_b = ta.by_goal(scored=True), tb.by_goal(scored=True)  # an errored goal is no loss
-    common = sorted(set(goals_a) & set(goals_b))
+    goals_a, goals_b = ta.by_pairing(), tb.by_pairing()  # as report pairs them; an errored episode is no loss
+    common = sorted(set(goals_a) & set(goals_b), key=pairing_order)
     pa = np.array([goals_a[g] for g in common], np.int64)
     pb = np.array([goals_b[g] for g in common], np.int64)
     ra, rb = ta.reward[pa], tb.reward[pb]
@@ -909,8 +910,9 @@ def compare(a: str, b: str):
     rows = []
     for j in picked[(page - 1) * per : page * per].tolist():
         i, jb = int(pa[j]), int(pb[j])
-        rows.append({"goal": common[j], "instruction": ta.instructions[i], "pa": i, "pb": jb,
-                     "side_url": _side_by_side_url(a, b, common[j], play_of(ta, i), play_of(tb, jb)),
+        goal = int(ta.goal[i])
+        rows.append({"goal": goal, "instruction": ta.instructions[i], "pa": i, "pb": jb,
+                     "side_url": _side_by_side_url(a, b, goal, play_of(ta, i), play_of(tb, jb)),
                      "ra": float(ta.reward[i]), "rb": float(tb.reward[jb]), "sa": bool(ta.success[i]),
                      "sb": bool(tb.success[jb]), "tag_a": names[int(tags_a[j])], "tag_b": names[int(tags_b[j])],
                      "verdict": "a" if ra[j] > rb[j] else "b" if rb[j] > ra[j] else "tie"})
@@ -919,7 +921,9 @@ def compare(a: str, b: str):
         args = {"show": show, "tag_a": tag_a, "tag_b": tag_b, "per": per if per != PER_PAGE else "", **changes}
         return url_for("runs.compare", a=a, b=b, **{k: v for k, v in args.items() if v not in ("", None, "all")})
 
-    return _render("runs/compare.html", rows=rows, counts=counts, common=len(common), page_no=page, pages=pages,
+    unit = "planned episodes (item, sample)" if common and isinstance(common[0], tuple) else "goals"
+    return _render("runs/compare.html", rows=rows, counts=counts, common=len(common), unit=unit, page_no=page,
+                   pages=pages,
                    per=per, matched=len(picked), paired=on_common and on_common["paired"], on_common=on_common,
                    transitions=_transitions(tags_a, tags_b),
                    query=query, **context)

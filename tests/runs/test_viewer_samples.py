@@ -12,9 +12,10 @@ from bs4 import BeautifulSoup
 
 from webshop_gym.agents.policies import OraclePolicy, RandomPolicy
 from webshop_gym.analysis.intervals import fmt
-from webshop_gym.analysis.stats import resampled_mean
+from webshop_gym.analysis.stats import PAIRED_COLUMNS, resampled_mean
 from webshop_gym.cli.app import main
 from webshop_gym.evaluation.local import evaluate
+from webshop_gym.reporting.report import build_report, tables
 
 K, GOALS = 4, 12
 
@@ -295,3 +296,32 @@ def test_links_from_the_run_page_and_the_comparison_reach_the_right_play(sampled
     link_a3 = _play_rows(side, "a")[3]["href"]
     assert "play=3" in link_a3 and "play_b=2" in link_a3
     assert client.get(f"/runs/coin/vs/random/{min(plays)}?play_b={K}").status_code == 404
+
+
+def test_two_sampled_runs_pair_as_the_report_pairs_them(sampled_runs, make_viewer):
+    """Each (goal, sample) of one run is paired with the other's: the viewer's paired table is the report's."""
+    folder, _ = sampled_runs
+    soup = _page(make_viewer(folder), "/runs/coin/vs/random")
+    headers = [th.text for th in soup.select("#paired thead th")]
+    assert headers == list(PAIRED_COLUMNS)
+    viewer = dict(zip(headers, [td.text for td in soup.select("#paired tbody td")], strict=True))
+    header, rows = tables(build_report([folder / "coin.jsonl", folder / "random.jsonl"]))["paired"]
+    reported = dict(zip(header, rows[0], strict=True))
+    assert viewer["goals"] == reported["goals"] == str(GOALS * K)  # every sample paired, not the last play per goal
+    for name in PAIRED_COLUMNS:
+        assert viewer[name] == reported[name], name
+    # the rows: one per (goal, sample), each row's rewards those of the same sample in both files
+    rows = soup.select("#goals tbody tr")
+    assert len(rows) == GOALS * K
+    assert "planned episodes (item, sample) in both" in soup.get_text(" ", strip=True)
+    coin, rand = _plays_of_file(folder / "coin.jsonl"), _plays_of_file(folder / "random.jsonl")
+    by_position = {p["position"]: (goal, p["sample"]) for goal, plays in coin.items() for p in plays}
+    seen = set()
+    for tr in rows:
+        pa = int(tr.select_one("td.a a")["href"].rsplit("/", 1)[1])
+        pb = int(tr.select_one("td.b a")["href"].rsplit("/", 1)[1])
+        goal, sample = by_position[pa]
+        assert int(tr.find_all("td")[0].text) == goal
+        assert [p["position"] for p in rand[goal] if p["sample"] == sample] == [pb]
+        seen.add((goal, sample))
+    assert len(seen) == GOALS * K

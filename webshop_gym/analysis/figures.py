@@ -27,6 +27,10 @@ episode records, and never again elsewhere.  The rules:
   episodes are chosen here.  :func:`sample_figures` gives such a run goal by goal (how many of
   its K samples succeeded, which goals flip between samples) with the 95% intervals of mean@K
   and pass@K, bootstrapped over goals.
+* **Pairing two runs.**  A comparison (``report``'s paired table, the viewer's comparison pages)
+  pairs each episode of one run with the other run's episode of the same :func:`pairing_key`: a
+  protocol's ``(item, sample)`` when the episode records them (``--protocol``, ``--samples``), else
+  its goal; :func:`paired_positions` keeps per key the last episode that is not errored.
 """
 
 from __future__ import annotations
@@ -43,10 +47,38 @@ from webshop_gym.protocols.play import display_name, recorded_protocol
 from webshop_gym.protocols.scoring import samples_by_goal
 
 __all__ = ["BREAKDOWN", "SampleFigures", "accounting", "add_accounting", "billed", "cost", "intervals",
-           "protocol_figures", "sample_figures", "scored", "summarize"]
+           "paired_positions", "pairing_key", "pairing_order", "protocol_figures", "sample_figures", "scored", "summarize"]
 
 #: The reward parts whose means over purchases a run's figures give.
 BREAKDOWN = ("r_type", "r_att", "r_option", "r_price")
+
+
+def pairing_key(goal: int, protocol: Mapping | None) -> int | tuple:
+    """What pairs an episode with the other run's in a comparison (see the module docstring).
+
+    Example:
+        >>> pairing_key(7, None), pairing_key(7, {"item": 3, "sample": 1, "price_seed": 2})
+        (7, (3, 1))
+    """
+    if isinstance(protocol, Mapping):
+        return (protocol.get("item"), protocol.get("sample"))
+    return int(goal)
+
+
+def paired_positions(keys: Sequence, errored: Sequence[bool]) -> dict:
+    """Per pairing key, the position of its last episode that is not errored (an errored one is no loss).
+
+    Example:
+        >>> paired_positions([5, 6, 5], [False, False, True])
+        {5: 0, 6: 1}
+    """
+    return {key: i for i, (key, bad) in enumerate(zip(keys, errored, strict=True)) if not bad}
+
+
+def pairing_order(key) -> tuple:
+    """A sort key for pairing keys (goals, or ``(item, sample)`` with ``None`` first)."""
+    parts = key if isinstance(key, tuple) else (key,)
+    return tuple((0, 0) if v is None else (1, v) for v in parts)
 
 
 def scored(episodes: Sequence[dict]) -> list[dict]:

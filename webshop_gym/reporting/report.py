@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from webshop_gym.analysis.figures import billed, cost
+from webshop_gym.analysis.figures import billed, cost, paired_positions, pairing_key, pairing_order
 from webshop_gym.analysis.intervals import METHOD, score_interval, sr_interval
 from webshop_gym.analysis.stats import (
     PAIRED_COLUMNS,
@@ -134,13 +134,9 @@ def summarize_run(label: str, run: Run, resamples: int = RESAMPLES, seed: int = 
 
 
 def _pairing_keys(run: Run) -> dict:
-    """A run's scored episodes by what pairs them: the goal, or a protocol's (item, sample) when it records them."""
-    out: dict = {}
-    for e in run.episodes:
-        extra = e.log.record.get("protocol")
-        key = (extra.get("item"), extra.get("sample")) if isinstance(extra, dict) else e.goal_index
-        out[key] = e
-    return {k: e for k, e in out.items() if not e.errored}
+    """A run's scored episodes by what pairs them (:func:`~webshop_gym.analysis.figures.pairing_key`)."""
+    keys = [pairing_key(e.goal_index, e.log.record.get("protocol")) for e in run.episodes]
+    return {k: run.episodes[i] for k, i in paired_positions(keys, [e.errored for e in run.episodes]).items()}
 
 
 def compare(a: RunSummary, b: RunSummary, resamples: int = RESAMPLES, seed: int = 0) -> Comparison:
@@ -152,7 +148,7 @@ def compare(a: RunSummary, b: RunSummary, resamples: int = RESAMPLES, seed: int 
     if notes:
         return Comparison(a, b, None, "; ".join(notes))
     goals_a, goals_b = _pairing_keys(a.run), _pairing_keys(b.run)
-    common = sorted(set(goals_a) & set(goals_b), key=str)
+    common = sorted(set(goals_a) & set(goals_b), key=pairing_order)
     if not common:
         return Comparison(a, b, None, "no goal in common: not paired")
     note = "" if len(common) == len(goals_a) == len(goals_b) else f"paired on the {len(common)} goals both runs played"

@@ -24,13 +24,19 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from webshop_gym.analysis.diagnosis import facts_of_steps, option_misses
-from webshop_gym.analysis.figures import SampleFigures, sample_figures, summarize
+from webshop_gym.analysis.figures import (
+    SampleFigures,
+    paired_positions,
+    pairing_key,
+    sample_figures,
+    summarize,
+)
 from webshop_gym.analysis.taxonomy import (
     CAUSES,
     FAMILY,
@@ -107,6 +113,8 @@ class IndexTable:
         samples: a run that played each goal several times (``eval --samples K``), goal by goal
             (:func:`~webshop_gym.analysis.figures.sample_figures`; positions index this table);
             ``None`` for a run of one play per goal.
+        pairing: each episode's pairing key (:func:`~webshop_gym.analysis.figures.pairing_key`:
+            a protocol's ``(item, sample)``, else the goal).
     """
 
     goal: np.ndarray
@@ -127,6 +135,7 @@ class IndexTable:
     instructions_lower: list[str]
     figures: dict
     samples: SampleFigures | None = None
+    pairing: list = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.goal)
@@ -153,13 +162,18 @@ class IndexTable:
         errored = self.errored.tolist()
         return {int(g): i for i, g in enumerate(self.goal.tolist()) if not (scored and errored[i])}
 
+    def by_pairing(self) -> dict:
+        """Position by pairing key, errored episodes left out (what a comparison pairs, as ``report`` does)."""
+        return paired_positions(self.pairing, self.errored.tolist())
+
     def nbytes(self) -> int:
         """Bytes held, roughly (arrays plus the instruction strings)."""
         arrays = sum(a.nbytes for a in (self.goal, self.reward, self.steps, self.invalid, self.success, self.purchased,
                                          self.truncated, self.errored, self.tag, self.cause, self.causes, self.category,
                                          self.reachable))
         samples = self.samples.nbytes() if self.samples is not None else 0
-        return arrays + samples + sum(2 * (len(s) + 50) for s in self.instructions)
+        keys = 8 * len(self.pairing) + sum(120 if isinstance(k, tuple) else 32 for k in self.pairing)
+        return arrays + samples + keys + sum(2 * (len(s) + 50) for s in self.instructions)
 
 
 class RunIndex:
@@ -417,7 +431,8 @@ class RunIndex:
             tag=tag, cause=cause, causes=causes, category=category, categories=list(category_ids),
             reachable=np.array([-1 if r is None else int(r) for r in cols.reachable], np.int8),
             instructions=list(cols.instruction), instructions_lower=[s.lower() for s in cols.instruction],
-            figures=figures, samples=samples)
+            figures=figures, samples=samples,
+            pairing=[pairing_key(g, p) for g, p in zip(cols.goal, cols.protocol, strict=True)])
 
     def tag_counts(self) -> Counter:
         """Episodes per failure tag (``solved`` included)."""
