@@ -641,8 +641,11 @@ def episode_page(run: str, position: int):
     last = episode.last
     low, high = max(0, k - LIST_WINDOW), min(n, k + LIST_WINDOW + 1)
     done_page = k == n and episode.purchased
+    t = loaded.table()
+    play = play_of(t, position)
+    goal_url = url_for("runs.goal_page", run=run, goal=int(episode.goal_index), **({"play": play} if play else {}))
     return _render(
-        "runs/episode.html", index=loaded, name=run, episode=episode, k=k, n=n, record=record,
+        "runs/episode.html", index=loaded, name=run, episode=episode, k=k, n=n, record=record, goal_url=goal_url,
         action=_action_text(record) if record else None, replayed=replayed,
         has_page=replayed.has(k) and not done_page, done_page=done_page, diagnosis=diagnosis,
         observation=_observation(episode, k),

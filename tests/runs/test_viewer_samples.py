@@ -270,6 +270,10 @@ def test_links_from_the_run_page_and_the_comparison_reach_the_right_play(sampled
         position = int(tr.find_all("td")[0].text)
         href = tr.select_one("a.goal-link")["href"]
         assert _shown_position(_page(client, href)) == position
+    # and back: an episode page's goal heading links to the goal page showing that very play
+    for position in range(0, GOALS * K, 5):
+        back = _page(client, f"/runs/coin/{position}").select_one("#goal-link")["href"]
+        assert _shown_position(_page(client, back)) == position
     # the sampled goals' table links each goal to its page too
     goal_links = {int(a.text): a["href"] for a in run.select("#sample-goals a.goal-link")}
     assert sorted(goal_links) == sorted(plays)
