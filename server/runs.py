@@ -393,8 +393,8 @@ def _order(index: RunIndex, args) -> tuple[np.ndarray, dict]:
     keep = np.ones(len(t), bool)
     if outcome == "success":
         keep &= t.success
-    elif outcome == "failure":
-        keep &= ~t.success
+    elif outcome == "failure":  # a scored failure: an errored episode is no failure of the agent (tag "errored")
+        keep &= ~t.success & ~t.errored
     if cause:
         keep &= (t.causes >> CAUSES.index(cause) & 1).astype(bool)
     if tag:

