@@ -35,7 +35,7 @@ from webshop_gym.core.pages import (
 )
 from webshop_gym.utils.bytelru import ByteLRU
 
-__all__ = ["BatchState", "SimContext", "StepOutcome", "clickables", "reset_slots", "step"]
+__all__ = ["BatchState", "SimContext", "StepOutcome", "clickables", "reset_slots", "slot_index", "step"]
 
 SPECIAL_QUERIES = ("<r>", "<a>", "<c>", "<q>")
 SEARCH_RETURN_N = 50
@@ -319,6 +319,20 @@ def _filter_rows(catalog, head: str, wanted: str | None) -> np.ndarray:
     return np.flatnonzero(np.isin(np.asarray(ids), matching)).astype(np.int32)
 
 
+def slot_index(slots) -> tuple[np.ndarray, list[int]]:
+    """``slots`` as an index array and as a list of Python ints.
+
+    Fancy indexing with an integer array costs ~0.2 µs; with a list, numpy first converts the
+    list (~1 µs for one slot, ~9 µs for 256), so the step indexes its arrays with the array and
+    loops over the list.  An integer array passes through without a copy.
+    """
+    if isinstance(slots, np.ndarray) and slots.dtype.kind in "iu":
+        index = slots.astype(np.intp, copy=False).reshape(-1)
+        return index, index.tolist()
+    listed = [int(s) for s in slots]
+    return np.array(listed, dtype=np.intp), listed
+
+
 def step(ctx: SimContext, state: BatchState, slots, actions) -> StepOutcome:
     """Apply one action to each of ``slots``.
 
@@ -334,7 +348,7 @@ def step(ctx: SimContext, state: BatchState, slots, actions) -> StepOutcome:
     Returns:
         Per-slot kind, invalid flag, reward and done flag.
     """
-    slots = [int(s) for s in slots]
+    index, slots = slot_index(slots)
     n = len(slots)
     kind = np.zeros(n, np.int8)
     reward = np.zeros(n, np.float64)
@@ -419,4 +433,4 @@ def step(ctx: SimContext, state: BatchState, slots, actions) -> StepOutcome:
             state.page[slot] = DONE
             state.done[slot] = True
 
-    return StepOutcome(kind=kind, invalid=kind == INVALID, reward=reward, done=state.done[slots].copy())
+    return StepOutcome(kind=kind, invalid=kind == INVALID, reward=reward, done=state.done[index])
