@@ -35,7 +35,7 @@ class _Cache(OrderedDict):
 
 
 def _compose(parts) -> str:
-    return N.SEP.join(text for count, text in parts if count)
+    return N.SEP.join([text for count, text in parts if count])  # a list: join would build one from a generator
 
 
 class Renderer:
