@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from webshop_gym.core.pages import SUB, SUB_PAGES
-from webshop_gym.core.sim import BatchState, SimContext, reset_slots, step
+from webshop_gym.core.sim import BatchState, SimContext, reset_slots, slot_index, step
 from webshop_gym.error import GoalNotFound, expect_one_of
 from webshop_gym.protocols.splits import goal_ids
 from webshop_gym.render.text import Renderer
@@ -25,11 +25,15 @@ __all__ = ["OBSERVATION_MODES", "Engine"]
 OBSERVATION_MODES = ("text", "text_rich", "html", "url")
 
 
+_PAGE_NAMES = ("start", "results", "item", "sub", "done")
+_SUB_NAMES = tuple(name.lower() for name in SUB_PAGES)
+
+
 def page_name(page: int, sub: int) -> str:
     """Name of a page for ``info["page"]``: start, results, item, description, ..., done."""
     if page == SUB:
-        return SUB_PAGES[sub].lower()
-    return ("start", "results", "item", "sub", "done")[page]
+        return _SUB_NAMES[sub]
+    return _PAGE_NAMES[page]
 
 
 class Engine:
@@ -119,15 +123,15 @@ class Engine:
 
     def step(self, slots: Sequence[int], actions: Sequence) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Advance ``slots`` by one action each; return (rewards, terminated, truncated)."""
-        slots = list(slots)
-        out = step(self.ctx, self.state, slots, actions)
-        self.invalid[slots] = out.invalid
+        index, slots = slot_index(slots)
+        out = step(self.ctx, self.state, index, actions)
+        self.invalid[index] = out.invalid
         terminated = out.done
         if self.max_steps is None:
             truncated = np.zeros(len(slots), bool)
         else:
-            truncated = ~terminated & (self.state.steps[slots] >= self.max_steps)
-        self.truncated[slots] = truncated
+            truncated = ~terminated & (self.state.steps[index] >= self.max_steps)
+        self.truncated[index] = truncated
         return out.reward, terminated, truncated
 
     # -- observations and infos ---------------------------------------------------------------

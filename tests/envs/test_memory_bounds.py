@@ -43,3 +43,23 @@ def test_results_pages_stay_within_budget(default_shop, monkeypatch):
     cache = env.engine.ctx._pages
     assert 0 < cache.nbytes <= 200_000
     assert len(cache) < 400  # pages were evicted
+
+
+def test_the_page_a_step_is_on_is_read_once_from_the_shared_cache(default_shop):
+    """The click, the text and both action lists of a step read the results page without the shared cache."""
+    env = WebShopEnv(shop=default_shop, max_steps=None)
+    env.reset(options={"goal_index": 0})
+    _, _, _, _, info = env.step("search[shirt]")
+    ctx = env.engine.ctx
+    hits, misses = ctx._pages.hits, ctx._pages.misses
+    for _ in range(3):
+        obs, _, _, _, again = env.step("click[no such button]")
+        assert again["valid_actions"] == info["valid_actions"] and again["invalid_action"]
+    assert (ctx._pages.hits, ctx._pages.misses) == (hits, misses)
+    first = ctx.results_view(env.engine.state.results[0], 1)
+    env.step("click[next >]")  # another page of the same results: its own view
+    second = ctx.results_view(env.engine.state.results[0], 2)
+    assert second is not first and list(second.rows) != list(first.rows)
+    assert ctx.results_view(env.engine.state.results[0], 1) is first  # back from the shared cache
+    other = np.array(env.engine.state.results[0])  # equal rows, another array: not the remembered page
+    assert ctx.results_view(other, 1) is not first and ctx.results_view(other, 1).clickables == first.clickables

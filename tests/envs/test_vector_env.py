@@ -221,3 +221,41 @@ def test_one_worker_means_this_process(default_shop):
     envs = WebShopVectorEnv(2, shop=default_shop, num_workers=1)
     assert type(envs.engine) is Engine
     envs.close()
+
+
+def test_batch_infos_equals_gymnasiums_add_info_key_by_key():
+    """Columns, dtypes, values and masks as Gymnasium's VectorEnv._add_info builds them, slot by slot."""
+    from types import SimpleNamespace
+
+    from gymnasium.vector import VectorEnv
+
+    from webshop_gym.envs.vector_env import batch_infos
+
+    n = 6
+    infos = {
+        0: {"steps": 1, "score": 0.5, "ok": True, "page": "results", "actions": ["a", "b"], "n64": np.int64(3),
+            "nested": {"flag": False, "labels": ["x"]}, "vec": np.arange(3)},
+        2: {"steps": 2, "score": 1, "ok": False, "page": "item", "actions": ["c", "d"], "n64": np.int64(-1),
+            "nested": {"flag": True, "labels": ["y"]}, "vec": np.ones(3, np.int64)},
+        3: {"steps": 7, "score": 2.75, "actions": [], "final_obs": "done page"},
+        5: {"ok": True, "page": None, "score": True, "idle": True},
+    }
+    expected: dict = {}
+    gym_like = SimpleNamespace(num_envs=n)
+    gym_like._add_info = lambda *args: VectorEnv._add_info(gym_like, *args)  # it recurses through self
+    for slot, info in infos.items():
+        expected = VectorEnv._add_info(gym_like, expected, info, slot)
+    got = batch_infos(list(infos.items()), n)
+
+    def same(a, b, path=""):
+        assert a.keys() == b.keys(), path
+        for key in a:
+            if isinstance(a[key], dict):
+                same(a[key], b[key], f"{path}.{key}")
+                continue
+            assert a[key].dtype == b[key].dtype and a[key].shape == b[key].shape, f"{path}.{key}"
+            assert all(np.array_equal(x, y) if isinstance(x, np.ndarray) else x == y
+                       for x, y in zip(a[key].tolist(), b[key].tolist())), f"{path}.{key}"
+
+    same(got, expected)
+    assert got["actions"][0] == ["a", "b"] and got["actions"][1] is None  # lists stay whole elements

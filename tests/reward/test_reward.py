@@ -208,3 +208,23 @@ def test_reward_tables_follow_new_option_strings(real_shop):
     twin = rewards.score([goal], [row], [ids[:-1]], [1.0], kernel=False)
     assert np.array_equal(batch.total, twin.total) and batch.r_option[0] == twin.r_option[0] == 1.0
     assert before.r_option[0] < 1.0
+
+
+def test_score_checks_its_batch_and_scores_an_empty_one(default_shop):
+    """Bad goal indices and product rows are named; an empty batch gives empty arrays."""
+    from webshop_gym.error import GoalNotFound
+
+    rewards = default_shop.rewards
+    goals, rows = len(default_shop.goals), len(default_shop.catalog)
+    with pytest.raises(GoalNotFound, match=rf"goal index {goals} is out of range: the goal set has {goals} goals"):
+        rewards.score([0, goals, -1], [0, 0, 0], [[], [], []], [1.0, 1.0, 1.0])
+    with pytest.raises(GoalNotFound, match="goal index -1 is out of range"):
+        rewards.score([0, -1], [0, 0], [[], []], [1.0, 1.0])
+    with pytest.raises(IndexError, match=rf"product rows must be in \[0, {rows}\)"):
+        rewards.score([0], [rows], [[]], [1.0])
+    with pytest.raises(ValueError, match="batch arrays differ in length"):
+        rewards.score([0, 1], [0], [[]], [1.0])
+    empty = rewards.score([], [], [], [])
+    assert len(empty) == 0 and empty.total.dtype == np.float64 and empty.n_att.dtype == np.int32
+    one = rewards.score([0], [0], [[]], [1.0])
+    assert one.total.flags.c_contiguous and 0.0 <= float(one.total[0]) <= 1.0

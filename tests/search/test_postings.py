@@ -101,3 +101,16 @@ def test_external_index_whose_documents_the_catalog_lacks(real_dir, golden_dir):
     queries = [" ".join(words[i : i + 1 + i % 5]) for i in range(0, 1500, 5)]
     assert all(np.array_equal(a, b) for a, b in zip(ours.search_batch(queries), oracle.search_batch(queries)))
     assert any(0 < len(r) < 50 for r in ours.search_batch(queries))
+
+
+def test_loaded_postings_are_plain_read_only_arrays_over_the_map(real_shop):
+    """numpy.memmap indexes in Python and numba types it on a slow path: the loader hands out ndarray views."""
+    engine = BM25Search(real_shop.catalog, progress=False)
+    postings = load_postings(engine.postings_path)
+    for name in ("term_ptr", "docs", "freqs", "norms", "doc_rows", "idf", "tf", "max_tf"):
+        array = getattr(postings, name)
+        assert type(array) is np.ndarray, name
+        assert not array.flags.writeable, name
+        assert isinstance(array.base, np.memmap), name  # still the file's pages, not a copy
+    rows = engine.search("gluten free bacon")
+    assert type(rows) is np.ndarray and len(rows) and not rows.flags.writeable

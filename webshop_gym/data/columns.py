@@ -42,12 +42,16 @@ class StringColumn(Sequence[str]):
         offsets: ``int64`` array; string ``i`` is ``data[offsets[i]:offsets[i + 1]]``.
     """
 
-    __slots__ = ("data", "offsets", "_view")
+    __slots__ = ("data", "offsets", "_view", "_bounds", "_n")
 
     def __init__(self, data: np.ndarray, offsets: np.ndarray):
         self.data = data
         self.offsets = offsets
         self._view = memoryview(np.ascontiguousarray(data)).cast("B") if len(data) else memoryview(b"")
+        # offsets read through a memoryview: an item is a Python int at once (a numpy scalar
+        # plus int() costs about three times as much; a string is read on every page render)
+        self._bounds = memoryview(np.ascontiguousarray(offsets, dtype=np.int64))
+        self._n = len(offsets) - 1
 
     @classmethod
     def build(cls, strings: Iterable[str]) -> StringColumn:
@@ -65,12 +69,13 @@ class StringColumn(Sequence[str]):
     def __getitem__(self, index):  # type: ignore[override]
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
+        n = self._n
         if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self.offsets) - 1:
-            raise IndexError(f"string index {index} is out of range for {len(self)} strings")
-        start, stop = int(self.offsets[index]), int(self.offsets[index + 1])
-        return decode(self._view[start:stop])
+            index += n
+        if not 0 <= index < n:
+            raise IndexError(f"string index {index} is out of range for {n} strings")
+        bounds = self._bounds
+        return str(self._view[bounds[index] : bounds[index + 1]], ENCODING, ERRORS)  # decode(), inlined
 
     def __iter__(self):
         view, offsets = self._view, self.offsets.tolist()

@@ -347,9 +347,10 @@ class WebShopVectorEnv(VectorEnv):
                     f"slots {finished[:10]} have finished; with autoreset disabled reset them with "
                     "reset(options={'reset_mask': mask})"
                 )
-        stepping = np.flatnonzero(~(self._autoreset | self._idle) if to_reset else ~self._idle).tolist()
-        if stepping:
-            r, term, trunc = self.engine.step(stepping, [actions[i] for i in stepping])
+        # an index array: numpy converts a list of 256 slots on every fancy index (~9 µs each)
+        stepping = np.flatnonzero(~(self._autoreset | self._idle) if to_reset else ~self._idle)
+        if len(stepping):
+            r, term, trunc = self.engine.step(stepping, [actions[i] for i in stepping.tolist()])
             rewards[stepping] = r
             terminations[stepping] = term
             truncations[stepping] = trunc

@@ -340,7 +340,7 @@ class WorkerPool(ShardedEngine):
 
     def step(self, slots: Sequence[int], actions: Sequence) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Step ``slots``: shard 0 here, the others in their workers, all at once."""
-        slots = list(slots)
+        slots = [int(s) for s in slots]  # Python ints (an index array's items would be numpy ints)
         parts = self._split(slots, [portable_action(a) for a in actions])
         answers = self._run("step", parts)
         position = {slot: i for i, slot in enumerate(slots)}

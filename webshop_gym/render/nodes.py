@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 
 __all__ = [
-    "BUTTON", "LABEL", "LINK", "PRE", "TEXT", "done_nodes", "header_nodes", "item_body_nodes",
+    "BUTTON", "LABEL", "LINK", "PRE", "TEXT", "done_nodes", "done_text", "header_nodes", "item_body_nodes",
     "join_text", "normalize", "product_link_nodes", "results_header_nodes", "start_nodes",
     "sub_body_nodes", "options_json",
 ]  # fmt: skip
@@ -124,6 +124,22 @@ def options_json(options: dict) -> str:
 
 def done_nodes(asin: str, options: dict, reward: float) -> list:
     """The done page (the reference shows these fields whatever the goal)."""
+    return _done_nodes(asin, options_json(options), str(reward))
+
+
+def done_text(asin: str, options: dict, reward: float) -> str:
+    """The done page's ``text`` observation: ``join_text(done_nodes(...))[1]``, from its fixed parts.
+
+    Only the asin, the options and the reward vary; the strings between them are joined once.
+    """
+    varying = (asin, options_json(options), str(reward))
+    if not all(v and not v.isspace() for v in varying):  # an empty or blank string: the general rule
+        return join_text(_done_nodes(*varying))[1]
+    before, between, after, end = _DONE_PARTS
+    return before + varying[0].strip() + between + varying[1].strip() + after + varying[2].strip() + end
+
+
+def _done_nodes(asin: str, options_text: str, reward_text: str) -> list:
     return [
         ("Thank you for shopping with us!", TEXT),
         ("Your code: ", TEXT),
@@ -131,7 +147,7 @@ def done_nodes(asin: str, options: dict, reward: float) -> list:
         (" (Paste it in your MTurk interface.)", TEXT),
         ("Purchased", TEXT),
         ("asin", TEXT), (asin, PRE),
-        ("options", TEXT), (options_json(options), PRE),
+        ("options", TEXT), (options_text, PRE),
         ("attrs", TEXT), ("None", PRE),
         ("category", TEXT), ("None", PRE),
         ("query", TEXT), ("None", PRE),
@@ -141,6 +157,17 @@ def done_nodes(asin: str, options: dict, reward: float) -> list:
         ("instuction text", TEXT), ("category", TEXT), ("product category", TEXT), ("query", TEXT),
         ("Goal ", TEXT), ("None", PRE),
         ("Reward", TEXT),
-        ("Your score (min 0.0, max 1.0)", TEXT), (str(reward), PRE),
+        ("Your score (min 0.0, max 1.0)", TEXT), (reward_text, PRE),
         ("Reward Details ", TEXT), ("None", PRE),
     ]  # fmt: skip
+
+
+def _done_parts() -> tuple[str, str, str, str]:
+    marked = join_text(_done_nodes("\x01", "\x02", "\x03"))[1]
+    before, rest = marked.split("\x01")
+    between, rest = rest.split("\x02")
+    after, end = rest.split("\x03")
+    return before, between, after, end
+
+
+_DONE_PARTS = _done_parts()

@@ -35,7 +35,7 @@ class _Cache(OrderedDict):
 
 
 def _compose(parts) -> str:
-    return N.SEP.join(text for count, text in parts if count)
+    return N.SEP.join([text for count, text in parts if count])  # a list: join would build one from a generator
 
 
 class Renderer:
@@ -109,7 +109,7 @@ class Renderer:
             return _compose([header, self._prev, self._item_text(int(state.row[slot]))])
         if page == SUB:
             return _compose([header, self._prev, self._sub_text(int(state.row[slot]), int(state.sub[slot]))])
-        return N.join_text(self.done_nodes(state, slot))[1]
+        return N.done_text(*self._done_fields(state, slot))
 
     def nodes(self, state: BatchState, slot: int) -> list:
         """All visible strings of a slot's page, in order, with their element kinds."""
@@ -132,8 +132,13 @@ class Renderer:
 
     def done_nodes(self, state: BatchState, slot: int) -> list:
         """The done page's strings for a finished slot."""
-        row = int(state.row[slot])
-        return N.done_nodes(self.catalog.asin[row].upper(), state.options(slot, self.ctx.views), float(state.reward[slot]))
+        return N.done_nodes(*self._done_fields(state, slot))
+
+    def _done_fields(self, state: BatchState, slot: int) -> tuple[str, dict, float]:
+        """The done page's asin, options and reward (the options as the purchase recorded them)."""
+        purchase = state.purchase[slot]
+        options = purchase["options"] if purchase is not None else state.options(slot, self.ctx.views)
+        return self.catalog.asin[int(state.row[slot])].upper(), options, float(state.reward[slot])
 
     def text_rich(self, state: BatchState, slot: int) -> str:
         """The ``text_rich`` observation of a slot."""

@@ -122,7 +122,9 @@ def load_postings(folder: str | os.PathLike) -> Postings:
     """Memory-map exported postings (read-only)."""
     folder = Path(folder)
     meta = json.loads((folder / "meta.json").read_text())
-    arrays = {name: np.load(folder / f"{name}.npy", mmap_mode="r") for name in _ARRAYS}
+    # plain ndarray views of the maps: numpy.memmap indexes and wraps ufunc results in Python code,
+    # and numba types a subclass on its slow path; every search touches these arrays
+    arrays = {name: np.load(folder / f"{name}.npy", mmap_mode="r").view(np.ndarray) for name in _ARRAYS}
     text = (folder / "terms.txt").read_text(encoding="utf-8", errors="surrogatepass")
     terms = text.split("\n") if text else []
     if len(terms) + 1 != len(arrays["term_ptr"]):

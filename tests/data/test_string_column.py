@@ -1,0 +1,36 @@
+"""StringColumn reads a string by index as a list does (its offsets are read as Python ints)."""
+
+import numpy as np
+import pytest
+
+from webshop_gym.data.columns import StringColumn
+
+STRINGS = ["", "B00ASIN", "héllo wörld", "\ud800 lone surrogate", "last"]
+
+
+def test_every_index_kind_reads_the_same_string(tmp_path):
+    column = StringColumn.build(STRINGS)
+    StringColumn.build(STRINGS).save(tmp_path, "s")
+    mapped = StringColumn.load(tmp_path, "s")  # memory-mapped, as a compiled catalog is read
+    for col in (column, mapped):
+        assert len(col) == len(STRINGS)
+        for i, text in enumerate(STRINGS):
+            assert col[i] == text
+            assert col[np.int64(i)] == text and col[np.int32(i)] == text
+            assert col[i - len(STRINGS)] == text
+        assert col[1:3] == STRINGS[1:3]
+        assert list(col) == STRINGS
+
+
+@pytest.mark.parametrize("index", [5, -6, 10**6, np.int64(5)])
+def test_out_of_range_is_an_index_error(index):
+    column = StringColumn.build(STRINGS)
+    with pytest.raises(IndexError, match="out of range for 5 strings"):
+        column[index]
+
+
+def test_empty_column():
+    column = StringColumn.build([])
+    assert len(column) == 0 and list(column) == []
+    with pytest.raises(IndexError):
+        column[0]
