@@ -1001,7 +1001,8 @@ def goal_page(run: str, goal: int):
     play = _play_arg("play")
     side = _side(library, run, loaded, goal, play, "a")
     side["play_url"] = lambda k: url_for("runs.goal_page", run=run, goal=goal, **({"play": k} if k else {}))
-    return _render("runs/goal.html", run=run, goal=goal, sides=[side], instruction=side["episode"].instruction)
+    return _render("runs/goal.html", goal=goal, sides=[side], instruction=side["episode"].instruction, crumb=run,
+                   crumb_url=url_for("runs.run_page", run=run))
 
 
 def _side_by_side_url(a: str, b: str, goal: int, play_a: int, play_b: int) -> str:
@@ -1032,5 +1033,5 @@ def compare_goal(a: str, b: str, goal: int):
 
     sides[0]["play_url"] = lambda k: _side_by_side_url(a, b, goal, k, play_b)
     sides[1]["play_url"] = lambda k: _side_by_side_url(a, b, goal, play_a, k)
-    return _render("runs/compare_goal.html", a=a, b=b, goal=goal, sides=sides,
-                   instruction=sides[0]["episode"].instruction)
+    return _render("runs/goal.html", goal=goal, sides=sides, instruction=sides[0]["episode"].instruction,
+                   crumb=f"{a} vs {b}", crumb_url=url_for("runs.compare", a=a, b=b))

@@ -300,6 +300,11 @@ def test_links_from_the_run_page_and_the_comparison_reach_the_right_play(sampled
     link_a3 = _play_rows(side, "a")[3]["href"]
     assert "play=3" in link_a3 and "play_b=2" in link_a3
     assert client.get(f"/runs/coin/vs/random/{min(plays)}?play_b={K}").status_code == 404
+    # each goal page leads back to the page it belongs to: the run, or the comparison
+    crumbs = [(a.text, a["href"]) for a in side.select("p.notice a")]
+    assert crumbs[-1] == ("coin vs random", "/runs/coin/vs/random")
+    crumbs = [(a.text, a["href"]) for a in _page(client, f"/runs/coin/goal/{min(plays)}").select("p.notice a")]
+    assert crumbs[-1] == ("coin", "/runs/coin")
 
 
 def test_two_sampled_runs_pair_as_the_report_pairs_them(sampled_runs, make_viewer):
