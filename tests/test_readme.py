@@ -87,7 +87,9 @@ def test_use_it_commands_run_in_a_copy(tmp_path):
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-4000:]
     assert "Traceback" not in output, output[-4000:]
-    assert done.stdout.count("webshop-gym: stopped") == 2
+    # each of the two servers says it stopped exactly once (the message shows every server line, to tell which)
+    server_lines = [line for line in done.stdout.splitlines() if line.startswith(("webshop-gym:", ">>> webshop-gym serve"))]
+    assert done.stdout.count("webshop-gym: stopped") == 2, "\n".join(server_lines)
     assert (copy / "runs" / "rule.jsonl").is_file() and (copy / "report.html").is_file()
     assert (copy / "demos.jsonl").is_file()
     assert subprocess.run(["git", "diff", "--no-index", "--quiet", str(ROOT / "data"), str(copy / "data")]).returncode == 0
