@@ -932,13 +932,13 @@ def compare(a: str, b: str):
                    query=query, **context)
 
 
-def _plays(library: RunLibrary, loaded: RunIndex, goal: int) -> list[dict]:
+def _plays(loaded: RunIndex, goal: int) -> list[dict]:
     """Every play of ``goal`` in the run, in file order: play number, sample, price seed, reward, success, tag."""
     t = loaded.table()
     default_seed = (loaded.header.get("fingerprint") or {}).get("price_seed")
     out = []
     for k, position in enumerate(np.flatnonzero(t.goal == goal).tolist()):
-        protocol = _episode(library, loaded, position).log.record.get("protocol") or {}
+        protocol = loaded.protocol_fields(position)  # indexed: no episode read per play
         out.append({"play": k, "position": position, "sample": protocol.get("sample"),
                     "price_seed": protocol.get("price_seed", default_seed), "reward": float(t.reward[position]),
                     "success": bool(t.success[position]), "errored": bool(t.errored[position]),
@@ -963,7 +963,7 @@ def play_of(t: IndexTable, position: int) -> int:
 
 def _side(library: RunLibrary, name: str, loaded: RunIndex, goal: int, play: int, side: str) -> dict:
     """One run's plays of ``goal`` and its ``play``-th episode, with its diagnosis (a goal page's column)."""
-    plays = _plays(library, loaded, goal)
+    plays = _plays(loaded, goal)
     if not plays:
         abort(404, f"Goal {goal} was not played by {name}.")
     if play >= len(plays):

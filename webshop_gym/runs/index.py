@@ -439,6 +439,11 @@ class RunIndex:
         t = self.table()
         return Counter(t.tag_name(i) for i in range(len(t)))
 
+    def protocol_fields(self, position: int) -> dict:
+        """Episode ``position``'s protocol fields as indexed (item, sample, price seed...; ``{}`` without)."""
+        with self._lock:
+            return dict(self._cols.protocol[position] or {})
+
     def span(self, position: int) -> tuple[int, int]:
         """Byte span [start, end) of an episode's lines (other episodes' lines may interleave)."""
         with self._lock:
