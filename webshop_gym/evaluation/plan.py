@@ -57,10 +57,10 @@ class EvaluationPlan:
         """The shop of the first episode (the run line's shop and fingerprint)."""
         return self.shops[self.episodes[0].price_seed] if self.episodes else next(iter(self.shops.values()))
 
-    def groups(self) -> list[tuple[Shop, list[PlannedEpisode]]]:
-        """The plays by price seed (one shop each), in play order."""
+    def groups(self, episodes: list[PlannedEpisode] | None = None) -> list[tuple[Shop, list[PlannedEpisode]]]:
+        """The plays (``episodes``: those of them, default all) by price seed, one shop each, in play order."""
         out: dict[int, list[PlannedEpisode]] = {}
-        for e in self.episodes:
+        for e in self.episodes if episodes is None else episodes:
             out.setdefault(e.price_seed, []).append(e)
         return [(self.shops[seed], eps) for seed, eps in out.items()]
 

@@ -505,7 +505,7 @@ def _evaluate_plan(policy, plan, *, seed, max_steps, observation_mode, progress,
         started = time.perf_counter()
         if out is not None:
             writer = RunWriter(out, plan.shop, expected, append=resuming, keys=[e.ordinal for e in todo], **settings)
-        for group_shop, group in _groups(plan, todo):
+        for group_shop, group in plan.groups(todo):
             seeds = [episode_seed(seed, e.goal, e.sample) for e in group]
 
             def finished(episode: dict, group=group, group_shop=group_shop, seeds=seeds) -> None:
@@ -562,14 +562,6 @@ def _evaluate_plan(policy, plan, *, seed, max_steps, observation_mode, progress,
         result["episodes_detail"] = [{k: v for k, v in e.items() if k not in ("trajectory", "final_observation",
                                                                               "final_info")} for e in episodes]
     return result
-
-
-def _groups(plan, episodes: list) -> list[tuple[Any, list]]:
-    """``episodes`` (planned) by price seed, in order of first appearance, with their shops."""
-    out: dict[int, list] = {}
-    for e in episodes:
-        out.setdefault(e.price_seed, []).append(e)
-    return [(plan.shops[price_seed], group) for price_seed, group in out.items()]
 
 
 def _run_line(spec, agent, split, seed, max_steps, concurrency, observation_mode, shard, extra) -> dict:
