@@ -37,6 +37,8 @@ from webshop_gym.server.agentgym import (
     error_answer,
 )
 
+from webshop_gym.utils.serving import serve_until_stopped
+
 __all__ = ["Batcher", "Front", "Listener"]
 
 PREFIX = "/agentgym"
@@ -325,9 +327,9 @@ class Listener:
                                 limit_concurrency=4096)
         self.server = uvicorn.Server(config)
 
-    def serve(self) -> None:
-        """Serve until Ctrl+C or SIGTERM."""
-        self.server.run(sockets=[self.socket])
+    def serve(self) -> int | None:
+        """Serve until Ctrl+C or SIGTERM; return the signal that stopped the server (None: stopped otherwise)."""
+        return serve_until_stopped(self.server, sockets=[self.socket])
 
     def close(self) -> None:
         """Release the socket and the Flask threads."""

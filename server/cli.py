@@ -145,16 +145,17 @@ def run(args: argparse.Namespace) -> int:
               + (" (Werkzeug development server)" if args.dev else ""))
         print(f"webshop-gym: reference site at {base}/<session> (e.g. {base}/fixed_0), "
               f"AgentGym API at {base}/agentgym")
-        print(f"webshop-gym: play at {base}/  (Ctrl+C to stop)", flush=True)
-        if args.runs:
-            print(f"webshop-gym: runs of {args.runs} at {base}/runs/", flush=True)
-        if args.host not in LOCAL_HOSTS:
-            print("webshop-gym: warning: the server has no authentication; anyone who can reach "
-                  f"{args.host}:{listener.port} can play and read game pages", file=sys.stderr)
-        listener.serve()  # uvicorn returns on SIGTERM and re-raises Ctrl+C; Werkzeug raises KeyboardInterrupt
-        print("webshop-gym: stopped", flush=True)
-    except KeyboardInterrupt:
-        print("webshop-gym: stopped", flush=True)
+        try:  # from the line that says it serves, a stop signal is the server's normal end
+            print(f"webshop-gym: play at {base}/  (Ctrl+C to stop)", flush=True)
+            if args.runs:
+                print(f"webshop-gym: runs of {args.runs} at {base}/runs/", flush=True)
+            if args.host not in LOCAL_HOSTS:
+                print("webshop-gym: warning: the server has no authentication; anyone who can reach "
+                      f"{args.host}:{listener.port} can play and read game pages", file=sys.stderr)
+            listener.serve()  # uvicorn returns on Ctrl+C and SIGTERM (utils/serving.py)
+        except KeyboardInterrupt:  # Werkzeug's server on Ctrl+C; a signal before uvicorn took over
+            pass
+        print("webshop-gym: stopped", flush=True)  # one place: one line, whatever stopped it
     finally:
         if listener is not None:
             listener.close()

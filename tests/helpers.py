@@ -58,3 +58,8 @@ def default_sigint() -> None:
     Python would not turn SIGINT into KeyboardInterrupt; this restores the default first.
     """
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def ignore_sigint() -> None:
+    """``preexec_fn`` for a child started as a shell starts a background job: SIGINT ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 from webshop_gym.error import DependencyNotInstalled, Error, InvalidArgument
 from webshop_gym.utils.checks import check_int
 from webshop_gym.utils.heap import freeze_loaded
+from webshop_gym.utils.serving import serve_until_stopped
 from webshop_gym.utils.strict_json import dumps
 
 if TYPE_CHECKING:
@@ -295,10 +296,10 @@ class Listener:
                                 lifespan="on")
         self.server = uvicorn.Server(config)
 
-    def run(self) -> None:
-        """Serve until :meth:`stop` (or Ctrl+C when run on the main thread)."""
+    def run(self) -> int | None:
+        """Serve until :meth:`stop` (or Ctrl+C or SIGTERM when run on the main thread); return the signal that stopped it."""
         try:
-            self.server.run(sockets=[self.socket])
+            return serve_until_stopped(self.server, sockets=[self.socket])
         finally:
             self.socket.close()
 
