@@ -222,7 +222,12 @@ def score_range(
     total, r_type, r_att, w_att, title_score, r_option, w_option, w_price,
     query_match, category_match, r_price, n_att, n_opt,
 ):  # fmt: skip
-    """Score purchases ``start`` to ``stop`` of a batch (goal, product row, selected values, price)."""
+    """Score purchases ``start`` to ``stop`` of a batch (goal, product row, selected values, price).
+
+    :class:`webshop_gym.reward.RewardModel` calls it for a whole batch (``0, len(b_goal)``) through
+    its entry point, without numba's per-call typing.  (A parallel ``prange`` version over chunks
+    measured no faster on 2 cores, so there is none.)
+    """
     buf1 = np.empty(max_joined + 1, dtype=np.int32)
     buf2 = np.empty(max_joined + 1, dtype=np.int32)
     row_buf = np.empty(max_joined + 2, dtype=np.int32)
@@ -295,14 +300,6 @@ def score_range(
         n_opt[b] = no
 
 
-def score_batch(*args):
-    """Score a whole batch (all arguments of :func:`score_range` but ``start`` and ``stop``).
-
-    (A parallel ``prange`` version over chunks measured no faster on 2 cores, so there is none.)
-    """
-    score_range(0, args[32].shape[0], *args)  # args[32] is b_goal
-
-
 def fuzzy_pairs(tok_off, tok_cp, str_off, str_tok, max_joined, left, right, out, matches):
     """Raw ``token_set_ratio`` scores and the reward's match test for many fuzz-string pairs."""
     buf1 = np.empty(max_joined + 1, dtype=np.int32)
@@ -332,7 +329,6 @@ score_range_jit = _jit(
         count_common=count_common_jit,
     )
 )
-score_batch_jit = _jit(_rebind(score_batch, score_range=score_range_jit))
 fuzzy_pairs_jit = _jit(
     _rebind(fuzzy_pairs, token_set_ratio=token_set_ratio_jit, token_set_match=token_set_match_jit)
 )
