@@ -226,9 +226,8 @@ class RewardModel:
             _kernels.score_range(*args)
         else:
             from webshop_gym.reward import _kernels
-            from webshop_gym.utils.jit import entry_point
 
-            entry = entry_point(_kernels.score_range_jit, args)
+            entry = _kernels.score_range_entry(args)
             entry(*args)
             if self._tables is not None and self._tables[1] is head:
                 self._tables = (*self._tables[:3], entry)

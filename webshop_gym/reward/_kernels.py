@@ -3,8 +3,9 @@
 One of the two kernel modules (the other is :mod:`webshop_gym.search._kernels`; both compile
 through :mod:`webshop_gym.utils.jit`, the only module that imports numba).  Every function below is
 written once, as plain Python over numpy arrays (the *twin*, used by tests and for reading), and
-compiled with ``numba.njit(cache=True, nogil=True)`` into the ``*_jit`` binding that
-:mod:`webshop_gym.reward` calls.
+compiled with ``numba.njit(cache=True, nogil=True)`` into a ``*_jit`` binding;
+:mod:`webshop_gym.reward` calls ``score_range_jit`` through its entry point
+(:func:`score_range_entry`), not through numba's dispatcher.
 Compiled kernels land in numba's on-disk cache, so a new process does not pay the JIT again.
 
 Array conventions (see :mod:`webshop_gym.reward.tables`): a ragged field is an ``offsets``
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from webshop_gym.utils.jit import entry_point as _entry_point
 from webshop_gym.utils.jit import jit as _jit
 from webshop_gym.utils.jit import rebind as _rebind
 
@@ -332,3 +334,8 @@ score_range_jit = _jit(
 fuzzy_pairs_jit = _jit(
     _rebind(fuzzy_pairs, token_set_ratio=token_set_ratio_jit, token_set_match=token_set_match_jit)
 )
+
+
+def score_range_entry(args):
+    """The compiled :func:`score_range` for the types of ``args``, called without numba's per-call typing."""
+    return _entry_point(score_range_jit, args)
