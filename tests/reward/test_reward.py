@@ -228,3 +228,43 @@ def test_score_checks_its_batch_and_scores_an_empty_one(default_shop):
     assert len(empty) == 0 and empty.total.dtype == np.float64 and empty.n_att.dtype == np.int32
     one = rewards.score([0], [0], [[]], [1.0])
     assert one.total.flags.c_contiguous and 0.0 <= float(one.total[0]) <= 1.0
+
+
+def test_score_calls_the_kernel_without_numba_dispatch(default_shop, monkeypatch):
+    """After a first purchase, ``score`` calls the compiled kernel's resolved entry point, never numba's dispatcher.
+
+    The dispatcher types some fifty arguments on every call; the entry point must be reused, and
+    whatever a caller passes (other integer dtypes, strided or read-only arrays, lists) is turned
+    into the exact types it was resolved for: the scores equal the pure-Python twin's.
+    """
+    rewards = default_shop.rewards
+    tuples = _random_tuples(default_shop, 40, seed=5)
+    rows = [default_shop.row(a) for _, a, _, _ in tuples]
+    selected = [default_shop._selected_fz(r, list(o.values())) for r, (_, _, o, _) in zip(rows, tuples)]
+    goals = [g for g, *_ in tuples]
+    prices = [p for *_, p in tuples]
+    rewards.score(goals[:1], rows[:1], selected[:1], prices[:1])  # resolves the entry point
+
+    def no_dispatch(*args, **kwargs):
+        raise AssertionError("the reward kernel went through numba's dispatcher")
+
+    class NoDispatcher:
+        __call__ = compile = no_dispatch
+
+    monkeypatch.setattr(_kernels, "score_range_jit", NoDispatcher())
+    strided = np.repeat(np.asarray(goals, dtype=np.int32), 2)[::2]  # int32, not contiguous
+    read_only = np.asarray(rows, dtype=np.int64)
+    read_only.flags.writeable = False
+    cases = [
+        (goals, rows, prices),
+        (strided, read_only, np.repeat(np.asarray(prices), 2)[::2]),
+    ]
+    for goal_arg, row_arg, price_arg in cases:
+        compiled = rewards.score(goal_arg, row_arg, selected, price_arg)
+        twin = rewards.score(goal_arg, row_arg, selected, price_arg, kernel=False)
+        for key in (*BREAKDOWN_KEYS, "total", "n_att", "n_opt"):
+            assert np.array_equal(getattr(compiled, key), getattr(twin, key), equal_nan=True), key
+    with pytest.raises(ValueError, match="must be one-dimensional"):
+        rewards.score([[0]], [[0]], [[]], [[1.0]])
+    with pytest.raises(ValueError, match="flat sequence of ints"):
+        rewards.score([0], [0], [[[1, 2]]], [1.0])

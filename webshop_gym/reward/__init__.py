@@ -40,6 +40,7 @@ BREAKDOWN_KEYS = (
 _FLOAT_OUT = ("total", "r_type", "r_att", "w_att", "title_score", "r_option", "w_option", "w_price")
 _BOOL_OUT = ("query_match", "category_match", "r_price")
 _INT_OUT = ("n_att", "n_opt")
+_OUT = (*_FLOAT_OUT, *_BOOL_OUT, *_INT_OUT)
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,12 @@ class RewardBatch:
         return {k: getattr(self, k) for k in BREAKDOWN_KEYS}
 
 
+def _writable(a: np.ndarray, dtype) -> np.ndarray:
+    """``a`` as a C-contiguous writable array of ``dtype`` (itself when it is one already)."""
+    a = np.ascontiguousarray(a, dtype=dtype)
+    return a if a.flags.writeable else a.copy()
+
+
 class RewardModel:
     """Scores purchases for one (catalog, goal set) pair.
 
@@ -101,7 +108,7 @@ class RewardModel:
         self._goal_tables: GoalTables | None = None
         self._fuzz = None
         self._max_joined = 1
-        self._tables: tuple | None = None  # (fuzz table, kernel arguments) of _kernel_tables
+        self._tables: tuple | None = None  # (fuzz table, head, tail, entry point) of _kernel_tables
         self._extra_ids: dict[str, int] = {}
         self._goal_nouns: dict[int, list[str]] = {}
         self.jit_seconds: float | None = None
@@ -174,12 +181,14 @@ class RewardModel:
             prices: price paid for each purchase.
             kernel: use the compiled kernel (``False`` runs its pure-Python twin).
         """
-        from webshop_gym.reward import _kernels
-
-        self.prepare()
-        goal_indices = np.asarray(goal_indices, dtype=np.int64)
-        rows = np.asarray(rows, dtype=np.int64)
-        prices = np.asarray(prices, dtype=np.float64)
+        if self._goal_tables is None:
+            self.prepare()
+        # fresh C-contiguous writable copies: the types the kernel's entry point was resolved for
+        goal_indices = np.array(goal_indices, dtype=np.int64)
+        rows = np.array(rows, dtype=np.int64)
+        prices = np.array(prices, dtype=np.float64)
+        if goal_indices.ndim != 1 or rows.ndim != 1 or prices.ndim != 1:
+            raise ValueError("goal indices, rows and prices must be one-dimensional sequences")
         n = len(goal_indices)
         if not (len(rows) == len(selected_fz) == len(prices) == n):
             raise ValueError(
@@ -193,29 +202,50 @@ class RewardModel:
             raise GoalNotFound(f"goal index {bad} is out of range: the goal set has {len(self.goals)} goals")
         if n and (min(row_list) < 0 or max(row_list) >= len(self.catalog)):
             raise IndexError(f"product rows must be in [0, {len(self.catalog)})")
-        sel_off = np.array([0, *accumulate(len(s) for s in selected_fz)], dtype=np.int64)
-        sel = np.fromiter((x for s in selected_fz for x in s), dtype=np.int32, count=int(sel_off[-1]))
+        if n == 1:  # the common case, a single purchase: no generators
+            sel = np.array(selected_fz[0], dtype=np.int32)
+            if sel.ndim != 1:
+                raise ValueError("each purchase's selected option ids must be a flat sequence of ints")
+            sel_off = np.array([0, len(sel)], dtype=np.int64)
+        else:
+            sel_off = np.array([0, *accumulate(len(s) for s in selected_fz)], dtype=np.int64)
+            sel = np.fromiter((x for s in selected_fz for x in s), dtype=np.int32, count=int(sel_off[-1]))
         # one block per dtype, a C-contiguous row per output (the kernel sees the same array types)
-        out_f = dict(zip(_FLOAT_OUT, np.empty((len(_FLOAT_OUT), n), np.float64)))
-        out_b = dict(zip(_BOOL_OUT, np.empty((len(_BOOL_OUT), n), np.bool_)))
-        out_i = dict(zip(_INT_OUT, np.empty((len(_INT_OUT), n), np.int32)))
+        out = dict(zip(_OUT, (*np.empty((len(_FLOAT_OUT), n), np.float64), *np.empty((len(_BOOL_OUT), n), np.bool_),
+                              *np.empty((len(_INT_OUT), n), np.int32))))  # fmt: skip
         pn_off, pn_val = self.catalog.product_nouns(rows)  # the purchased titles' nouns, one row per purchase
-        head, tail = self._kernel_tables()
-        fn = _kernels.score_batch_jit if kernel else _kernels.score_batch
-        fn(*head, pn_off, np.asarray(pn_val, dtype=np.int32), *tail, goal_indices, rows, sel_off, sel, prices,
-           *out_f.values(), *out_b.values(), *out_i.values())
-        return RewardBatch(**out_f, **out_b, **out_i)
+        pn_off, pn_val = _writable(pn_off, np.int64), _writable(pn_val, np.int32)
+        head, tail, entry = self._kernel_tables()
+        args = (0, n, *head, pn_off, pn_val, *tail, goal_indices, rows, sel_off, sel, prices,
+                *out.values())  # fmt: skip
+        if kernel and entry is not None:
+            entry(*args)
+        elif not kernel:
+            from webshop_gym.reward import _kernels
 
-    def _kernel_tables(self) -> tuple[tuple, tuple]:
-        """The kernel's table arguments before and after the purchased titles' nouns.
+            _kernels.score_range(*args)
+        else:
+            from webshop_gym.reward import _kernels
+
+            entry = _kernels.score_range_entry(args)
+            entry(*args)
+            if self._tables is not None and self._tables[1] is head:
+                self._tables = (*self._tables[:3], entry)
+        return RewardBatch(**out)
+
+    def _kernel_tables(self) -> tuple[tuple, tuple, object]:
+        """The kernel's table arguments before and after the purchased titles' nouns, and its entry point.
 
         They change only when :meth:`string_ids` adds strings to the fuzz table, so they are
         gathered once per table (a purchase then costs the kernel, not thirty ``np.asarray``).
+        The entry point (:func:`webshop_gym.utils.jit.entry_point`: the compiled ``score_range``
+        for these tables' types, called without numba typing some fifty arguments on every call)
+        is ``None`` until the first purchase resolves it.
         """
         fz = self._fuzz
         cached = self._tables
         if cached is not None and cached[0] is fz:
-            return cached[1], cached[2]
+            return cached[1], cached[2], cached[3]
         c, gt, pt = self.catalog, self._goal_tables, self._products
         head = (
             np.asarray(fz.tokens.offsets), np.asarray(fz.tokens.values),
@@ -233,8 +263,8 @@ class RewardModel:
             gt.attr_offsets, gt.attr_fz, np.asarray(gt.attr_text.data), np.asarray(gt.attr_text.offsets),
             gt.opt_offsets, gt.opt_fz, gt.upper,
         )  # fmt: skip
-        self._tables = (fz, head, tail)
-        return head, tail
+        self._tables = (fz, head, tail, None)
+        return head, tail, None
 
     # -- the reference path -------------------------------------------------------------------
 

@@ -3,8 +3,9 @@
 One of the two kernel modules (the other is :mod:`webshop_gym.search._kernels`; both compile
 through :mod:`webshop_gym.utils.jit`, the only module that imports numba).  Every function below is
 written once, as plain Python over numpy arrays (the *twin*, used by tests and for reading), and
-compiled with ``numba.njit(cache=True, nogil=True)`` into the ``*_jit`` binding that
-:mod:`webshop_gym.reward` calls.
+compiled with ``numba.njit(cache=True, nogil=True)`` into a ``*_jit`` binding;
+:mod:`webshop_gym.reward` calls ``score_range_jit`` through its entry point
+(:func:`score_range_entry`), not through numba's dispatcher.
 Compiled kernels land in numba's on-disk cache, so a new process does not pay the JIT again.
 
 Array conventions (see :mod:`webshop_gym.reward.tables`): a ragged field is an ``offsets``
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from webshop_gym.utils.jit import entry_point as _entry_point
 from webshop_gym.utils.jit import jit as _jit
 from webshop_gym.utils.jit import rebind as _rebind
 
@@ -222,7 +224,12 @@ def score_range(
     total, r_type, r_att, w_att, title_score, r_option, w_option, w_price,
     query_match, category_match, r_price, n_att, n_opt,
 ):  # fmt: skip
-    """Score purchases ``start`` to ``stop`` of a batch (goal, product row, selected values, price)."""
+    """Score purchases ``start`` to ``stop`` of a batch (goal, product row, selected values, price).
+
+    :class:`webshop_gym.reward.RewardModel` calls it for a whole batch (``0, len(b_goal)``) through
+    its entry point, without numba's per-call typing.  (A parallel ``prange`` version over chunks
+    measured no faster on 2 cores, so there is none.)
+    """
     buf1 = np.empty(max_joined + 1, dtype=np.int32)
     buf2 = np.empty(max_joined + 1, dtype=np.int32)
     row_buf = np.empty(max_joined + 2, dtype=np.int32)
@@ -295,14 +302,6 @@ def score_range(
         n_opt[b] = no
 
 
-def score_batch(*args):
-    """Score a whole batch (all arguments of :func:`score_range` but ``start`` and ``stop``).
-
-    (A parallel ``prange`` version over chunks measured no faster on 2 cores, so there is none.)
-    """
-    score_range(0, args[32].shape[0], *args)  # args[32] is b_goal
-
-
 def fuzzy_pairs(tok_off, tok_cp, str_off, str_tok, max_joined, left, right, out, matches):
     """Raw ``token_set_ratio`` scores and the reward's match test for many fuzz-string pairs."""
     buf1 = np.empty(max_joined + 1, dtype=np.int32)
@@ -332,7 +331,11 @@ score_range_jit = _jit(
         count_common=count_common_jit,
     )
 )
-score_batch_jit = _jit(_rebind(score_batch, score_range=score_range_jit))
 fuzzy_pairs_jit = _jit(
     _rebind(fuzzy_pairs, token_set_ratio=token_set_ratio_jit, token_set_match=token_set_match_jit)
 )
+
+
+def score_range_entry(args):
+    """The compiled :func:`score_range` for the types of ``args``, called without numba's per-call typing."""
+    return _entry_point(score_range_jit, args)
