@@ -218,20 +218,22 @@ class RewardModel:
         head, tail, entry = self._kernel_tables()
         args = (0, n, *head, pn_off, pn_val, *tail, goal_indices, rows, sel_off, sel, prices,
                 *out.values())  # fmt: skip
-        if kernel and entry is not None:
-            entry(*args)
-        elif not kernel:
+        if not kernel:
             from webshop_gym.reward import _kernels
 
             _kernels.score_range(*args)
         else:
-            from webshop_gym.reward import _kernels
-
-            entry = _kernels.score_range_entry(args)
-            entry(*args)
-            if self._tables is not None and self._tables[1] is head:
-                self._tables = (*self._tables[:3], entry)
+            (entry or self._entry_point(args, head))(*args)
         return RewardBatch(**out)
+
+    def _entry_point(self, args: tuple, head: tuple):
+        """Resolve the kernel's entry point for ``args`` and keep it beside the tables ``head`` belongs to."""
+        from webshop_gym.reward import _kernels
+
+        entry = _kernels.score_range_entry(args)
+        if self._tables is not None and self._tables[1] is head:
+            self._tables = (*self._tables[:3], entry)
+        return entry
 
     def _kernel_tables(self) -> tuple[tuple, tuple, object]:
         """The kernel's table arguments before and after the purchased titles' nouns, and its entry point.
