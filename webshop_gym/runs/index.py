@@ -157,10 +157,9 @@ class IndexTable:
         names = [CAUSES[main]] if main >= 0 else []
         return names + [c for j, c in enumerate(CAUSES) if mask >> j & 1 and j != main]
 
-    def by_goal(self, scored: bool = False) -> dict[int, int]:
-        """Position by goal index (the last one when a goal repeats); ``scored``: errored episodes left out."""
-        errored = self.errored.tolist()
-        return {int(g): i for i, g in enumerate(self.goal.tolist()) if not (scored and errored[i])}
+    def by_goal(self) -> dict[int, int]:
+        """Position by goal index (the last one when a goal repeats); a comparison pairs by :meth:`by_pairing`."""
+        return {int(g): i for i, g in enumerate(self.goal.tolist())}
 
     def by_pairing(self) -> dict:
         """Position by pairing key, errored episodes left out (what a comparison pairs, as ``report`` does)."""
