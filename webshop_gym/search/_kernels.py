@@ -28,6 +28,7 @@ from webshop_gym.utils.jit import rebind as _rebind
 
 _ONE = np.float32(1.0)
 _SLACK = 1.0 + 2.0**-40
+SEEDS = 8  # ranges scored before the others are bounded against the k-th best
 
 
 def tf_factors(term_ptr, docs, freqs, norms, cache, tf, max_tf):
@@ -267,6 +268,212 @@ def score_all(term_ids, boosts, term_ptr, docs, freqs, norms, idf, cache, acc):
 
 
 # --------------------------------------------------------------------------------------------
+# Document ranges (:mod:`webshop_gym.search.ranges`): the postings regrouped so that the documents
+# of one product type are neighbours, cut into ranges with each term's best factor per range.
+
+
+def regroup(term_ptr, docs, freqs, tf, idf, new_of_old, range_size, new_docs, new_tf, score1, new_freqs):
+    """Each term's postings in the new document order; returns how many (term, range) pairs there are.
+
+    Writes, per posting in the new order: the new document number, its ``tf`` factor and
+    frequency, and its score at boost 1 (``idf - idf / tf``, float32, the kernels' own arithmetic).
+    """
+    entries = 0
+    for t in range(term_ptr.shape[0] - 1):
+        a = term_ptr[t]
+        b = term_ptr[t + 1]
+        if a == b:
+            continue
+        moved = np.empty(b - a, dtype=np.int64)
+        for i in range(b - a):
+            moved[i] = new_of_old[docs[a + i]]
+        by_new = np.argsort(moved)
+        w = idf[t]
+        last = -1
+        for i in range(b - a):
+            src = a + by_new[i]
+            d = moved[by_new[i]]
+            y = tf[src]
+            new_docs[a + i] = d
+            new_tf[a + i] = y
+            new_freqs[a + i] = freqs[src]
+            score1[a + i] = w - w / y
+            r = d // range_size
+            if r != last:
+                entries += 1
+                last = r
+    return entries
+
+
+def range_entries(term_ptr, new_docs, new_tf, range_size, ent_ptr, ent_range, ent_start, ent_count, ent_max_tf, local):
+    """Each term's (range, first posting, postings, largest ``tf`` factor) and each posting's place in its range."""
+    e = 0
+    for t in range(term_ptr.shape[0] - 1):
+        last = -1
+        for p in range(term_ptr[t], term_ptr[t + 1]):
+            d = new_docs[p]
+            r = d // range_size
+            if r != last:
+                ent_range[e] = r
+                ent_start[e] = p
+                ent_count[e] = 0
+                ent_max_tf[e] = _ONE
+                e += 1
+                last = r
+            ent_count[e - 1] += 1
+            if new_tf[p] > ent_max_tf[e - 1]:
+                ent_max_tf[e - 1] = new_tf[p]
+            local[p] = d - r * range_size
+        ent_ptr[t + 1] = e
+
+
+def find_entry(ent_range, lo, hi, r):
+    """The entry of range ``r`` among ``ent_range[lo:hi]`` (ascending), or -1 when the term is not in it."""
+    end = hi
+    while lo < hi:
+        m = (lo + hi) // 2
+        if ent_range[m] < r:
+            lo = m + 1
+        else:
+            hi = m
+    if lo < end and ent_range[lo] == r:
+        return lo
+    return -1
+
+
+def score_range(r, range_size, nq, order, term_ids, weights, unit, ent_ptr, ent_range, ent_start, ent_count, local, score1,
+                freqs, norms, cache, old_of_new, acc, k, heap_s, heap_d, size):
+    """Score every document of range ``r`` in full and offer each to the heap; return the heap's size.
+
+    Terms are added in ``order`` (each document's float64 sum in the same order as :func:`search_one`),
+    a posting at boost 1 from its stored score, at another boost as ``w - w / tf`` with ``tf``
+    recomputed from its frequency and its document's norm exactly as :func:`tf_factors` does.
+    ``acc`` (float64, ``range_size``) is all zero on entry and on return.
+    """
+    base = r * range_size
+    for i in range(nq):
+        q = order[i]
+        t = term_ids[q]
+        e = find_entry(ent_range, ent_ptr[t], ent_ptr[t + 1], r)
+        if e < 0:
+            continue
+        lo = ent_start[e]
+        hi = lo + ent_count[e]
+        if unit[q]:
+            for p in range(lo, hi):
+                acc[local[p]] += np.float64(score1[p])
+        else:
+            w = weights[q]
+            for p in range(lo, hi):
+                y = _ONE + np.float32(freqs[p]) * cache[norms[old_of_new[base + local[p]]]]
+                acc[local[p]] += np.float64(w - w / y)
+    for j in range(range_size):
+        a = acc[j]
+        if a > 0.0:
+            acc[j] = 0.0
+            size = heap_push(heap_s, heap_d, size, k, np.float32(a), old_of_new[base + j])
+    return size
+
+
+def search_ranges_one(term_ids, boosts, idf, max_tf, norms, cache, old_of_new, local, score1, freqs, ent_ptr, ent_range,
+                      ent_start, ent_count, ent_max_tf, range_size, k, ub, acc, heap_s, heap_d, out, scored):
+    """Top ``k`` documents of one query over document ranges; the same result as :func:`search_one`.
+
+    Each range's bound is the float64 sum, in the order the documents' scores are summed, of each
+    query term's best score in that range: a sum of terms each at least a document's own, so by
+    monotonic rounding at least that document's score.  The ``SEEDS`` ranges of highest bound are
+    scored first (a first k-th best score), then every range whose bound can still reach the k-th
+    best, highest bound first, until the next bound falls below it; ``scored[0]`` counts the ranges
+    scored in full.  Scratch: ``ub`` (float64, one
+    per range, all zero on entry and on return), ``acc`` (float64, ``range_size``, all zero).
+    """
+    nq = term_ids.shape[0]
+    if nq == 0 or k <= 0:
+        return 0
+    nr = ub.shape[0]
+    weights = np.empty(nq, dtype=np.float32)
+    bounds = np.empty(nq, dtype=np.float32)
+    term_bounds(term_ids, boosts, idf, max_tf, weights, bounds)
+    order = np.argsort(-bounds, kind="mergesort")
+    unit = np.empty(nq, dtype=np.bool_)
+    for q in range(nq):
+        unit[q] = boosts[q] == 1.0
+    for i in range(nq):
+        q = order[i]
+        t = term_ids[q]
+        w = weights[q]
+        for e in range(ent_ptr[t], ent_ptr[t + 1]):
+            ub[ent_range[e]] += np.float64(w - w / ent_max_tf[e])
+    # the SEEDS ranges of highest bound (kept sorted, lowest first), scored first
+    seed_ub = np.full(SEEDS, -1.0)
+    seed_r = np.full(SEEDS, -1, dtype=np.int64)
+    for r in range(nr):
+        u = ub[r]
+        if u > seed_ub[0]:
+            seed_ub[0] = u
+            seed_r[0] = r
+            for j in range(1, SEEDS):
+                if seed_ub[j] >= seed_ub[j - 1]:
+                    break
+                seed_ub[j], seed_ub[j - 1] = seed_ub[j - 1], seed_ub[j]
+                seed_r[j], seed_r[j - 1] = seed_r[j - 1], seed_r[j]
+    size = 0
+    for j in range(SEEDS - 1, -1, -1):
+        r = seed_r[j]
+        if r >= 0 and seed_ub[j] > 0.0:
+            size = score_range(r, range_size, nq, order, term_ids, weights, unit, ent_ptr, ent_range, ent_start, ent_count,
+                               local, score1, freqs, norms, cache, old_of_new, acc, k, heap_s, heap_d, size)
+            scored[0] += 1
+            ub[r] = 0.0
+    # every other range that can still reach the k-th best, highest bound first
+    live = np.empty(nr, dtype=np.int64)
+    n = 0
+    for r in range(nr):
+        u = ub[r]
+        if u > 0.0:
+            if size < k or np.float32(u * _SLACK) >= heap_s[0]:
+                live[n] = r
+                n += 1
+            else:
+                ub[r] = 0.0
+    keys = np.empty(n, dtype=np.float64)
+    for j in range(n):
+        keys[j] = -ub[live[j]]
+    by_bound = np.argsort(keys)
+    for j in range(n):
+        r = live[by_bound[j]]
+        if size < k or np.float32(ub[r] * _SLACK) >= heap_s[0]:
+            size = score_range(r, range_size, nq, order, term_ids, weights, unit, ent_ptr, ent_range, ent_start, ent_count,
+                               local, score1, freqs, norms, cache, old_of_new, acc, k, heap_s, heap_d, size)
+            scored[0] += 1
+        ub[r] = 0.0
+    # pop the heap from worst to best into out[size-1] .. out[0]
+    for j in range(size - 1, -1, -1):
+        out[j] = heap_d[0]
+        sift_down(heap_s, heap_d, j, heap_s[j], heap_d[j])
+    return size
+
+
+def search_ranges_batch(q_ptr, term_ids, boosts, idf, max_tf, norms, cache, old_of_new, local, score1, freqs, ent_ptr,
+                        ent_range, ent_start, ent_count, ent_max_tf, range_size, k, out, counts, scored):
+    """:func:`search_ranges_one` for many queries: query ``i``'s terms are ``q_ptr[i]:q_ptr[i+1]``.
+
+    ``scored[i]``: how many ranges query ``i`` scored in full (the rest were skipped by their bound).
+    """
+    nr = (old_of_new.shape[0] + range_size - 1) // range_size
+    ub = np.zeros(nr, dtype=np.float64)
+    acc = np.zeros(range_size, dtype=np.float64)
+    heap_s = np.empty(max(k, 1), dtype=np.float32)
+    heap_d = np.empty(max(k, 1), dtype=np.int32)
+    for i in range(q_ptr.shape[0] - 1):
+        a = q_ptr[i]
+        b = q_ptr[i + 1]
+        counts[i] = search_ranges_one(term_ids[a:b], boosts[a:b], idf, max_tf, norms, cache, old_of_new, local, score1, freqs,
+                                      ent_ptr, ent_range, ent_start, ent_count, ent_max_tf, range_size, k, ub, acc, heap_s,
+                                      heap_d, out[i], scored[i:i + 1])
+
+
+# --------------------------------------------------------------------------------------------
 # Compiled bindings.
 
 
@@ -280,3 +487,10 @@ search_one_jit = _jit(_rebind(search_one, term_bounds=term_bounds_jit, heap_push
                               gallop=gallop_jit, sift_down=sift_down_jit))
 search_batch_jit = _jit(_rebind(search_batch, search_one=search_one_jit))
 score_all_jit = _jit(score_all)
+regroup_jit = _jit(regroup)
+range_entries_jit = _jit(range_entries)
+find_entry_jit = _jit(find_entry)
+score_range_jit = _jit(_rebind(score_range, find_entry=find_entry_jit, heap_push=heap_push_jit))
+search_ranges_one_jit = _jit(_rebind(search_ranges_one, term_bounds=term_bounds_jit, score_range=score_range_jit,
+                                     sift_down=sift_down_jit))
+search_ranges_batch_jit = _jit(_rebind(search_ranges_batch, search_ranges_one=search_ranges_one_jit))

@@ -39,6 +39,7 @@ from webshop_gym.search.postings import (
     postings_from_lucene,
     save_postings,
 )
+from webshop_gym.search.ranges import MIN_DOCS, RANGES_VERSION, RangePostings, ensure_ranges
 from webshop_gym.utils.paths import build_atomically, cache_dir, is_built
 
 __all__ = ["BM25Search"]
@@ -69,6 +70,10 @@ class BM25Search(CachedSearch):
             postings exported) on first use.
         cache_bytes: byte budget of the query cache (0 disables it).
         progress: show progress bars when the index or the postings have to be built.
+        ranges: search document ranges grouped by product type (:mod:`webshop_gym.search.ranges`,
+            built once per catalog and cached): ``None`` (default) for shops of at least
+            :data:`~webshop_gym.search.ranges.MIN_DOCS` documents, ``True`` always, ``False``
+            never.  The results are the same either way; only the speed differs.
 
     Example:
         >>> from webshop_gym import load_shop
@@ -86,8 +91,14 @@ class BM25Search(CachedSearch):
         index: str | os.PathLike | None = None,
         cache_bytes: int = DEFAULT_CACHE_BYTES,
         progress: bool = True,
+        ranges: bool | None = None,
     ):
+        if ranges not in (None, True, False):
+            raise ValueError(f"ranges must be None, True or False, got {ranges!r}")
         self.catalog = catalog
+        self.use_ranges = ranges
+        self._ranges: RangePostings | None = None
+        self._ranges_checked = False
         self._index_arg = Path(index) if index is not None else None
         self.progress = progress
         self.cache = QueryCache(cache_bytes)
@@ -107,6 +118,12 @@ class BM25Search(CachedSearch):
         stamp = sorted((p.name, p.stat().st_size) for p in path.iterdir() if p.is_file()) if path.is_dir() else []
         digest = hashlib.sha256(json.dumps([str(path), self.catalog.key, stamp]).encode()).hexdigest()[:20]
         return cache_dir() / "external-postings" / f"{digest}-v{POSTINGS_VERSION}"
+
+    @property
+    def ranges_path(self) -> Path:
+        """The folder of the document ranges (:mod:`webshop_gym.search.ranges`), beside the postings."""
+        postings = self.postings_path
+        return postings.parent / f"ranges-v{RANGES_VERSION}-{postings.name}"
 
     # -- loading ----------------------------------------------------------------------------
 
@@ -134,6 +151,18 @@ class BM25Search(CachedSearch):
             raise SearchEngineError(f"the postings at {folder} do not match the catalog: delete the folder to rebuild")
         return postings
 
+    def ranges(self) -> RangePostings | None:
+        """The document ranges this engine searches (built on first use), or ``None`` for the plain postings."""
+        if not self._ranges_checked:
+            postings = self.postings()
+            with self._lock:
+                if not self._ranges_checked:
+                    wanted = self.use_ranges if self.use_ranges is not None else postings.num_docs >= MIN_DOCS
+                    if wanted and postings.num_docs:
+                        self._ranges = ensure_ranges(self.ranges_path, postings, self.catalog.query, progress=self.progress)
+                    self._ranges_checked = True
+        return self._ranges
+
     def prepare(self, build: bool = True) -> None:
         """Load the postings and the kernel now, not at the first search.
 
@@ -143,6 +172,7 @@ class BM25Search(CachedSearch):
         """
         if build or self._postings is not None or is_built(self.postings_path):
             self.postings()
+            self.ranges()
             self.search_batch(["warm up the kernel"], k=1, cache=False)
 
     # -- searching --------------------------------------------------------------------------
@@ -173,6 +203,7 @@ class BM25Search(CachedSearch):
         from webshop_gym.search._kernels import search_batch_jit
 
         postings = self.postings()
+        ranges = self.ranges()
         clauses = [self.query_terms(q) for q in queries]
         q_ptr = np.zeros(len(queries) + 1, dtype=np.int64)
         for i, c in enumerate(clauses):
@@ -181,7 +212,9 @@ class BM25Search(CachedSearch):
         boosts = np.concatenate([c[1] for c in clauses if c is not None] or [np.zeros(0, np.float32)])
         out = np.empty((len(queries), max(k, 0)), dtype=np.int32)
         counts = np.zeros(len(queries), dtype=np.int64)
-        if postings.num_docs and k > 0:
+        if postings.num_docs and k > 0 and ranges is not None:
+            ranges.search(postings, q_ptr, term_ids, boosts, k, out, counts)
+        elif postings.num_docs and k > 0:
             slot, touched, vals = self._scratch.arrays(postings.num_docs)
             search_batch_jit(q_ptr, term_ids, boosts, postings.term_ptr, postings.docs, postings.tf, postings.idf,
                              postings.max_tf, k, slot, touched, vals, out, counts)
