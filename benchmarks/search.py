@@ -8,12 +8,14 @@ both backends on two sets of unique queries, no query cache (every query a miss)
   product titles (2-8 words), the rows measured since issue 15;
 * ``instructions``: what agents send, the goal instructions themselves without their price
   clause (``--instructions``, default 500 unique ones; 16 words on average), the case of
-  issue 33, whose rows also count the queries on which the two backends' top 50 differ.
-  ``bm25`` is the default
-backend (Pyserini's ranking from exported postings, a Numba kernel); ``pyserini`` queries
-Lucene through the JVM.  Targets (issue 15): uncached p50 <= 0.2 ms at 1k products and <= 1 ms
-at 1M, batch >= 5,000 uncached queries/s at 1k; (issue 33) on instruction queries at 1M p50 <=
-0.5 ms and p99 <= 3 ms.  Every row records the load average when it was measured (the figures
+  issue 33, whose rows also count the queries on which a backend's top 50 differs from Pyserini's.
+
+``bm25`` is the default backend (Pyserini's ranking from exported postings, a Numba kernel; on
+shops of at least ``webshop_gym.search.ranges.MIN_DOCS`` documents it searches document ranges
+grouped by product type, and ``bm25-plain``, the same backend on the plain postings, is timed
+beside it); ``pyserini`` queries Lucene through the JVM.  Targets (issue 15): uncached p50 <=
+0.2 ms at 1k products and <= 1 ms at 1M, batch >= 5,000 uncached queries/s at 1k; (issue 33) on
+instruction queries at 1M p50 <= 0.5 ms and p99 <= 3 ms.  Every row records the load average when it was measured (the figures
 are only comparable from one quiet sitting).
 
     python benchmarks/search.py --sizes 1000 100000
@@ -22,7 +24,8 @@ are only comparable from one quiet sitting).
 ``--replicate R`` adds a stand-in for a shop R times larger when that one cannot be compiled:
 the exported postings of the last shop, each document copied R times (same vocabulary and
 document lengths, R times the documents and postings, every score tied R ways).  It times the
-``bm25`` kernel only, on the same queries, and is labelled ``replicated`` in the results.
+``bm25`` kernel only (over document ranges, built in memory, when the copy has at least MIN_DOCS
+documents), on the same queries, and is labelled ``replicated`` in the results.
 """
 
 from __future__ import annotations
@@ -85,10 +88,11 @@ def measure(folder: Path, queries_n: int, instructions_n: int, seed: int, skip_b
     shop = load_shop(folder, progress=True)
     catalog = shop.catalog
     bm25 = BM25Search(catalog, cache_bytes=0, progress=True)
-    build_s = export_s = None
+    build_s = export_s = ranges_s = None
     if not skip_build:
         shutil.rmtree(bm25.index_path, ignore_errors=True)
         shutil.rmtree(bm25.postings_path, ignore_errors=True)
+        shutil.rmtree(bm25.ranges_path, ignore_errors=True)
         from webshop_gym.search.lucene import build_index
         from webshop_gym.search.postings import build_postings
 
@@ -98,6 +102,9 @@ def measure(folder: Path, queries_n: int, instructions_n: int, seed: int, skip_b
         t = time.perf_counter()
         build_postings(catalog, bm25.index_path, bm25.postings_path, progress=True)
         export_s = time.perf_counter() - t
+        if bm25.ranges() is not None:
+            ranges_s = bm25.ranges().meta["seconds"]
+            bm25 = BM25Search(catalog, cache_bytes=0, progress=True)  # a fresh engine: load_s is a load, not a build
     t = time.perf_counter()
     bm25.prepare()
     load_s = time.perf_counter() - t
@@ -105,7 +112,9 @@ def measure(folder: Path, queries_n: int, instructions_n: int, seed: int, skip_b
     if instructions_n:
         sets["instructions"] = _instructions(shop, instructions_n, seed)
     rows = []
-    engines = (("bm25", bm25), ("pyserini", LuceneSearch(catalog, cache_bytes=0, progress=False)))
+    engines = [("bm25", bm25), ("pyserini", LuceneSearch(catalog, cache_bytes=0, progress=False))]
+    if bm25.ranges() is not None:  # the default kernel searches document ranges here: time the plain one beside it
+        engines.insert(1, ("bm25-plain", BM25Search(catalog, cache_bytes=0, progress=False, ranges=False)))
     ready = {}
     for name, engine in engines:
         t = time.perf_counter()
@@ -117,7 +126,8 @@ def measure(folder: Path, queries_n: int, instructions_n: int, seed: int, skip_b
     if "instructions" in sets:
         from webshop_gym.search.parity import compare
 
-        differ["instructions"] = len(compare(engines[0][1], engines[1][1], sets["instructions"]))
+        for name, engine in engines[:-1]:
+            differ[("instructions", name)] = len(compare(engine, engines[-1][1], sets["instructions"]))
     for (kind, queries), (name, engine) in ((s, e) for s in sets.items() for e in engines):
         ready_s = ready[name]
         engine.cache = type(engine.cache)(0)
@@ -141,8 +151,10 @@ def measure(folder: Path, queries_n: int, instructions_n: int, seed: int, skip_b
             "queries_kind": kind,
             "words": round(statistics.mean(len(q.split()) for q in queries), 1),
             "backend": name,
+            "ranges": name == "bm25" and bm25.ranges() is not None,
             "index_build_s": round(build_s, 2) if build_s is not None else None,
             "postings_export_s": round(export_s, 2) if export_s is not None and name == "bm25" else None,
+            "ranges_build_s": ranges_s if name == "bm25" else None,
             "ready_s": round(load_s if name == "bm25" else ready_s, 3),
             "queries": len(queries),
             "p50_ms": round(1e3 * statistics.median(lat), 3),
@@ -151,9 +163,10 @@ def measure(folder: Path, queries_n: int, instructions_n: int, seed: int, skip_b
             "batch_qps": round(batch_qps),
             "cached_hit_us": round(1e6 * statistics.median(hits), 2),
             "postings": meta["postings"],
-            "postings_mb": round(bm25.postings().nbytes() / 2**20, 1) if name == "bm25" else None,
+            "postings_mb": round((bm25.postings().nbytes() + (bm25.ranges().nbytes() if bm25.ranges() else 0)) / 2**20, 1)
+            if name == "bm25" else None,
             "rss_mb": round(rss_mb(), 1),
-            "top50_differ": differ.get(kind),
+            "top50_differ": differ.get((kind, name)),
             "loadavg": _loadavg(),
         })
         print(rows[-1], flush=True)
@@ -167,6 +180,7 @@ def replicated(folder: Path, times: int, queries_n: int, seed: int) -> dict:
     from webshop_gym.data.catalog import load_catalog
     from webshop_gym.search import BM25Search, scoring
     from webshop_gym.search.postings import Postings
+    from webshop_gym.search.ranges import MIN_DOCS, build_ranges, document_order
 
     catalog = load_catalog(folder, progress=False)
     engine = BM25Search(catalog, cache_bytes=0, progress=False)
@@ -183,8 +197,12 @@ def replicated(folder: Path, times: int, queries_n: int, seed: int) -> dict:
         freqs[ptr[t] : ptr[t + 1]] = np.tile(np.asarray(small.freqs[lo:hi]), times)
     engine._postings = Postings(
         terms=small.terms, term_ptr=ptr, docs=docs, freqs=freqs, norms=np.tile(np.asarray(small.norms), times),
-        doc_rows=np.zeros(n * times, np.int32), idf=scoring.idf(df * times, small.doc_count * times),
+        doc_rows=np.tile(np.asarray(small.doc_rows), times), idf=scoring.idf(df * times, small.doc_count * times),
         doc_count=small.doc_count * times, total_tokens=small.total_tokens * times)
+    # never the catalog's cached ranges (they belong to the small shop): built here, in memory
+    engine._ranges = build_ranges(engine._postings, document_order(engine._postings, catalog.query)) \
+        if n * times >= MIN_DOCS else None
+    engine._ranges_checked = True
     queries = _queries(catalog, queries_n, seed)
     engine.search_batch(queries[:20])
     lat = _latencies(engine, queries)
@@ -228,16 +246,20 @@ def main() -> None:
             for row in measure(folder, args.queries, args.instructions, args.seed, args.skip_build)]
     if args.replicate > 1:
         rows.append(replicated(folders[-1], args.replicate, args.queries, args.seed))
-    columns = ["products", "queries_kind", "words", "backend", "index_build_s", "postings_export_s", "ready_s", "p50_ms", "p90_ms", "p99_ms",
+    columns = ["products", "queries_kind", "words", "backend", "ranges", "index_build_s", "postings_export_s", "ranges_build_s",
+               "ready_s", "p50_ms", "p90_ms", "p99_ms",
                "batch_qps", "cached_hit_us", "postings_mb", "rss_mb", "top50_differ", "loadavg"]
     print(table(rows, columns))
     print("wrote", save("search", {
         "rows": rows,
         "conditions": "unique queries (heads+soups: product instruction heads and title-word soups; "
                       "instructions: goal instructions without their price clause), k = 50, query cache off, one "
-                      "process, warm OS file cache; batch = one search_batch over all queries; cached hit = LRU "
-                      "lookup; top50_differ = queries whose top 50 differ between the backends; loadavg = "
-                      "/proc/loadavg when the row was measured",
+                      "process, warm OS file cache; bm25 = the default backend (ranges: whether it searches "
+                      "document ranges, shops of at least MIN_DOCS documents), bm25-plain = the same backend on the "
+                      "plain postings, timed beside it where they differ; batch = one search_batch over all "
+                      "queries; cached hit = LRU lookup; top50_differ = queries whose top 50 differ from "
+                      "pyserini's; postings_mb = postings plus ranges; loadavg = /proc/loadavg when the row was "
+                      "measured",
     }))
 
 

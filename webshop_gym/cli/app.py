@@ -209,7 +209,8 @@ def _data_index(args) -> int:
     catalog = load_catalog(args.dir or _default_dir(), num_products=args.num_products)
     engine = BM25Search(catalog)
     _build_search(engine)
-    print(f"index of {len(catalog)} products: {engine.index_path} (postings: {engine.postings_path})")
+    ranges = f", ranges by product type: {engine.ranges_path}" if engine.ranges() is not None else ""
+    print(f"index of {len(catalog)} products: {engine.index_path} (postings: {engine.postings_path}{ranges})")
     return 0
 
 
@@ -329,7 +330,8 @@ def build_parser() -> argparse.ArgumentParser:
         ("info", _data_info, "print a summary: products, categories, option names, goals per split, fingerprint"),
         ("compile", _data_compile, "compile (and cache) everything a run needs: catalog, title nouns, goals, "
                                    "prices, reward tables, search index and postings (then the cache works read-only)"),
-        ("index", _data_index, "build (and cache) the Lucene search index and export its postings"),
+        ("index", _data_index, "build (and cache) the Lucene search index and export its postings (grouped by "
+                               "product type too for shops of at least 20,000 products)"),
         ("verify", _data_verify, "check the checksums of every compiled cache folder of a shop (exit status 1 "
                                  "when one is damaged)"),
     ):

@@ -305,8 +305,16 @@ def regroup(term_ptr, docs, freqs, tf, idf, new_of_old, range_size, new_docs, ne
     return entries
 
 
-def range_entries(term_ptr, new_docs, new_tf, range_size, ent_ptr, ent_range, ent_start, ent_count, ent_max_tf, local):
-    """Each term's (range, first posting, postings, largest ``tf`` factor) and each posting's place in its range."""
+def range_entries(term_ptr, new_docs, new_tf, range_size, ent_ptr, ent_range, ent_start, ent_count, ent_max_tf, sub_end,
+                  sub_max_tf, local):
+    """Each term's ranges and each posting's place in its range.
+
+    Per (term, range) entry: the range, its first posting, how many, the largest ``tf`` factor;
+    per block of ``range_size // sub_end.shape[1]`` documents of the range, the end of its postings
+    (relative to the entry's first) and their largest ``tf`` factor (1: none, which bounds a score by 0).
+    """
+    subs = sub_end.shape[1]
+    sub_size = range_size // subs
     e = 0
     for t in range(term_ptr.shape[0] - 1):
         last = -1
@@ -318,12 +326,22 @@ def range_entries(term_ptr, new_docs, new_tf, range_size, ent_ptr, ent_range, en
                 ent_start[e] = p
                 ent_count[e] = 0
                 ent_max_tf[e] = _ONE
+                for j in range(subs):
+                    sub_end[e, j] = 0
+                    sub_max_tf[e, j] = _ONE
                 e += 1
                 last = r
+            x = d - r * range_size
+            j = x // sub_size
+            y = new_tf[p]
             ent_count[e - 1] += 1
-            if new_tf[p] > ent_max_tf[e - 1]:
-                ent_max_tf[e - 1] = new_tf[p]
-            local[p] = d - r * range_size
+            if y > ent_max_tf[e - 1]:
+                ent_max_tf[e - 1] = y
+            if y > sub_max_tf[e - 1, j]:
+                sub_max_tf[e - 1, j] = y
+            for i in range(j, subs):
+                sub_end[e - 1, i] += 1
+            local[p] = x
         ent_ptr[t + 1] = e
 
 
@@ -341,42 +359,64 @@ def find_entry(ent_range, lo, hi, r):
     return -1
 
 
-def score_range(r, range_size, nq, order, term_ids, weights, unit, ent_ptr, ent_range, ent_start, ent_count, local, score1,
-                freqs, norms, cache, old_of_new, acc, k, heap_s, heap_d, size):
-    """Score every document of range ``r`` in full and offer each to the heap; return the heap's size.
+def score_range(r, range_size, nq, order, term_ids, weights, unit, ent_ptr, ent_range, ent_start, sub_end, sub_max_tf,
+                local, score1, freqs, norms, cache, old_of_new, acc, found, sub_ub, k, heap_s, heap_d, size):
+    """Score the documents of range ``r`` that can reach the heap and offer each to it; return the heap's size.
 
-    Terms are added in ``order`` (each document's float64 sum in the same order as :func:`search_one`),
-    a posting at boost 1 from its stored score, at another boost as ``w - w / tf`` with ``tf``
-    recomputed from its frequency and its document's norm exactly as :func:`tf_factors` does.
-    ``acc`` (float64, ``range_size``) is all zero on entry and on return.
+    Once the heap holds ``k`` documents, a block of the range whose bound (its terms' best scores
+    summed as a document's are) falls below the k-th best is skipped.  Terms are added in ``order``
+    (each document's float64 sum in the same order as :func:`search_one`), a posting at boost 1
+    from its stored score, at another boost as ``w - w / tf`` with ``tf`` recomputed from its
+    frequency and its document's norm exactly as :func:`tf_factors` does.  Scratch: ``acc``
+    (float64, ``range_size``, all zero on entry and on return), ``found`` (int64, one per term),
+    ``sub_ub`` (float64, one per block).
     """
     base = r * range_size
+    subs = sub_end.shape[1]
+    sub_size = range_size // subs
     for i in range(nq):
-        q = order[i]
-        t = term_ids[q]
-        e = find_entry(ent_range, ent_ptr[t], ent_ptr[t + 1], r)
-        if e < 0:
+        t = term_ids[order[i]]
+        found[i] = find_entry(ent_range, ent_ptr[t], ent_ptr[t + 1], r)
+    full = size < k
+    if not full:
+        for j in range(subs):
+            sub_ub[j] = 0.0
+        for i in range(nq):
+            e = found[i]
+            if e >= 0:
+                w = weights[order[i]]
+                for j in range(subs):
+                    sub_ub[j] += np.float64(w - w / sub_max_tf[e, j])
+    threshold = heap_s[0]
+    for j in range(subs):
+        if not full and np.float32(sub_ub[j] * _SLACK) < threshold:
             continue
-        lo = ent_start[e]
-        hi = lo + ent_count[e]
-        if unit[q]:
-            for p in range(lo, hi):
-                acc[local[p]] += np.float64(score1[p])
-        else:
-            w = weights[q]
-            for p in range(lo, hi):
-                y = _ONE + np.float32(freqs[p]) * cache[norms[old_of_new[base + local[p]]]]
-                acc[local[p]] += np.float64(w - w / y)
-    for j in range(range_size):
-        a = acc[j]
-        if a > 0.0:
-            acc[j] = 0.0
-            size = heap_push(heap_s, heap_d, size, k, np.float32(a), old_of_new[base + j])
+        for i in range(nq):
+            e = found[i]
+            if e < 0:
+                continue
+            lo = ent_start[e] + (sub_end[e, j - 1] if j > 0 else 0)
+            hi = ent_start[e] + sub_end[e, j]
+            q = order[i]
+            if unit[q]:
+                for p in range(lo, hi):
+                    acc[local[p]] += np.float64(score1[p])
+            else:
+                w = weights[q]
+                for p in range(lo, hi):
+                    y = _ONE + np.float32(freqs[p]) * cache[norms[old_of_new[base + local[p]]]]
+                    acc[local[p]] += np.float64(w - w / y)
+        for x in range(j * sub_size, (j + 1) * sub_size):
+            a = acc[x]
+            if a > 0.0:
+                acc[x] = 0.0
+                size = heap_push(heap_s, heap_d, size, k, np.float32(a), old_of_new[base + x])
     return size
 
 
 def search_ranges_one(term_ids, boosts, idf, max_tf, norms, cache, old_of_new, local, score1, freqs, ent_ptr, ent_range,
-                      ent_start, ent_count, ent_max_tf, range_size, k, ub, acc, heap_s, heap_d, out, scored):
+                      ent_start, ent_max_tf, sub_end, sub_max_tf, range_size, k, ub, acc, sub_ub, heap_s, heap_d, out,
+                      scored):
     """Top ``k`` documents of one query over document ranges; the same result as :func:`search_one`.
 
     Each range's bound is the float64 sum, in the order the documents' scores are summed, of each
@@ -395,6 +435,7 @@ def search_ranges_one(term_ids, boosts, idf, max_tf, norms, cache, old_of_new, l
     bounds = np.empty(nq, dtype=np.float32)
     term_bounds(term_ids, boosts, idf, max_tf, weights, bounds)
     order = np.argsort(-bounds, kind="mergesort")
+    found = np.empty(nq, dtype=np.int64)
     unit = np.empty(nq, dtype=np.bool_)
     for q in range(nq):
         unit[q] = boosts[q] == 1.0
@@ -421,8 +462,9 @@ def search_ranges_one(term_ids, boosts, idf, max_tf, norms, cache, old_of_new, l
     for j in range(SEEDS - 1, -1, -1):
         r = seed_r[j]
         if r >= 0 and seed_ub[j] > 0.0:
-            size = score_range(r, range_size, nq, order, term_ids, weights, unit, ent_ptr, ent_range, ent_start, ent_count,
-                               local, score1, freqs, norms, cache, old_of_new, acc, k, heap_s, heap_d, size)
+            size = score_range(r, range_size, nq, order, term_ids, weights, unit, ent_ptr, ent_range, ent_start, sub_end,
+                               sub_max_tf, local, score1, freqs, norms, cache, old_of_new, acc, found, sub_ub, k, heap_s,
+                               heap_d, size)
             scored[0] += 1
             ub[r] = 0.0
     # every other range that can still reach the k-th best, highest bound first
@@ -443,8 +485,9 @@ def search_ranges_one(term_ids, boosts, idf, max_tf, norms, cache, old_of_new, l
     for j in range(n):
         r = live[by_bound[j]]
         if size < k or np.float32(ub[r] * _SLACK) >= heap_s[0]:
-            size = score_range(r, range_size, nq, order, term_ids, weights, unit, ent_ptr, ent_range, ent_start, ent_count,
-                               local, score1, freqs, norms, cache, old_of_new, acc, k, heap_s, heap_d, size)
+            size = score_range(r, range_size, nq, order, term_ids, weights, unit, ent_ptr, ent_range, ent_start, sub_end,
+                               sub_max_tf, local, score1, freqs, norms, cache, old_of_new, acc, found, sub_ub, k, heap_s,
+                               heap_d, size)
             scored[0] += 1
         ub[r] = 0.0
     # pop the heap from worst to best into out[size-1] .. out[0]
@@ -455,7 +498,7 @@ def search_ranges_one(term_ids, boosts, idf, max_tf, norms, cache, old_of_new, l
 
 
 def search_ranges_batch(q_ptr, term_ids, boosts, idf, max_tf, norms, cache, old_of_new, local, score1, freqs, ent_ptr,
-                        ent_range, ent_start, ent_count, ent_max_tf, range_size, k, out, counts, scored):
+                        ent_range, ent_start, ent_max_tf, sub_end, sub_max_tf, range_size, k, out, counts, scored):
     """:func:`search_ranges_one` for many queries: query ``i``'s terms are ``q_ptr[i]:q_ptr[i+1]``.
 
     ``scored[i]``: how many ranges query ``i`` scored in full (the rest were skipped by their bound).
@@ -463,14 +506,15 @@ def search_ranges_batch(q_ptr, term_ids, boosts, idf, max_tf, norms, cache, old_
     nr = (old_of_new.shape[0] + range_size - 1) // range_size
     ub = np.zeros(nr, dtype=np.float64)
     acc = np.zeros(range_size, dtype=np.float64)
+    sub_ub = np.zeros(sub_end.shape[1], dtype=np.float64)
     heap_s = np.empty(max(k, 1), dtype=np.float32)
     heap_d = np.empty(max(k, 1), dtype=np.int32)
     for i in range(q_ptr.shape[0] - 1):
         a = q_ptr[i]
         b = q_ptr[i + 1]
         counts[i] = search_ranges_one(term_ids[a:b], boosts[a:b], idf, max_tf, norms, cache, old_of_new, local, score1, freqs,
-                                      ent_ptr, ent_range, ent_start, ent_count, ent_max_tf, range_size, k, ub, acc, heap_s,
-                                      heap_d, out[i], scored[i:i + 1])
+                                      ent_ptr, ent_range, ent_start, ent_max_tf, sub_end, sub_max_tf, range_size, k, ub, acc,
+                                      sub_ub, heap_s, heap_d, out[i], scored[i:i + 1])
 
 
 # --------------------------------------------------------------------------------------------

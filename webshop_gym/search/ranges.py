@@ -46,9 +46,11 @@ __all__ = ["RangePostings", "RANGE_SIZE", "MIN_DOCS", "RANGES_VERSION", "documen
 RANGES_VERSION = "1"
 RANGE_SIZE = 512
 """Documents per range (a range's postings of a term fit uint16 places)."""
+BLOCK_SIZE = 64
+"""Documents per block of a range: each (term, range) also keeps its best factor per block."""
 MIN_DOCS = 20_000
 """Shops with fewer documents search the plain postings (measured as fast; see docs/search.md)."""
-_ARRAYS = ("old_of_new", "local", "score1", "freqs", "ent_ptr", "ent_range", "ent_start", "ent_count", "ent_max_tf")
+_ARRAYS = ("old_of_new", "local", "score1", "freqs", "ent_ptr", "ent_range", "ent_start", "ent_max_tf", "sub_end", "sub_max_tf")
 
 
 @dataclass
@@ -62,8 +64,9 @@ class RangePostings:
     ent_ptr: np.ndarray
     ent_range: np.ndarray
     ent_start: np.ndarray
-    ent_count: np.ndarray
     ent_max_tf: np.ndarray
+    sub_end: np.ndarray
+    sub_max_tf: np.ndarray
     range_size: int = RANGE_SIZE
     meta: dict = field(default_factory=dict)
 
@@ -89,7 +92,8 @@ class RangePostings:
         scored = np.zeros(len(q_ptr) - 1, dtype=np.int64)
         search_ranges_batch_jit(q_ptr, term_ids, boosts, postings.idf, postings.max_tf, postings.norms, postings.cache,
                                 self.old_of_new, self.local, self.score1, self.freqs, self.ent_ptr, self.ent_range,
-                                self.ent_start, self.ent_count, self.ent_max_tf, self.range_size, k, out, counts, scored)
+                                self.ent_start, self.ent_max_tf, self.sub_end, self.sub_max_tf, self.range_size, k, out,
+                                counts, scored)
         return scored
 
 
@@ -109,7 +113,7 @@ def document_order(postings: Postings, product_type: np.ndarray) -> np.ndarray:
     return np.argsort(key, kind="stable").astype(np.int32)
 
 
-def build_ranges(postings: Postings, old_of_new: np.ndarray, range_size: int = RANGE_SIZE,
+def build_ranges(postings: Postings, old_of_new: np.ndarray, range_size: int = RANGE_SIZE, block_size: int = BLOCK_SIZE,
                  advance: Callable[[int], None] | None = None) -> RangePostings:
     """Regroup ``postings`` in the document order ``old_of_new`` (new -> old) and cut it into ranges.
 
@@ -119,6 +123,8 @@ def build_ranges(postings: Postings, old_of_new: np.ndarray, range_size: int = R
 
     if not 1 <= range_size <= 65536:
         raise SearchEngineError(f"range_size must be between 1 and 65536, got {range_size}")
+    if not 1 <= block_size <= range_size or range_size % block_size:
+        raise SearchEngineError(f"block_size must divide range_size ({range_size}), got {block_size}")
     n = postings.num_docs
     old_of_new = np.ascontiguousarray(old_of_new, dtype=np.int32)
     if len(old_of_new) != n or (n and not np.array_equal(np.sort(old_of_new), np.arange(n, dtype=np.int32))):
@@ -145,13 +151,18 @@ def build_ranges(postings: Postings, old_of_new: np.ndarray, range_size: int = R
     ent_ptr = np.zeros(len(term_ptr), dtype=np.int64)
     ent_range = np.empty(entries, dtype=np.int32)
     ent_start = np.empty(entries, dtype=np.int64)
-    ent_count = np.empty(entries, dtype=np.uint16 if range_size <= 65535 else np.uint32)
+    ent_count = np.empty(entries, dtype=np.int64)
     ent_max_tf = np.empty(entries, dtype=np.float32)
+    subs = range_size // block_size
+    sub_end = np.empty((entries, subs), dtype=np.uint16 if range_size <= 65535 else np.uint32)
+    sub_max_tf = np.empty((entries, subs), dtype=np.float32)
     local = np.empty(size, dtype=np.uint16 if range_size <= 65536 else np.uint32)
-    range_entries_jit(term_ptr, new_docs, new_tf, range_size, ent_ptr, ent_range, ent_start, ent_count, ent_max_tf, local)
+    range_entries_jit(term_ptr, new_docs, new_tf, range_size, ent_ptr, ent_range, ent_start, ent_count, ent_max_tf, sub_end,
+                      sub_max_tf, local)
     return RangePostings(old_of_new=old_of_new, local=local, score1=score1, freqs=freqs, ent_ptr=ent_ptr,
-                         ent_range=ent_range, ent_start=ent_start, ent_count=ent_count, ent_max_tf=ent_max_tf,
-                         range_size=range_size, meta={"documents": n, "postings": size, "entries": int(entries)})
+                         ent_range=ent_range, ent_start=ent_start, ent_max_tf=ent_max_tf, sub_end=sub_end,
+                         sub_max_tf=sub_max_tf, range_size=range_size,
+                         meta={"documents": n, "postings": size, "entries": int(entries), "block_size": block_size})
 
 
 def save_ranges(folder: Path, ranges: RangePostings) -> None:
