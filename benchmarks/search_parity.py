@@ -4,7 +4,9 @@ For each shop, draws queries from :func:`webshop_gym.search.parity.parity_querie
 instructions and their price-less heads, word subsets, word soups, repeated words, numbers,
 apostrophes, hyphens, Lucene syntax, punctuation, case and white space, Unicode, very long
 queries, queries around Lucene's 1,024-clause limit) and compares the top 50 (ids and order) of
-``BM25Search`` with Pyserini's ``LuceneSearcher`` over the same index.  On the real shop it also
+``BM25Search`` with Pyserini's ``LuceneSearcher`` over the same index (``ranges``: whether
+``BM25Search`` searched document ranges grouped by product type, as it does from
+``webshop_gym.search.ranges.MIN_DOCS`` documents on).  On the real shop it also
 compares both with the reference implementation's own index (``reference_index_1k``).  Writes
 ``benchmarks/results/search_parity.json``; any mismatch is listed there and fails the run.
 
@@ -90,7 +92,8 @@ def main() -> None:
         queries = parity_queries(list(catalog.title), instructions_of(catalog, folder), args.queries, seed=args.seed)
         ours = BM25Search(catalog, progress=True)
         oracle = LuceneSearch(catalog, progress=True)
-        rows.append({"shop": folder.name, "products": len(catalog), **run_pair("bm25 vs pyserini", ours, oracle, queries)})
+        rows.append({"shop": folder.name, "products": len(catalog), **run_pair("bm25 vs pyserini", ours, oracle, queries),
+                     "ranges": ours.ranges() is not None})
         reference = folder / "reference_index_1k"
         if reference.is_dir():
             ref_oracle = LuceneSearch(catalog, index=reference, progress=False)
@@ -99,7 +102,7 @@ def main() -> None:
             ref_ours = BM25Search(catalog, index=reference, progress=False)
             rows.append({"shop": folder.name, "products": len(catalog),
                          **run_pair("bm25 (reference index) vs pyserini (reference index)", ref_ours, ref_oracle, queries)})
-    columns = ["shop", "products", "comparison", "queries", "mismatches", "non_ascii", "full_top50", "ours_qps",
+    columns = ["shop", "products", "comparison", "ranges", "queries", "mismatches", "non_ascii", "full_top50", "ours_qps",
                "pyserini_qps"]
     print(table(rows, columns))
     print("wrote", save("search_parity", {"rows": rows, "seed": args.seed,
