@@ -91,28 +91,30 @@ class SimContext:
             self._last_page = (results, page_no, cached[1])
             return cached[1]
         rows = results[(page_no - 1) * PRODUCTS_PER_PAGE : page_no * PRODUCTS_PER_PAGE]
+        row_list = rows.tolist()
         labels = {}
-        for r in rows.tolist():
-            labels.setdefault(self.label(r), r)
+        cached_labels = self._labels
+        for r in row_list:
+            label = cached_labels.get(r)
+            if label is None:
+                label = self.label(r)
+            if label not in labels:
+                labels[label] = r
         buttons = [BACK_TO_SEARCH, PREV, NEXT] if page_no > 1 else [BACK_TO_SEARCH, NEXT]
         view = ResultsView(rows, labels, tuple(dict.fromkeys([*buttons, *labels])))
         # holding `results` keeps its id from being reused while the entry lives
-        self._pages.put(key, (results, view), self._page_bytes(rows) + int(results.nbytes))
+        self._pages.put(key, (results, view), self._page_bytes(row_list) + results.nbytes)
         self._last_page = (results, page_no, view)
         return view
 
-    def _page_bytes(self, rows: np.ndarray) -> int:
+    def _page_bytes(self, rows: list[int]) -> int:
         """Bytes a results page's cache entry may come to hold.
 
         The view, and in its memo the rendered text and the valid actions (each about the size of
         the page's titles and prices).
         """
         catalog = self.shop.catalog
-        rows = np.asarray(rows, dtype=np.int64)
-        title = np.asarray(catalog.title.offsets)
-        price = np.asarray(catalog.price_tag.offsets)
-        text = int((title[rows + 1] - title[rows]).sum() + (price[rows + 1] - price[rows]).sum())
-        return PAGE_ENTRY_OVERHEAD + 3 * text
+        return PAGE_ENTRY_OVERHEAD + 3 * (catalog.title.text_bytes(rows) + catalog.price_tag.text_bytes(rows))
 
 
 class ResultsView:

@@ -71,7 +71,7 @@ class Renderer:
     def _link_text(self, row: int):
         got = self._link.get(row)
         if got is None:
-            got = self._link.remember(row, N.join_text(N.product_link_nodes(self.catalog, row)))
+            got = self._link.remember(row, N.product_link_text(self.catalog, row))
         return got
 
     def _item_text(self, row: int):
@@ -102,7 +102,8 @@ class Renderer:
             body = view.memo.get("text")
             if body is None:
                 parts = [N.join_text(N.results_header_nodes(int(state.page_no[slot]), len(state.results[slot])))]
-                parts.extend(self._link_text(r) for r in view.rows.tolist())
+                links, link_text = self._link, self._link_text
+                parts += [links.get(r) or link_text(r) for r in view.rows.tolist()]
                 body = view.memo["text"] = (1, _compose(parts))
             return _compose([header, body])
         if page == ITEM:
@@ -207,7 +208,7 @@ class Renderer:
             view = self.ctx.results_view(state.results[slot], int(state.page_no[slot]))
             valid = view.memo.get("valid")
             if valid is None:
-                valid = view.memo["valid"] = tuple(format_click(c) for c in view.clickables if round_trips(c))
+                valid = view.memo["valid"] = tuple([format_click(c) for c in view.clickables if round_trips(c)])
             return list(valid)
         if page != ITEM:
             return [format_click(c) for c in clickables(self.ctx, state, slot) if round_trips(c)]
