@@ -39,6 +39,7 @@ from webshop_gym.search.postings import (
     postings_from_lucene,
     save_postings,
 )
+from webshop_gym.search.stems import StemTable, load_stem_table
 from webshop_gym.utils.paths import build_atomically, cache_dir, is_built
 
 __all__ = ["BM25Search"]
@@ -92,6 +93,7 @@ class BM25Search(CachedSearch):
         self.progress = progress
         self.cache = QueryCache(cache_bytes)
         self._postings: Postings | None = None
+        self._stems: StemTable | None = None
         self._lock = threading.Lock()
         self._scratch = _Scratch()
         self.java_queries = 0
@@ -115,7 +117,9 @@ class BM25Search(CachedSearch):
         if self._postings is None:
             with self._lock:
                 if self._postings is None:
-                    self._postings = self._load()
+                    postings = self._load()
+                    self._stems = load_stem_table(self.catalog)  # built beside the postings on first use
+                    self._postings = postings
         return self._postings
 
     def _load(self) -> Postings:
@@ -153,7 +157,7 @@ class BM25Search(CachedSearch):
         Terms the index does not hold are left out (they match nothing) but count towards
         Lucene's clause limit.
         """
-        terms = analyze(query)
+        terms = analyze(query, self._stems)
         if terms is None:
             from webshop_gym.search import java as _java
 
