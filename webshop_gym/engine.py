@@ -12,8 +12,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from webshop_gym.core.actions import INVALID
 from webshop_gym.core.pages import SUB, SUB_PAGES
-from webshop_gym.core.sim import BatchState, SimContext, reset_slots, slot_index, step
+from webshop_gym.core.sim import BatchState, SimContext, reset_slots, slot_index, step, step_one
 from webshop_gym.error import GoalNotFound, expect_one_of
 from webshop_gym.protocols.splits import goal_ids
 from webshop_gym.render.text import Renderer
@@ -133,6 +134,14 @@ class Engine:
             truncated = ~terminated & (self.state.steps[index] >= self.max_steps)
         self.truncated[index] = truncated
         return out.reward, terminated, truncated
+
+    def step_one(self, slot: int, action) -> tuple[float, bool, bool]:
+        """:meth:`step` for one slot, with Python scalars: ``(reward, terminated, truncated)``."""
+        kind, reward, terminated = step_one(self.ctx, self.state, slot, action)
+        self.invalid[slot] = kind == INVALID
+        truncated = not terminated and self.max_steps is not None and int(self.state.steps[slot]) >= self.max_steps
+        self.truncated[slot] = truncated
+        return reward, terminated, truncated
 
     # -- observations and infos ---------------------------------------------------------------
 
