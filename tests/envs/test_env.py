@@ -263,3 +263,50 @@ def test_reference_debugging_queries(default_shop):
     assert listed("<c>") == (0, [])
     first, again = listed("<r> anything"), listed("<r> anything")
     assert first[0] == 50 and first == again and len(set(first[1])) == 50  # seeded by the episode, no repeats
+
+
+# -- the single env's scalar step is the batch step -------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_single_slot_step_is_the_batch_step(default_shop, seed):
+    """``Engine.step_one`` (what WebShopEnv steps with) and ``Engine.step`` on one slot agree on everything."""
+    from webshop_gym.engine import Engine
+
+    scalar, batch = (Engine(default_shop, 1, max_steps=12) for _ in range(2))
+    rng = np.random.default_rng(seed)
+    ends = set()
+    for _ in range(8):
+        goal = int(rng.integers(len(default_shop.goals)))
+        for e in (scalar, batch):
+            e.reset([0], [goal])
+        for _ in range(14):
+            info = scalar.info(0)
+            r = rng.random()
+            if r < 0.1:
+                action = str(rng.choice(["click[nope]", "search[]", "garbage", "click[search]", "search[<r> x]"]))
+            elif r < 0.25:
+                action = f"search[{' '.join(info['instruction'].split()[: rng.integers(1, 9)])}]"
+            else:
+                choices = info["valid_actions"] or ["click[x]"]
+                action = choices[int(rng.integers(len(choices)))].replace("<query>", "shoes")
+            got = scalar.step_one(0, action)
+            rewards, terminated, truncated = batch.step(np.zeros(1, np.intp), [action])
+            assert got == (float(rewards[0]), bool(terminated[0]), bool(truncated[0]))
+            assert type(got[0]) is float and type(got[1]) is bool and type(got[2]) is bool
+            assert scalar.observe(0) == batch.observe(0)
+            assert scalar.info(0) == batch.info(0)
+            if scalar.finished(0):
+                ends.add("bought" if got[1] else "truncated")
+                break
+    assert ends == {"bought", "truncated"}  # both endings were compared
+
+
+def test_the_single_env_steps_without_the_batch_arrays(default_shop, monkeypatch):
+    from webshop_gym.engine import Engine
+
+    env = WebShopEnv(shop=default_shop)
+    env.reset(seed=0)
+    monkeypatch.setattr(Engine, "step", lambda *a, **k: pytest.fail("WebShopEnv.step went through the batch step"))
+    obs, reward, terminated, truncated, info = env.step("search[shoes]")
+    assert info["page"] == "results" and reward == 0.0 and not terminated and not truncated
