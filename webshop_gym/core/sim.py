@@ -394,7 +394,7 @@ def _act(ctx: SimContext, state: BatchState, slot: int, action) -> tuple[int, st
     else:  # an option value on an item page
         group, value = ctx.views(int(state.row[slot])).option_target[arg]
         if state.selected[slot, group] < 0:
-            state.stamp[slot, group] = int(state.stamp[slot].max()) + 1
+            state.stamp[slot, group] = max(state.stamp[slot].tolist()) + 1  # a Python max: no ufunc reduce
         state.selected[slot, group] = value
     return CLICK, None
 

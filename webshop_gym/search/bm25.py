@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import threading
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -163,14 +164,15 @@ class BM25Search(CachedSearch):
 
             self.java_queries += 1
             terms = _java.analyze([query])[0]
-        counts: dict[str, int] = {}
-        for t in terms:
-            counts[t] = counts.get(t, 0) + 1
+        counts = Counter(terms)  # first-seen order, as the clauses are built
         if len(counts) > scoring.MAX_CLAUSES:
             return None
-        ids = self.postings().term_ids
-        known = [(ids[t], c) for t, c in counts.items() if t in ids]
-        return (np.array([i for i, _ in known], dtype=np.int32), np.array([c for _, c in known], dtype=np.float32))
+        get = self.postings().term_ids.get
+        ids = [get(t, -1) for t in counts]
+        if -1 in ids:  # terms the index lacks: no clause
+            known = [(i, c) for i, c in zip(ids, counts.values()) if i >= 0]
+            return np.array([i for i, _ in known], dtype=np.int32), np.array([c for _, c in known], dtype=np.float32)
+        return np.array(ids, dtype=np.int32), np.array(list(counts.values()), dtype=np.float32)
 
     def _search_many(self, queries: list[str], k: int) -> list[np.ndarray]:
         """Rank distinct queries in one kernel call."""
