@@ -176,17 +176,16 @@ class Engine:
         are left out (the cheap part, for replays that only compare outcomes).
         """
         state = self.state
-        goal = int(state.goal[slot])
+        page = int(state.page[slot])
         info = {
-            "goal_index": goal,
+            "goal_index": int(state.goal[slot]),
             "instruction": self.instructions[slot],
-            "page": page_name(int(state.page[slot]), int(state.sub[slot])),
+            "page": _SUB_NAMES[int(state.sub[slot])] if page == SUB else _PAGE_NAMES[page],
             "steps": int(state.steps[slot]),
             "invalid_action": bool(self.invalid[slot]),
         }
         if actions:
-            info["available_actions"] = self.renderer.available_actions(state, slot)
-            info["valid_actions"] = self.renderer.valid_actions(state, slot)
+            info["available_actions"], info["valid_actions"] = self.renderer.action_lists(state, slot)
         purchase = state.purchase[slot]
         if purchase is not None:
             info["success"] = bool(state.reward[slot] == 1.0)

@@ -310,3 +310,30 @@ def test_the_single_env_steps_without_the_batch_arrays(default_shop, monkeypatch
     monkeypatch.setattr(Engine, "step", lambda *a, **k: pytest.fail("WebShopEnv.step went through the batch step"))
     obs, reward, terminated, truncated, info = env.step("search[shoes]")
     assert info["page"] == "results" and reward == 0.0 and not terminated and not truncated
+
+
+@pytest.mark.parametrize("show_attrs", [False, True])
+def test_info_action_lists_are_the_renderers_two_lists(default_shop, show_attrs):
+    """``info`` takes both action lists from one look at the page: the same lists, fresh each time."""
+    env = WebShopEnv(shop=default_shop, max_steps=None, show_attrs=show_attrs)
+    engine = env.engine
+    renderer, state = engine.renderer, engine.state
+    rng = np.random.default_rng(int(show_attrs))
+    _, info = env.reset(seed=1)
+    seen = set()
+    for _ in range(300):
+        available, valid = renderer.action_lists(state, 0)
+        assert (available, valid) == (renderer.available_actions(state, 0), renderer.valid_actions(state, 0))
+        assert (info["available_actions"], info["valid_actions"]) == (available, valid)
+        again = renderer.action_lists(state, 0)
+        assert again[0]["clickables"] is not available["clickables"] and again[1] is not valid
+        seen.add(info["page"])
+        if rng.random() < 0.15:
+            action = f"search[{' '.join(info['instruction'].split()[: rng.integers(1, 9)])}]"
+        else:
+            action = str(rng.choice(valid)).replace("<query>", "shoes")
+        _, _, terminated, _, info = env.step(action)
+        if terminated:
+            seen.add(info["page"])
+            _, info = env.reset()
+    assert {"start", "results", "item", "done"} <= seen and len(seen) >= 5  # a tab page too
