@@ -89,3 +89,22 @@ def test_a_read_only_cache_without_the_table_stems_as_before(real_shop, tmp_path
     monkeypatch.setattr(stems, "build_stem_table", refuse)
     assert stems.load_stem_table(real_shop.catalog) is None
     assert stems.load_stem_table(real_shop.catalog, build=False) is None
+
+
+def test_a_large_catalogs_missing_table_waits_for_data_index(default_shop, tmp_path, monkeypatch):
+    """An export made before the table: a load builds it only for a small catalog; prepare(build=True) always."""
+    from webshop_gym.search import bm25, stems
+
+    monkeypatch.setattr(stems, "stem_table_path", lambda catalog: tmp_path / "stems")
+    monkeypatch.setattr(bm25, "STEMS_AT_LOAD", len(default_shop.catalog) - 1)
+    search = bm25.BM25Search(default_shop.catalog, progress=False)
+    search.postings()
+    assert search._stems is None and not (tmp_path / "stems").exists()
+    search.prepare(build=True)  # what `webshop-gym data index` runs
+    assert isinstance(search._stems, StemTable) and (tmp_path / "stems" / "meta.json").is_file()
+
+    monkeypatch.setattr(stems, "stem_table_path", lambda catalog: tmp_path / "small")
+    monkeypatch.setattr(bm25, "STEMS_AT_LOAD", len(default_shop.catalog))
+    small = bm25.BM25Search(default_shop.catalog, progress=False)
+    small.postings()
+    assert isinstance(small._stems, StemTable) and (tmp_path / "small" / "meta.json").is_file()

@@ -43,7 +43,11 @@ from webshop_gym.search.postings import (
 from webshop_gym.search.stems import StemTable, load_stem_table
 from webshop_gym.utils.paths import build_atomically, cache_dir, is_built
 
-__all__ = ["BM25Search"]
+__all__ = ["BM25Search", "STEMS_AT_LOAD"]
+
+STEMS_AT_LOAD = 50_000
+"""Largest catalog whose missing stem table a load builds (about 5 s at most); a larger one's is built
+with its postings, or by ``webshop-gym data index`` (:meth:`BM25Search.prepare` with ``build=True``)."""
 
 _EMPTY = np.zeros(0, dtype=np.int32)
 _EMPTY.flags.writeable = False
@@ -118,8 +122,11 @@ class BM25Search(CachedSearch):
         if self._postings is None:
             with self._lock:
                 if self._postings is None:
+                    built = not is_built(self.postings_path)
                     postings = self._load()
-                    self._stems = load_stem_table(self.catalog)  # built beside the postings on first use
+                    # the stem table is built with the postings; a cache exported before it existed
+                    # gets one at load only where that is quick (`webshop-gym data index` builds any)
+                    self._stems = load_stem_table(self.catalog, build=built or len(self.catalog) <= STEMS_AT_LOAD)
                     self._postings = postings
         return self._postings
 
@@ -148,6 +155,8 @@ class BM25Search(CachedSearch):
         """
         if build or self._postings is not None or is_built(self.postings_path):
             self.postings()
+            if build and self._stems is None:
+                self._stems = load_stem_table(self.catalog)
             self.search_batch(["warm up the kernel"], k=1, cache=False)
 
     # -- searching --------------------------------------------------------------------------
