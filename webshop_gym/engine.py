@@ -111,10 +111,10 @@ class Engine:
         goals = [self.check_goal(g) for g in goals]
         reset_slots(self.ctx, self.state, slots, goals)
         instruction = self.shop.goals.instruction
+        invalid, truncated = self.invalid, self.truncated
         for slot, goal in zip(slots, goals):
             self.instructions[slot] = instruction[goal]  # once per episode, not per info
-        self.invalid[list(slots)] = False
-        self.truncated[list(slots)] = False
+            invalid[slot] = truncated[slot] = False  # scalar stores: no list-to-index conversion
 
     # -- stepping -----------------------------------------------------------------------------
 

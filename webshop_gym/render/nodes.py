@@ -131,9 +131,13 @@ def sub_body_nodes(catalog, row: int, sub: int) -> list:
     ]
 
 
+_OPTIONS_ENCODER = json.JSONEncoder(sort_keys=True, ensure_ascii=True)
+"""``json.dumps(..., sort_keys=True, ensure_ascii=True)`` without building an encoder per call."""
+
+
 def options_json(options: dict) -> str:
     """Selected options as the done page prints them (Flask's ``tojson``: sorted, ASCII, HTML-safe)."""
-    text = json.dumps(options, sort_keys=True, ensure_ascii=True)
+    text = _OPTIONS_ENCODER.encode(options)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026").replace("'", "\\u0027")
 
 
