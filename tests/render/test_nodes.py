@@ -77,3 +77,10 @@ def test_product_link_text_joins_the_link_nodes(real_shop):
     catalog = real_shop.catalog
     assert all(product_link_text(catalog, r) == _join_text_by_the_rule(product_link_nodes(catalog, r))
                for r in range(len(catalog)))
+
+
+@pytest.mark.parametrize(("page_no", "total"), [(1, 50), (2, 50), (5, 3), (1, 0), (-1, 7)])
+def test_results_header_text_joins_the_header_nodes(page_no, total):
+    from webshop_gym.render.nodes import results_header_nodes, results_header_text
+
+    assert results_header_text(page_no, total) == _join_text_by_the_rule(results_header_nodes(page_no, total))

@@ -17,7 +17,8 @@ import json
 
 __all__ = [
     "BUTTON", "LABEL", "LINK", "PRE", "TEXT", "done_nodes", "done_text", "header_nodes", "item_body_nodes",
-    "join_strings", "join_text", "normalize", "product_link_nodes", "product_link_text", "results_header_nodes", "start_nodes",
+    "join_strings", "join_text", "normalize", "product_link_nodes", "product_link_text", "results_header_nodes",
+    "results_header_text", "start_nodes",
     "sub_body_nodes", "options_json",
 ]  # fmt: skip
 
@@ -75,6 +76,13 @@ def results_header_nodes(page_no: int, total: int) -> list:
         nodes.append(("< Prev", BUTTON))
     nodes.append(("Next >", BUTTON))
     return nodes
+
+
+def results_header_text(page_no: int, total: int) -> tuple[int, str]:
+    """``join_text(results_header_nodes(page_no, total))``, without building the nodes."""
+    if page_no > 1:
+        return 3, f"Page {page_no} (Total results: {total}){SEP}< Prev{SEP}Next >"
+    return 2, f"Page {page_no} (Total results: {total}){SEP}Next >"
 
 
 def product_link_nodes(catalog, row: int) -> list:

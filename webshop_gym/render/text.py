@@ -101,7 +101,7 @@ class Renderer:
             view = self.ctx.results_view(state.results[slot], int(state.page_no[slot]))
             body = view.memo.get("text")
             if body is None:
-                parts = [N.join_text(N.results_header_nodes(int(state.page_no[slot]), len(state.results[slot])))]
+                parts = [N.results_header_text(int(state.page_no[slot]), len(state.results[slot]))]
                 links, link_text = self._link, self._link_text
                 parts += [links.get(r) or link_text(r) for r in view.rows.tolist()]
                 body = view.memo["text"] = (1, _compose(parts))
