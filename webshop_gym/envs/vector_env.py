@@ -58,6 +58,11 @@ def batch_infos(entries: Sequence[tuple[int, dict]], n: int) -> dict[str, Any]:
     ``bool`` and numpy numbers give numeric arrays, anything else an object array; dicts
     recurse) plus a boolean mask ``_key`` of the slots that reported it.
     """
+    # the usual step: every slot in order, each with the same keys; its columns are filled at once
+    if len(entries) == n and n and all(slot == i for i, (slot, _) in enumerate(entries)):
+        keys = entries[0][1].keys()
+        if all(info.keys() == keys for _, info in entries):
+            return _dense_infos([info for _, info in entries], n)
     columns: dict[str, list[tuple[int, Any]]] = {}
     for slot, info in entries:
         for key, value in info.items():
@@ -68,19 +73,46 @@ def batch_infos(entries: Sequence[tuple[int, dict]], n: int) -> dict[str, Any]:
         if key != "final_obs" and isinstance(first, dict):
             array: Any = batch_infos(values, n)
         else:
-            if key == "final_obs":
-                array = np.full(n, None, dtype=object)
-            elif type(first) in (int, float, bool) or issubclass(type(first), np.number):
-                array = np.zeros(n, dtype=type(first))
-            elif isinstance(first, np.ndarray):
-                array = np.zeros((n, *first.shape), dtype=first.dtype)
-            else:
-                array = np.full(n, None, dtype=object)
+            array = _empty_column(key, first, n)
             for slot, value in values:
                 array[slot] = value
         mask = np.zeros(n, dtype=np.bool_)
         mask[[slot for slot, _ in values]] = True
         out[key], out[f"_{key}"] = array, mask
+    return out
+
+
+def _empty_column(key: str, first, n: int) -> np.ndarray:
+    """The array a column starts as (``_add_info``'s choice by the first value reported)."""
+    if key == "final_obs":
+        return np.full(n, None, dtype=object)
+    if type(first) in (int, float, bool) or issubclass(type(first), np.number):
+        return np.zeros(n, dtype=type(first))
+    if isinstance(first, np.ndarray):
+        return np.zeros((n, *first.shape), dtype=first.dtype)
+    return np.full(n, None, dtype=object)
+
+
+def _dense_infos(infos: list[dict], n: int) -> dict[str, Any]:
+    """:func:`batch_infos` of ``n`` dicts with the same keys, dict ``i`` for slot ``i``."""
+    out: dict[str, Any] = {}
+    for key, first in infos[0].items():
+        values = [info[key] for info in infos]
+        if key != "final_obs" and isinstance(first, dict):
+            if all(isinstance(v, dict) and v.keys() == first.keys() for v in values):
+                array: Any = _dense_infos(values, n)
+            else:
+                array = batch_infos(list(enumerate(values)), n)
+        elif key == "final_obs" or not (type(first) in (int, float, bool) or issubclass(type(first), np.number)
+                                         or isinstance(first, np.ndarray)):
+            array = np.fromiter(values, dtype=object, count=n)  # each value one element, lists included
+        elif isinstance(first, np.ndarray):
+            array = _empty_column(key, first, n)
+            for slot, value in enumerate(values):
+                array[slot] = value
+        else:  # each value converted to the first one's type, as storing it into that array does
+            array = np.array(values, dtype=type(first))
+        out[key], out[f"_{key}"] = array, np.ones(n, dtype=np.bool_)
     return out
 
 
