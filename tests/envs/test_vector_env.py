@@ -234,9 +234,12 @@ DENSE_INFOS = {  # every slot, in order: the batched columns come from lists at 
 
 DENSE_FINAL = {slot: {**info, "final_obs": f"page {slot}", "nested": {"count": slot} if slot == 4 else info["nested"]}
                for slot, info in DENSE_INFOS.items()}  # a nested dict with other keys in one slot
+DENSE_SOME = {slot: {**info, **({"success": slot == 1, "reward_info": {"r": slot / 2}} if slot in (1, 4) else {})}
+              for slot, info in DENSE_INFOS.items()}  # every slot, some with keys the others lack (a purchase)
+DENSE_SOME[0] = {"extra_first": 1.5, **DENSE_SOME[0]}
 
 
-@pytest.mark.parametrize("dense", [False, True, "final"])
+@pytest.mark.parametrize("dense", [False, True, "final", "some"])
 def test_batch_infos_equals_gymnasiums_add_info_key_by_key(dense):
     """Columns, dtypes, values and masks as Gymnasium's VectorEnv._add_info builds them, slot by slot."""
     from types import SimpleNamespace
@@ -246,7 +249,7 @@ def test_batch_infos_equals_gymnasiums_add_info_key_by_key(dense):
     from webshop_gym.envs.vector_env import batch_infos
 
     n = 6
-    infos = DENSE_FINAL if dense == "final" else DENSE_INFOS if dense else {
+    infos = {"final": DENSE_FINAL, "some": DENSE_SOME}.get(dense) or (DENSE_INFOS if dense else None) or {
         0: {"steps": 1, "score": 0.5, "ok": True, "page": "results", "actions": ["a", "b"], "n64": np.int64(3),
             "nested": {"flag": False, "labels": ["x"]}, "vec": np.arange(3)},
         2: {"steps": 2, "score": 1, "ok": False, "page": "item", "actions": ["c", "d"], "n64": np.int64(-1),
@@ -272,6 +275,7 @@ def test_batch_infos_equals_gymnasiums_add_info_key_by_key(dense):
                        for x, y in zip(a[key].tolist(), b[key].tolist())), f"{path}.{key}"
 
     same(got, expected)
+    assert list(got) == list(expected)  # the columns in the same order
     if dense:
         assert got["actions"][2] == ["a2", "a2"] and got["_steps"].all() and got["actions"].dtype == object
         return
