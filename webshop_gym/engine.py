@@ -82,6 +82,9 @@ class Engine:
         self.instructions: list[str] = [""] * num_slots
         self.invalid = np.zeros(num_slots, bool)
         self.truncated = np.zeros(num_slots, bool)
+        # each slot's text observation, kept until its page changes: an invalid action changes
+        # nothing a text observation shows, so it answers again without rendering
+        self._text: list[str | None] = [None] * num_slots
 
     @property
     def num_slots(self) -> int:
@@ -111,10 +114,11 @@ class Engine:
         goals = [self.check_goal(g) for g in goals]
         reset_slots(self.ctx, self.state, slots, goals)
         instruction = self.shop.goals.instruction
-        invalid, truncated = self.invalid, self.truncated
+        invalid, truncated, text = self.invalid, self.truncated, self._text
         for slot, goal in zip(slots, goals):
             self.instructions[slot] = instruction[goal]  # once per episode, not per info
             invalid[slot] = truncated[slot] = False  # scalar stores: no list-to-index conversion
+            text[slot] = None
 
     # -- stepping -----------------------------------------------------------------------------
 
@@ -127,6 +131,10 @@ class Engine:
         index, slots = slot_index(slots)
         out = step(self.ctx, self.state, index, actions)
         self.invalid[index] = out.invalid
+        text = self._text
+        for slot, invalid in zip(slots, out.invalid.tolist()):
+            if not invalid:
+                text[slot] = None
         terminated = out.done
         if self.max_steps is None:
             truncated = np.zeros(len(slots), bool)
@@ -139,6 +147,8 @@ class Engine:
         """:meth:`step` for one slot, with Python scalars: ``(reward, terminated, truncated)``."""
         kind, reward, terminated = step_one(self.ctx, self.state, slot, action)
         self.invalid[slot] = kind == INVALID
+        if kind != INVALID:
+            self._text[slot] = None
         truncated = not terminated and self.max_steps is not None and int(self.state.steps[slot]) >= self.max_steps
         self.truncated[slot] = truncated
         return reward, terminated, truncated
@@ -158,7 +168,10 @@ class Engine:
         """The observation of a slot in ``mode`` (default: the engine's mode)."""
         mode = mode or self.observation_mode
         if mode == "text":
-            return self.renderer.text(self.state, slot)
+            text = self._text[slot]
+            if text is None:
+                text = self._text[slot] = self.renderer.text(self.state, slot)
+            return text
         if mode == "text_rich":
             return self.renderer.text_rich(self.state, slot)
         if mode == "url":

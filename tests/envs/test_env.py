@@ -294,7 +294,7 @@ def test_single_slot_step_is_the_batch_step(default_shop, seed):
             rewards, terminated, truncated = batch.step(np.zeros(1, np.intp), [action])
             assert got == (float(rewards[0]), bool(terminated[0]), bool(truncated[0]))
             assert type(got[0]) is float and type(got[1]) is bool and type(got[2]) is bool
-            assert scalar.observe(0) == batch.observe(0)
+            assert scalar.observe(0) == batch.observe(0) == scalar.renderer.text(scalar.state, 0)  # kept text is current
             assert scalar.info(0) == batch.info(0)
             if scalar.finished(0):
                 ends.add("bought" if got[1] else "truncated")
@@ -337,3 +337,22 @@ def test_info_action_lists_are_the_renderers_two_lists(default_shop, show_attrs)
             seen.add(info["page"])
             _, info = env.reset()
     assert {"start", "results", "item", "done"} <= seen and len(seen) >= 5  # a tab page too
+
+
+def test_an_invalid_action_answers_the_kept_text(default_shop, monkeypatch):
+    """An invalid action changes nothing a text observation shows: the engine does not render it again."""
+    env = WebShopEnv(shop=default_shop, max_steps=None)
+    obs, _ = env.reset(seed=3)
+    results, *_ = env.step("search[shoes]")
+    renderer = env.engine.renderer
+    rendered = []
+    real = renderer.text
+    monkeypatch.setattr(renderer, "text", lambda state, slot: rendered.append(slot) or real(state, slot))
+    for action in ("click[nope]", "garbage", "search[]", "click[search]"):
+        again, _, _, _, info = env.step(action)
+        assert again == results and info["invalid_action"]
+    assert rendered == []
+    item, *_ = env.step(env.engine.info(0)["valid_actions"][2])  # a product: the page changes
+    assert rendered == [0] and item != results
+    env.reset(seed=4)
+    assert rendered == [0, 0]  # a new episode renders its start page
