@@ -24,6 +24,7 @@ import numpy as np
 from webshop_gym.data.catalog import Catalog
 from webshop_gym.data.columns import StringColumn, readonly
 from webshop_gym.error import CacheNotWritable
+from webshop_gym.search.analysis import MAX_TOKEN_LENGTH, STOP_WORDS, TOKEN
 from webshop_gym.search.porter import stem
 from webshop_gym.utils.paths import build_atomically, is_built
 
@@ -99,7 +100,6 @@ class StemTable:
 
 def catalog_words(catalog: Catalog) -> set[str]:
     """The words of a catalog's documents and instructions (synthetic and human), as the stemmer sees them."""
-    from webshop_gym.search.analysis import MAX_TOKEN_LENGTH, STOP_WORDS, TOKEN
     from webshop_gym.search.lucene import document_text
 
     tokens: set[str] = set()
