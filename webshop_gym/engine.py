@@ -82,8 +82,8 @@ class Engine:
         self.instructions: list[str] = [""] * num_slots
         self.invalid = np.zeros(num_slots, bool)
         self.truncated = np.zeros(num_slots, bool)
-        # each slot's text observation, kept until its page changes: an invalid action changes
-        # nothing a text observation shows, so it answers again without rendering
+        # each slot's text observation, kept until its page changes: an invalid action (and, in
+        # step_one, an option selection) changes nothing a text observation shows
         self._text: list[str | None] = [None] * num_slots
 
     @property
@@ -145,9 +145,9 @@ class Engine:
 
     def step_one(self, slot: int, action) -> tuple[float, bool, bool]:
         """:meth:`step` for one slot, with Python scalars: ``(reward, terminated, truncated)``."""
-        kind, reward, terminated = step_one(self.ctx, self.state, slot, action)
+        kind, reward, terminated, same_page = step_one(self.ctx, self.state, slot, action)
         self.invalid[slot] = kind == INVALID
-        if kind != INVALID:
+        if not same_page:  # (the text observation does not show which options are selected)
             self._text[slot] = None
         truncated = not terminated and self.max_steps is not None and int(self.state.steps[slot]) >= self.max_steps
         self.truncated[slot] = truncated

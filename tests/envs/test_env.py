@@ -356,3 +356,29 @@ def test_an_invalid_action_answers_the_kept_text(default_shop, monkeypatch):
     assert rendered == [0] and item != results
     env.reset(seed=4)
     assert rendered == [0, 0]  # a new episode renders its start page
+
+
+def test_an_option_click_keeps_the_text_but_not_the_rich_text(default_shop, monkeypatch):
+    """Text mode does not show which options are selected: choosing one renders nothing new (text_rich does)."""
+    from webshop_gym.core.pages import BUY_NOW, SUB_LABELS
+
+    env = WebShopEnv(shop=default_shop, max_steps=None)
+    env.reset(seed=5)
+    _, _, _, _, info = env.step("search[shirt]")
+    buttons = {"back to search", "< prev", BUY_NOW, *SUB_LABELS}
+    for product in info["valid_actions"][2:]:
+        item, _, _, _, info = env.step(product)
+        options = [a for a in info["valid_actions"] if a[6:-1] not in buttons]
+        if options:
+            break
+        env.step("click[< prev]")
+    assert options, "no product with options on the first results page"
+    rich_before = env.engine.observe(0, "text_rich")
+    renderer = env.engine.renderer
+    rendered = []
+    real = renderer.text
+    monkeypatch.setattr(renderer, "text", lambda state, slot: rendered.append(slot) or real(state, slot))
+    again, _, _, _, info = env.step(options[0])
+    assert not info["invalid_action"] and info["page"] == "item"
+    assert again == item and rendered == [] and real(env.engine.state, 0) == item
+    assert env.engine.observe(0, "text_rich") != rich_before  # the selection shows there

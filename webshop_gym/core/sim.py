@@ -38,6 +38,8 @@ from webshop_gym.utils.bytelru import ByteLRU
 __all__ = ["BatchState", "SimContext", "StepOutcome", "clickables", "reset_slots", "slot_index", "step", "step_one"]
 
 SPECIAL_QUERIES = ("<r>", "<a>", "<c>", "<q>")
+OPTION_CHOSEN = "option chosen"
+"""What :func:`_act` returns beside ``CLICK`` for an option value (compared by identity)."""
 SEARCH_RETURN_N = 50
 PAGE_CACHE_BYTES = 64 * 2**20
 """Budget of the results-page cache (views with their rendered text), per engine."""
@@ -351,7 +353,8 @@ def _act(ctx: SimContext, state: BatchState, slot: int, action) -> tuple[int, st
 
     Returns the action's kind and, for a search, its text, for ``buy now``, :data:`BUY_NOW`: the
     caller runs searches and purchases together (:func:`_search`, :func:`_buy`).  Every other
-    click is applied here; an invalid action (and anything on a finished episode) changes nothing
+    click is applied here (an option value returns :data:`OPTION_CHOSEN`: the same page, only
+    its selection changed); an invalid action (and anything on a finished episode) changes nothing
     but the step count (and not even that once finished).
     """
     if state.done[slot]:
@@ -396,6 +399,7 @@ def _act(ctx: SimContext, state: BatchState, slot: int, action) -> tuple[int, st
         if state.selected[slot, group] < 0:
             state.stamp[slot, group] = max(state.stamp[slot].tolist()) + 1  # a Python max: no ufunc reduce
         state.selected[slot, group] = value
+        return CLICK, OPTION_CHOSEN
     return CLICK, None
 
 
@@ -498,10 +502,12 @@ def step(ctx: SimContext, state: BatchState, slots, actions) -> StepOutcome:
     return StepOutcome(kind=kind, invalid=kind == INVALID, reward=reward, done=state.done[index])
 
 
-def step_one(ctx: SimContext, state: BatchState, slot: int, action) -> tuple[int, float, bool]:
-    """:func:`step` for one slot, with Python scalars: ``(kind, reward, done)``.
+def step_one(ctx: SimContext, state: BatchState, slot: int, action) -> tuple[int, float, bool, bool]:
+    """:func:`step` for one slot, with Python scalars: ``(kind, reward, done, same_page)``.
 
     The same transition (the same helpers) without the batch's arrays, for the single env.
+    ``same_page``: the slot is on the page it was on, only an option selection may have changed
+    (an invalid action, or an option value clicked on an item page).
     """
     k, arg = _act(ctx, state, slot, action)
     reward = 0.0
@@ -509,4 +515,4 @@ def step_one(ctx: SimContext, state: BatchState, slot: int, action) -> tuple[int
         _search(ctx, state, [(slot, arg)])
     elif arg is BUY_NOW:
         reward = float(_buy(ctx, state, [slot])[0])
-    return k, reward, bool(state.done[slot])
+    return k, reward, bool(state.done[slot]), k == INVALID or (k == CLICK and arg is OPTION_CHOSEN)
