@@ -82,8 +82,8 @@ class Engine:
         self.instructions: list[str] = [""] * num_slots
         self.invalid = np.zeros(num_slots, bool)
         self.truncated = np.zeros(num_slots, bool)
-        # each slot's text observation, kept until its page changes: an invalid action (and, in
-        # step_one, an option selection) changes nothing a text observation shows
+        # each slot's text observation, kept until its page changes: an invalid action or an
+        # option selection changes nothing a text observation shows
         self._text: list[str | None] = [None] * num_slots
 
     @property
@@ -132,8 +132,8 @@ class Engine:
         out = step(self.ctx, self.state, index, actions)
         self.invalid[index] = out.invalid
         text = self._text
-        for slot, invalid in zip(slots, out.invalid.tolist()):
-            if not invalid:
+        for slot, same in zip(slots, out.same_page.tolist()):
+            if not same:  # (the text observation does not show which options are selected)
                 text[slot] = None
         terminated = out.done
         if self.max_steps is None:

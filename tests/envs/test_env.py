@@ -382,3 +382,8 @@ def test_an_option_click_keeps_the_text_but_not_the_rich_text(default_shop, monk
     assert not info["invalid_action"] and info["page"] == "item"
     assert again == item and rendered == [] and real(env.engine.state, 0) == item
     assert env.engine.observe(0, "text_rich") != rich_before  # the selection shows there
+    # the batch step keeps it too (what the vector env steps with)
+    env.engine.step(np.zeros(1, np.intp), [options[-1]])
+    assert env.engine.observe(0) == item and rendered == [] and not env.engine.info(0)["invalid_action"]
+    env.engine.step(np.zeros(1, np.intp), ["click[< prev]"])
+    assert env.engine.observe(0) != item and rendered == [0]

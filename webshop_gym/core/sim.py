@@ -226,6 +226,7 @@ class StepOutcome:
     invalid: np.ndarray
     reward: np.ndarray
     done: np.ndarray
+    same_page: np.ndarray | None = None  # on the page it was on (invalid, or an option chosen)
 
 
 # --------------------------------------------------------------------------------------------
@@ -426,9 +427,9 @@ def _buy(ctx: SimContext, state: BatchState, bslots: list[int]) -> np.ndarray:
     row_list = rows.tolist()
     chosen = [_chosen(state, s) for s in bslots]
     selected = [shop.rewards.value_ids([v for _, v in c]).tolist() for c in chosen]
-    batch = shop.rewards.score(state.goal[bslots], rows, selected, shop.prices[rows])
-    totals = batch.total.tolist()
-    prices = shop.prices[rows].tolist()
+    prices = shop.prices[rows]
+    batch = shop.rewards.score(state.goal[bslots], rows, selected, prices)
+    totals, prices = batch.total.tolist(), prices.tolist()
     for j, slot in enumerate(bslots):
         row = row_list[j]
         state.reward[slot] = totals[j]
@@ -483,6 +484,7 @@ def step(ctx: SimContext, state: BatchState, slots, actions) -> StepOutcome:
     reward = np.zeros(n, np.float64)
     searches: list[tuple[int, str]] = []
     buys: list[tuple[int, int]] = []
+    options: list[int] = []
 
     for i, (slot, action) in enumerate(zip(slots, actions)):
         k, arg = _act(ctx, state, slot, action)
@@ -493,13 +495,19 @@ def step(ctx: SimContext, state: BatchState, slots, actions) -> StepOutcome:
             searches.append((slot, arg))
         elif arg is BUY_NOW:
             buys.append((i, slot))
+        elif arg is OPTION_CHOSEN:
+            options.append(i)
 
     if searches:
         _search(ctx, state, searches)
     if buys:
         reward[[i for i, _ in buys]] = _buy(ctx, state, [slot for _, slot in buys])
 
-    return StepOutcome(kind=kind, invalid=kind == INVALID, reward=reward, done=state.done[index])
+    invalid = kind == INVALID
+    same_page = invalid.copy()
+    if options:
+        same_page[options] = True
+    return StepOutcome(kind=kind, invalid=invalid, reward=reward, done=state.done[index], same_page=same_page)
 
 
 def step_one(ctx: SimContext, state: BatchState, slot: int, action) -> tuple[int, float, bool, bool]:
