@@ -83,8 +83,10 @@ class Engine:
         self.invalid = np.zeros(num_slots, bool)
         self.truncated = np.zeros(num_slots, bool)
         # each slot's text observation, kept until its page changes: an invalid action or an
-        # option selection changes nothing a text observation shows
+        # option selection changes nothing a text observation shows.  Kept for this state
+        # object: a state put in its place (a run viewer's restore) starts them afresh.
         self._text: list[str | None] = [None] * num_slots
+        self._text_of = self.state
 
     @property
     def num_slots(self) -> int:
@@ -168,6 +170,8 @@ class Engine:
         """The observation of a slot in ``mode`` (default: the engine's mode)."""
         mode = mode or self.observation_mode
         if mode == "text":
+            if self._text_of is not self.state:
+                self._text, self._text_of = [None] * len(self.state), self.state
             text = self._text[slot]
             if text is None:
                 text = self._text[slot] = self.renderer.text(self.state, slot)

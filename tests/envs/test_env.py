@@ -387,3 +387,19 @@ def test_an_option_click_keeps_the_text_but_not_the_rich_text(default_shop, monk
     assert env.engine.observe(0) == item and rendered == [] and not env.engine.info(0)["invalid_action"]
     env.engine.step(np.zeros(1, np.intp), ["click[< prev]"])
     assert env.engine.observe(0) != item and rendered == [0]
+
+
+def test_a_restored_state_is_observed_afresh(default_shop):
+    """A state put in the engine's place (the run viewer's restore) is never answered with a kept text."""
+    import copy
+
+    env = WebShopEnv(shop=default_shop, max_steps=None)
+    start, _ = env.reset(seed=2)
+    engine = env.engine
+    saved = copy.deepcopy(engine.state)
+    results, *_ = env.step("search[shoes]")
+    assert engine.observe(0) == results != start
+    engine.state = copy.deepcopy(saved)  # back to the start page
+    assert engine.observe(0) == start == engine.renderer.text(engine.state, 0)
+    env.step("click[nope]")  # invalid: the restored page's text is kept from here on
+    assert engine.observe(0) == start
