@@ -26,15 +26,9 @@ __all__ = ["OBSERVATION_MODES", "Engine"]
 OBSERVATION_MODES = ("text", "text_rich", "html", "url")
 
 
+# ``info["page"]``: the page kind's name, or on a tab page the tab's (description, features, ...)
 _PAGE_NAMES = ("start", "results", "item", "sub", "done")
 _SUB_NAMES = tuple(name.lower() for name in SUB_PAGES)
-
-
-def page_name(page: int, sub: int) -> str:
-    """Name of a page for ``info["page"]``: start, results, item, description, ..., done."""
-    if page == SUB:
-        return _SUB_NAMES[sub]
-    return _PAGE_NAMES[page]
 
 
 class Engine:
