@@ -6,7 +6,8 @@ every action with the thread's CPU clock (``time.thread_time_ns``, so other work
 counts less than with a wall clock; the clock's own cost, about a microsecond a part, is in every
 figure alike):
 
-* ``step``: the engine's transition (``Engine.step``), over all actions and per kind: ``search``,
+* ``step``: the engine's transition as ``WebShopEnv.step`` calls it (``Engine.step_one``; with
+  code older than it, ``Engine.step`` on one slot), over all actions and per kind: ``search``,
   ``click`` (every click but ``buy now``), ``buy`` (``click[buy now]``: the reward);
 * ``obs``: the text observation, and ``obs_results`` (the results page after a search) and
   ``obs_done`` (the done page after a purchase);
@@ -50,6 +51,7 @@ def child(real: Path) -> dict:
     shop.engine.prepare()
     env = WebShopEnv(shop=shop, max_steps=None)
     engine, slot, clock = env.engine, np.zeros(1, np.intp), time.thread_time_ns
+    step_one = getattr(engine, "step_one", None)  # what WebShopEnv.step calls (older code: the batch step)
     total = dict.fromkeys(("step", "search", "click", "buy", "obs", "obs_results", "obs_done", "info", "reset"), 0)
     count = dict.fromkeys(("search", "click", "buy", "obs_results", "obs_done"), 0)
     got, expected, n = [], [], 0
@@ -63,7 +65,11 @@ def child(real: Path) -> dict:
         for step in tr["steps"][1:]:
             action = step["action"]
             a = clock()
-            rewards, terminated, _ = engine.step(slot, [action])
+            if step_one is not None:
+                reward, done, _ = step_one(0, action)
+            else:
+                rewards, terminated, _ = engine.step(slot, [action])
+                reward, done = float(rewards[0]), bool(terminated[0])
             b = clock()
             obs = engine.observe(0)
             c = clock()
@@ -79,10 +85,10 @@ def child(real: Path) -> dict:
                 page = "obs_results" if kind == "search" else "obs_done"
                 total[page] += c - b
                 count[page] += 1
-            got.append((obs, float(rewards[0])))
+            got.append((obs, reward))
             expected.append((step["obs_text"], step["reward"]))
             n += 1
-            if terminated[0]:
+            if done:
                 break
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     out = {k: round(v / 1000 / (count[k] if k in count else n), 1) for k, v in total.items()}

@@ -12,8 +12,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from webshop_gym.core.actions import INVALID
 from webshop_gym.core.pages import SUB, SUB_PAGES
-from webshop_gym.core.sim import BatchState, SimContext, reset_slots, slot_index, step
+from webshop_gym.core.sim import BatchState, SimContext, reset_slots, slot_index, step, step_one
 from webshop_gym.error import GoalNotFound, expect_one_of
 from webshop_gym.protocols.splits import goal_ids
 from webshop_gym.render.text import Renderer
@@ -25,15 +26,9 @@ __all__ = ["OBSERVATION_MODES", "Engine"]
 OBSERVATION_MODES = ("text", "text_rich", "html", "url")
 
 
+# ``info["page"]``: the page kind's name, or on a tab page the tab's (description, features, ...)
 _PAGE_NAMES = ("start", "results", "item", "sub", "done")
 _SUB_NAMES = tuple(name.lower() for name in SUB_PAGES)
-
-
-def page_name(page: int, sub: int) -> str:
-    """Name of a page for ``info["page"]``: start, results, item, description, ..., done."""
-    if page == SUB:
-        return _SUB_NAMES[sub]
-    return _PAGE_NAMES[page]
 
 
 class Engine:
@@ -81,6 +76,11 @@ class Engine:
         self.instructions: list[str] = [""] * num_slots
         self.invalid = np.zeros(num_slots, bool)
         self.truncated = np.zeros(num_slots, bool)
+        # each slot's text observation, kept until its page changes: an invalid action or an
+        # option selection changes nothing a text observation shows.  Kept for this state
+        # object: a state put in its place (a run viewer's restore) starts them afresh.
+        self._text: list[str | None] = [None] * num_slots
+        self._text_of = self.state
 
     @property
     def num_slots(self) -> int:
@@ -110,10 +110,11 @@ class Engine:
         goals = [self.check_goal(g) for g in goals]
         reset_slots(self.ctx, self.state, slots, goals)
         instruction = self.shop.goals.instruction
+        invalid, truncated, text = self.invalid, self.truncated, self._text
         for slot, goal in zip(slots, goals):
             self.instructions[slot] = instruction[goal]  # once per episode, not per info
-        self.invalid[list(slots)] = False
-        self.truncated[list(slots)] = False
+            invalid[slot] = truncated[slot] = False  # scalar stores: no list-to-index conversion
+            text[slot] = None
 
     # -- stepping -----------------------------------------------------------------------------
 
@@ -126,6 +127,10 @@ class Engine:
         index, slots = slot_index(slots)
         out = step(self.ctx, self.state, index, actions)
         self.invalid[index] = out.invalid
+        text = self._text
+        for slot, same in zip(slots, out.same_page.tolist()):
+            if not same:  # (the text observation does not show which options are selected)
+                text[slot] = None
         terminated = out.done
         if self.max_steps is None:
             truncated = np.zeros(len(slots), bool)
@@ -133,6 +138,16 @@ class Engine:
             truncated = ~terminated & (self.state.steps[index] >= self.max_steps)
         self.truncated[index] = truncated
         return out.reward, terminated, truncated
+
+    def step_one(self, slot: int, action) -> tuple[float, bool, bool]:
+        """:meth:`step` for one slot, with Python scalars: ``(reward, terminated, truncated)``."""
+        kind, reward, terminated, same_page = step_one(self.ctx, self.state, slot, action)
+        self.invalid[slot] = kind == INVALID
+        if not same_page:  # (the text observation does not show which options are selected)
+            self._text[slot] = None
+        truncated = not terminated and self.max_steps is not None and int(self.state.steps[slot]) >= self.max_steps
+        self.truncated[slot] = truncated
+        return reward, terminated, truncated
 
     # -- observations and infos ---------------------------------------------------------------
 
@@ -149,7 +164,12 @@ class Engine:
         """The observation of a slot in ``mode`` (default: the engine's mode)."""
         mode = mode or self.observation_mode
         if mode == "text":
-            return self.renderer.text(self.state, slot)
+            if self._text_of is not self.state:
+                self._text, self._text_of = [None] * len(self.state), self.state
+            text = self._text[slot]
+            if text is None:
+                text = self._text[slot] = self.renderer.text(self.state, slot)
+            return text
         if mode == "text_rich":
             return self.renderer.text_rich(self.state, slot)
         if mode == "url":
@@ -167,17 +187,16 @@ class Engine:
         are left out (the cheap part, for replays that only compare outcomes).
         """
         state = self.state
-        goal = int(state.goal[slot])
+        page = int(state.page[slot])
         info = {
-            "goal_index": goal,
+            "goal_index": int(state.goal[slot]),
             "instruction": self.instructions[slot],
-            "page": page_name(int(state.page[slot]), int(state.sub[slot])),
+            "page": _SUB_NAMES[int(state.sub[slot])] if page == SUB else _PAGE_NAMES[page],
             "steps": int(state.steps[slot]),
             "invalid_action": bool(self.invalid[slot]),
         }
         if actions:
-            info["available_actions"] = self.renderer.available_actions(state, slot)
-            info["valid_actions"] = self.renderer.valid_actions(state, slot)
+            info["available_actions"], info["valid_actions"] = self.renderer.action_lists(state, slot)
         purchase = state.purchase[slot]
         if purchase is not None:
             info["success"] = bool(state.reward[slot] == 1.0)

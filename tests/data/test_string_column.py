@@ -34,3 +34,12 @@ def test_empty_column():
     assert len(column) == 0 and list(column) == []
     with pytest.raises(IndexError):
         column[0]
+
+
+def test_text_bytes_sums_the_encoded_lengths():
+    from webshop_gym.data.columns import StringColumn
+
+    strings = ["abc", "", "caf\u00e9", "\U0001f600 x"]
+    column = StringColumn.build(strings)
+    for rows in ([], [0], [1, 2], [3, 0, 3], list(range(4))):
+        assert column.text_bytes(rows) == sum(len(strings[r].encode("utf-8")) for r in rows)

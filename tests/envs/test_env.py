@@ -263,3 +263,143 @@ def test_reference_debugging_queries(default_shop):
     assert listed("<c>") == (0, [])
     first, again = listed("<r> anything"), listed("<r> anything")
     assert first[0] == 50 and first == again and len(set(first[1])) == 50  # seeded by the episode, no repeats
+
+
+# -- the single env's scalar step is the batch step -------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_single_slot_step_is_the_batch_step(default_shop, seed):
+    """``Engine.step_one`` (what WebShopEnv steps with) and ``Engine.step`` on one slot agree on everything."""
+    from webshop_gym.engine import Engine
+
+    scalar, batch = (Engine(default_shop, 1, max_steps=12) for _ in range(2))
+    rng = np.random.default_rng(seed)
+    ends = set()
+    for _ in range(8):
+        goal = int(rng.integers(len(default_shop.goals)))
+        for e in (scalar, batch):
+            e.reset([0], [goal])
+        for _ in range(14):
+            info = scalar.info(0)
+            r = rng.random()
+            if r < 0.1:
+                action = str(rng.choice(["click[nope]", "search[]", "garbage", "click[search]", "search[<r> x]"]))
+            elif r < 0.25:
+                action = f"search[{' '.join(info['instruction'].split()[: rng.integers(1, 9)])}]"
+            else:
+                choices = info["valid_actions"] or ["click[x]"]
+                action = choices[int(rng.integers(len(choices)))].replace("<query>", "shoes")
+            got = scalar.step_one(0, action)
+            rewards, terminated, truncated = batch.step(np.zeros(1, np.intp), [action])
+            assert got == (float(rewards[0]), bool(terminated[0]), bool(truncated[0]))
+            assert type(got[0]) is float and type(got[1]) is bool and type(got[2]) is bool
+            assert scalar.observe(0) == batch.observe(0) == scalar.renderer.text(scalar.state, 0)  # kept text is current
+            assert scalar.info(0) == batch.info(0)
+            if scalar.finished(0):
+                ends.add("bought" if got[1] else "truncated")
+                break
+    assert ends == {"bought", "truncated"}  # both endings were compared
+
+
+def test_the_single_env_steps_without_the_batch_arrays(default_shop, monkeypatch):
+    from webshop_gym.engine import Engine
+
+    env = WebShopEnv(shop=default_shop)
+    env.reset(seed=0)
+    monkeypatch.setattr(Engine, "step", lambda *a, **k: pytest.fail("WebShopEnv.step went through the batch step"))
+    obs, reward, terminated, truncated, info = env.step("search[shoes]")
+    assert info["page"] == "results" and reward == 0.0 and not terminated and not truncated
+
+
+@pytest.mark.parametrize("show_attrs", [False, True])
+def test_info_action_lists_are_the_renderers_two_lists(default_shop, show_attrs):
+    """``info`` takes both action lists from one look at the page: the same lists, fresh each time."""
+    env = WebShopEnv(shop=default_shop, max_steps=None, show_attrs=show_attrs)
+    engine = env.engine
+    renderer, state = engine.renderer, engine.state
+    rng = np.random.default_rng(int(show_attrs))
+    _, info = env.reset(seed=1)
+    seen = set()
+    for _ in range(300):
+        available, valid = renderer.action_lists(state, 0)
+        assert (available, valid) == (renderer.available_actions(state, 0), renderer.valid_actions(state, 0))
+        assert (info["available_actions"], info["valid_actions"]) == (available, valid)
+        again = renderer.action_lists(state, 0)
+        assert again[0]["clickables"] is not available["clickables"] and again[1] is not valid
+        seen.add(info["page"])
+        if rng.random() < 0.15:
+            action = f"search[{' '.join(info['instruction'].split()[: rng.integers(1, 9)])}]"
+        else:
+            action = str(rng.choice(valid)).replace("<query>", "shoes")
+        _, _, terminated, _, info = env.step(action)
+        if terminated:
+            seen.add(info["page"])
+            _, info = env.reset()
+    assert {"start", "results", "item", "done"} <= seen and len(seen) >= 5  # a tab page too
+
+
+def test_an_invalid_action_answers_the_kept_text(default_shop, monkeypatch):
+    """An invalid action changes nothing a text observation shows: the engine does not render it again."""
+    env = WebShopEnv(shop=default_shop, max_steps=None)
+    obs, _ = env.reset(seed=3)
+    results, *_ = env.step("search[shoes]")
+    renderer = env.engine.renderer
+    rendered = []
+    real = renderer.text
+    monkeypatch.setattr(renderer, "text", lambda state, slot: rendered.append(slot) or real(state, slot))
+    for action in ("click[nope]", "garbage", "search[]", "click[search]"):
+        again, _, _, _, info = env.step(action)
+        assert again == results and info["invalid_action"]
+    assert rendered == []
+    item, *_ = env.step(env.engine.info(0)["valid_actions"][2])  # a product: the page changes
+    assert rendered == [0] and item != results
+    env.reset(seed=4)
+    assert rendered == [0, 0]  # a new episode renders its start page
+
+
+def test_an_option_click_keeps_the_text_but_not_the_rich_text(default_shop, monkeypatch):
+    """Text mode does not show which options are selected: choosing one renders nothing new (text_rich does)."""
+    from webshop_gym.core.pages import BUY_NOW, SUB_LABELS
+
+    env = WebShopEnv(shop=default_shop, max_steps=None)
+    env.reset(seed=5)
+    _, _, _, _, info = env.step("search[shirt]")
+    buttons = {"back to search", "< prev", BUY_NOW, *SUB_LABELS}
+    for product in info["valid_actions"][2:]:
+        item, _, _, _, info = env.step(product)
+        options = [a for a in info["valid_actions"] if a[6:-1] not in buttons]
+        if options:
+            break
+        env.step("click[< prev]")
+    assert options, "no product with options on the first results page"
+    rich_before = env.engine.observe(0, "text_rich")
+    renderer = env.engine.renderer
+    rendered = []
+    real = renderer.text
+    monkeypatch.setattr(renderer, "text", lambda state, slot: rendered.append(slot) or real(state, slot))
+    again, _, _, _, info = env.step(options[0])
+    assert not info["invalid_action"] and info["page"] == "item"
+    assert again == item and rendered == [] and real(env.engine.state, 0) == item
+    assert env.engine.observe(0, "text_rich") != rich_before  # the selection shows there
+    # the batch step keeps it too (what the vector env steps with)
+    env.engine.step(np.zeros(1, np.intp), [options[-1]])
+    assert env.engine.observe(0) == item and rendered == [] and not env.engine.info(0)["invalid_action"]
+    env.engine.step(np.zeros(1, np.intp), ["click[< prev]"])
+    assert env.engine.observe(0) != item and rendered == [0]
+
+
+def test_a_restored_state_is_observed_afresh(default_shop):
+    """A state put in the engine's place (the run viewer's restore) is never answered with a kept text."""
+    import copy
+
+    env = WebShopEnv(shop=default_shop, max_steps=None)
+    start, _ = env.reset(seed=2)
+    engine = env.engine
+    saved = copy.deepcopy(engine.state)
+    results, *_ = env.step("search[shoes]")
+    assert engine.observe(0) == results != start
+    engine.state = copy.deepcopy(saved)  # back to the start page
+    assert engine.observe(0) == start == engine.renderer.text(engine.state, 0)
+    env.step("click[nope]")  # invalid: the restored page's text is kept from here on
+    assert engine.observe(0) == start

@@ -223,7 +223,24 @@ def test_one_worker_means_this_process(default_shop):
     envs.close()
 
 
-def test_batch_infos_equals_gymnasiums_add_info_key_by_key():
+DENSE_INFOS = {  # every slot, in order: the batched columns come from lists at once
+    slot: {"steps": slot, "score": [1, 0.5, True, np.float64(2.5), 3, 0][slot], "ok": [True, 1, 0, False, 2, True][slot],
+           "f": [0.5, 1, 2, True, np.int64(7), 0.25][slot], "n64": np.int64(slot - 3), "page": "item",
+           "actions": [f"a{slot}"] * slot, "nested": {"flag": slot % 2 == 0, "count": slot},
+           "vec": np.arange(3) + slot}
+    for slot in range(6)
+}
+
+
+DENSE_FINAL = {slot: {**info, "final_obs": f"page {slot}", "nested": {"count": slot} if slot == 4 else info["nested"]}
+               for slot, info in DENSE_INFOS.items()}  # a nested dict with other keys in one slot
+DENSE_SOME = {slot: {**info, **({"success": slot == 1, "reward_info": {"r": slot / 2}} if slot in (1, 4) else {})}
+              for slot, info in DENSE_INFOS.items()}  # every slot, some with keys the others lack (a purchase)
+DENSE_SOME[0] = {"extra_first": 1.5, **DENSE_SOME[0]}
+
+
+@pytest.mark.parametrize("dense", [False, True, "final", "some"])
+def test_batch_infos_equals_gymnasiums_add_info_key_by_key(dense):
     """Columns, dtypes, values and masks as Gymnasium's VectorEnv._add_info builds them, slot by slot."""
     from types import SimpleNamespace
 
@@ -232,7 +249,7 @@ def test_batch_infos_equals_gymnasiums_add_info_key_by_key():
     from webshop_gym.envs.vector_env import batch_infos
 
     n = 6
-    infos = {
+    infos = {"final": DENSE_FINAL, "some": DENSE_SOME}.get(dense) or (DENSE_INFOS if dense else None) or {
         0: {"steps": 1, "score": 0.5, "ok": True, "page": "results", "actions": ["a", "b"], "n64": np.int64(3),
             "nested": {"flag": False, "labels": ["x"]}, "vec": np.arange(3)},
         2: {"steps": 2, "score": 1, "ok": False, "page": "item", "actions": ["c", "d"], "n64": np.int64(-1),
@@ -258,4 +275,8 @@ def test_batch_infos_equals_gymnasiums_add_info_key_by_key():
                        for x, y in zip(a[key].tolist(), b[key].tolist())), f"{path}.{key}"
 
     same(got, expected)
+    assert list(got) == list(expected)  # the columns in the same order
+    if dense:
+        assert got["actions"][2] == ["a2", "a2"] and got["_steps"].all() and got["actions"].dtype == object
+        return
     assert got["actions"][0] == ["a", "b"] and got["actions"][1] is None  # lists stay whole elements

@@ -64,7 +64,15 @@ def format_search(keywords: str) -> str:
     return f"search[{keywords}]"
 
 
-@functools.lru_cache(maxsize=2**14)  # catalog labels recur (buttons, products, option values); 16k at most
 def round_trips(label: str) -> bool:
     """Whether ``click[label]`` parses back to a click on ``label`` (so the label is clickable)."""
+    if "[" in label or "]" in label or "\n" in label:
+        return _round_trips_parsed(label)
+    # No bracket and no newline: the grammar splits "click[label]" at its only "[" and its final
+    # "]", so the click parses back to ``label`` lower-cased (an empty label does not parse).
+    return label != "search" and label != "" and len(label) <= MAX_ACTION_LENGTH - 7 and label.lower() == label
+
+
+@functools.lru_cache(maxsize=2**14)  # labels with brackets recur (product titles as option values); 16k at most
+def _round_trips_parsed(label: str) -> bool:
     return label != "search" and parse_action(format_click(label)) == ("click", label)

@@ -105,8 +105,9 @@ class ProductViews:
         groups = []
         target: dict[str, tuple[int, int]] = {}
         values = []
-        for pos, g in enumerate(c.option_groups[row]):
-            vals = [(int(v), c.value_text[v]) for v in c.group_values[g]]
+        value_text = c.value_text
+        for pos, g in enumerate(c.option_groups[row].tolist()):  # Python ints: numpy scalars index slowly
+            vals = [(v, value_text[v]) for v in c.group_values[g].tolist()]
             groups.append((c.group_name[g], tuple(vals)))
             for vid, text in vals:
                 target[text] = (pos, vid)

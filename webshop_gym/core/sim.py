@@ -35,9 +35,11 @@ from webshop_gym.core.pages import (
 )
 from webshop_gym.utils.bytelru import ByteLRU
 
-__all__ = ["BatchState", "SimContext", "StepOutcome", "clickables", "reset_slots", "slot_index", "step"]
+__all__ = ["BatchState", "SimContext", "StepOutcome", "clickables", "reset_slots", "slot_index", "step", "step_one"]
 
 SPECIAL_QUERIES = ("<r>", "<a>", "<c>", "<q>")
+OPTION_CHOSEN = "option chosen"
+"""What :func:`_act` returns beside ``CLICK`` for an option value (compared by identity)."""
 SEARCH_RETURN_N = 50
 PAGE_CACHE_BYTES = 64 * 2**20
 """Budget of the results-page cache (views with their rendered text), per engine."""
@@ -91,28 +93,30 @@ class SimContext:
             self._last_page = (results, page_no, cached[1])
             return cached[1]
         rows = results[(page_no - 1) * PRODUCTS_PER_PAGE : page_no * PRODUCTS_PER_PAGE]
+        row_list = rows.tolist()
         labels = {}
-        for r in rows.tolist():
-            labels.setdefault(self.label(r), r)
+        cached_labels = self._labels
+        for r in row_list:
+            label = cached_labels.get(r)
+            if label is None:
+                label = self.label(r)
+            if label not in labels:
+                labels[label] = r
         buttons = [BACK_TO_SEARCH, PREV, NEXT] if page_no > 1 else [BACK_TO_SEARCH, NEXT]
         view = ResultsView(rows, labels, tuple(dict.fromkeys([*buttons, *labels])))
         # holding `results` keeps its id from being reused while the entry lives
-        self._pages.put(key, (results, view), self._page_bytes(rows) + int(results.nbytes))
+        self._pages.put(key, (results, view), self._page_bytes(row_list) + results.nbytes)
         self._last_page = (results, page_no, view)
         return view
 
-    def _page_bytes(self, rows: np.ndarray) -> int:
+    def _page_bytes(self, rows: list[int]) -> int:
         """Bytes a results page's cache entry may come to hold.
 
         The view, and in its memo the rendered text and the valid actions (each about the size of
         the page's titles and prices).
         """
         catalog = self.shop.catalog
-        rows = np.asarray(rows, dtype=np.int64)
-        title = np.asarray(catalog.title.offsets)
-        price = np.asarray(catalog.price_tag.offsets)
-        text = int((title[rows + 1] - title[rows]).sum() + (price[rows + 1] - price[rows]).sum())
-        return PAGE_ENTRY_OVERHEAD + 3 * text
+        return PAGE_ENTRY_OVERHEAD + 3 * (catalog.title.text_bytes(rows) + catalog.price_tag.text_bytes(rows))
 
 
 class ResultsView:
@@ -222,6 +226,7 @@ class StepOutcome:
     invalid: np.ndarray
     reward: np.ndarray
     done: np.ndarray
+    same_page: np.ndarray | None = None  # on the page it was on (invalid, or an option chosen)
 
 
 # --------------------------------------------------------------------------------------------
@@ -344,6 +349,120 @@ def slot_index(slots) -> tuple[np.ndarray, list[int]]:
     return np.array(listed, dtype=np.intp), listed
 
 
+def _act(ctx: SimContext, state: BatchState, slot: int, action) -> tuple[int, str | None]:
+    """Count a step and apply ``action`` to ``slot`` unless it must wait for its batch.
+
+    Returns the action's kind and, for a search, its text, for ``buy now``, :data:`BUY_NOW`: the
+    caller runs searches and purchases together (:func:`_search`, :func:`_buy`).  Every other
+    click is applied here (an option value returns :data:`OPTION_CHOSEN`: the same page, only
+    its selection changed); an invalid action (and anything on a finished episode) changes nothing
+    but the step count (and not even that once finished).
+    """
+    if state.done[slot]:
+        return INVALID, None
+    state.steps[slot] += 1
+    name, arg = parse_action(action)
+    if arg is None:
+        return INVALID, None
+    if name == "search":
+        return SEARCH, arg
+    if name != "click" or not _is_clickable(ctx, state, slot, arg):
+        return INVALID, None
+    page = int(state.page[slot])
+    if arg == BUY_NOW:
+        return CLICK, BUY_NOW
+    if arg == BACK_TO_SEARCH:
+        state.page[slot] = START
+        state.keywords[slot] = None
+        state.results[slot] = None
+        state.page_no[slot] = 0
+        state.visited[slot] = set()
+        _clear_product(state, slot)
+    elif arg == NEXT and page == RESULTS:
+        state.page_no[slot] += 1
+    elif arg == PREV and page == RESULTS:
+        state.page_no[slot] -= 1
+    elif arg == PREV and page == SUB:
+        state.page[slot] = ITEM
+    elif arg == PREV and page == ITEM:
+        state.page[slot] = RESULTS
+        _clear_product(state, slot)
+    elif arg in SUB_LABELS:
+        state.page[slot] = SUB
+        state.sub[slot] = SUB_LABELS[arg]
+    elif page == RESULTS:
+        row = _result_row(ctx, state, slot, arg)
+        state.row[slot] = row
+        state.visited[slot].add(row)
+        state.page[slot] = ITEM
+    else:  # an option value on an item page
+        group, value = ctx.views(int(state.row[slot])).option_target[arg]
+        if state.selected[slot, group] < 0:
+            state.stamp[slot, group] = max(state.stamp[slot].tolist()) + 1  # a Python max: no ufunc reduce
+        state.selected[slot, group] = value
+        return CLICK, OPTION_CHOSEN
+    return CLICK, None
+
+
+def _search(ctx: SimContext, state: BatchState, searches: list[tuple[int, str]]) -> None:
+    """Run the searches ``(slot, text)`` of a step as one batch and show their first results page."""
+    plain = [(slot, arg) for slot, arg in searches if arg.split(" ", 1)[0] not in SPECIAL_QUERIES]
+    found = ctx.shop.search_batch([arg for _, arg in plain]) if plain else []
+    rows_for = {slot: rows for (slot, _), rows in zip(plain, found)}
+    for slot, arg in searches:
+        rows = rows_for.get(slot)
+        if rows is None:
+            rows = _special_results(ctx, state, slot, arg.split(" "))
+        state.keywords[slot] = arg
+        state.results[slot] = rows
+        state.page_no[slot] = 1
+        state.page[slot] = RESULTS
+        _clear_product(state, slot)
+
+
+def _buy(ctx: SimContext, state: BatchState, bslots: list[int]) -> np.ndarray:
+    """Score the purchases of ``bslots`` with one reward call, record them and end their episodes."""
+    shop = ctx.shop
+    rows = state.row[bslots]
+    row_list = rows.tolist()
+    chosen = [_chosen(state, s) for s in bslots]
+    selected = [shop.rewards.value_ids([v for _, v in c]).tolist() for c in chosen]
+    prices = shop.prices[rows]
+    batch = shop.rewards.score(state.goal[bslots], rows, selected, prices)
+    totals, prices = batch.total.tolist(), prices.tolist()
+    for j, slot in enumerate(bslots):
+        row = row_list[j]
+        state.reward[slot] = totals[j]
+        state.purchase[slot] = {
+            "asin": shop.catalog.asin[row],
+            "options": _options(ctx.views(row), chosen[j]),
+            "price": prices[j],
+            "reward_info": batch.info(j),
+        }
+        state.page[slot] = DONE
+        state.done[slot] = True
+    return batch.total
+
+
+def _chosen(state: BatchState, slot: int) -> list[tuple[int, int]]:
+    """``(option group, value id)`` of each group chosen on the slot's product, in selection order."""
+    selected, stamp = state.selected[slot].tolist(), state.stamp[slot].tolist()
+    chosen = sorted((stamp[g], g, v) for g, v in enumerate(selected) if v >= 0)
+    return [(g, v) for _, g, v in chosen]
+
+
+def _options(view, chosen: list[tuple[int, int]]) -> dict[str, str]:
+    """The reference's selected-options dict of ``chosen`` (see :meth:`BatchState.options`)."""
+    out = {}
+    groups = view.groups
+    for g, vid in chosen:
+        if g >= len(groups):  # as BatchState.options: only the product's own groups
+            continue
+        name, values = groups[g]
+        out[name] = next(text for v, text in values if v == vid)
+    return out
+
+
 def step(ctx: SimContext, state: BatchState, slots, actions) -> StepOutcome:
     """Apply one action to each of ``slots``.
 
@@ -363,85 +482,45 @@ def step(ctx: SimContext, state: BatchState, slots, actions) -> StepOutcome:
     n = len(slots)
     kind = np.zeros(n, np.int8)
     reward = np.zeros(n, np.float64)
-    searches: list[tuple[int, int, str]] = []
+    searches: list[tuple[int, str]] = []
     buys: list[tuple[int, int]] = []
+    options: list[int] = []
 
     for i, (slot, action) in enumerate(zip(slots, actions)):
-        if state.done[slot]:
+        k, arg = _act(ctx, state, slot, action)
+        if k == INVALID:
             continue
-        state.steps[slot] += 1
-        name, arg = parse_action(action)
-        if arg is None:
-            continue
-        if name == "search":
-            kind[i] = SEARCH
-            searches.append((i, slot, arg))
-            continue
-        if name != "click" or not _is_clickable(ctx, state, slot, arg):
-            continue
-        kind[i] = CLICK
-        page = state.page[slot]
-        if arg == BUY_NOW:
+        kind[i] = k
+        if k == SEARCH:
+            searches.append((slot, arg))
+        elif arg is BUY_NOW:
             buys.append((i, slot))
-        elif arg == BACK_TO_SEARCH:
-            state.page[slot] = START
-            state.keywords[slot] = None
-            state.results[slot] = None
-            state.page_no[slot] = 0
-            state.visited[slot] = set()
-            _clear_product(state, slot)
-        elif arg == NEXT and page == RESULTS:
-            state.page_no[slot] += 1
-        elif arg == PREV and page == RESULTS:
-            state.page_no[slot] -= 1
-        elif arg == PREV and page == SUB:
-            state.page[slot] = ITEM
-        elif arg == PREV and page == ITEM:
-            state.page[slot] = RESULTS
-            _clear_product(state, slot)
-        elif arg in SUB_LABELS:
-            state.page[slot] = SUB
-            state.sub[slot] = SUB_LABELS[arg]
-        elif page == RESULTS:
-            state.row[slot] = _result_row(ctx, state, slot, arg)
-            state.visited[slot].add(int(state.row[slot]))
-            state.page[slot] = ITEM
-        else:  # an option value on an item page
-            group, value = ctx.views(int(state.row[slot])).option_target[arg]
-            if state.selected[slot, group] < 0:
-                state.stamp[slot, group] = int(state.stamp[slot].max()) + 1
-            state.selected[slot, group] = value
+        elif arg is OPTION_CHOSEN:
+            options.append(i)
 
     if searches:
-        plain = [(i, slot, arg) for i, slot, arg in searches if arg.split(" ")[0] not in SPECIAL_QUERIES]
-        found = ctx.shop.search_batch([arg for _, _, arg in plain]) if plain else []
-        rows_for = {slot: rows for (_, slot, _), rows in zip(plain, found)}
-        for _, slot, arg in searches:
-            rows = rows_for.get(slot)
-            if rows is None:
-                rows = _special_results(ctx, state, slot, arg.split(" "))
-            state.keywords[slot] = arg
-            state.results[slot] = rows
-            state.page_no[slot] = 1
-            state.page[slot] = RESULTS
-            _clear_product(state, slot)
-
+        _search(ctx, state, searches)
     if buys:
-        shop = ctx.shop
-        bslots = [slot for _, slot in buys]
-        rows = state.row[bslots]
-        selected = [[int(x) for x in shop.rewards.value_ids(state.selected_values(s))] for s in bslots]
-        batch = shop.rewards.score(state.goal[bslots], rows, selected, shop.prices[rows])
-        for j, (i, slot) in enumerate(buys):
-            reward[i] = batch.total[j]
-            state.reward[slot] = batch.total[j]
-            state.purchase[slot] = {
-                "asin": shop.catalog.asin[int(state.row[slot])],
-                "options": state.options(slot, ctx.views),
-                "price": float(shop.prices[int(state.row[slot])]),
-                "reward_info": batch.info(j),
-            }
-            state.page[slot] = DONE
-            state.done[slot] = True
+        reward[[i for i, _ in buys]] = _buy(ctx, state, [slot for _, slot in buys])
 
-    return StepOutcome(kind=kind, invalid=kind == INVALID, reward=reward, done=state.done[index])
+    invalid = kind == INVALID
+    same_page = invalid.copy()
+    if options:
+        same_page[options] = True
+    return StepOutcome(kind=kind, invalid=invalid, reward=reward, done=state.done[index], same_page=same_page)
+
+
+def step_one(ctx: SimContext, state: BatchState, slot: int, action) -> tuple[int, float, bool, bool]:
+    """:func:`step` for one slot, with Python scalars: ``(kind, reward, done, same_page)``.
+
+    The same transition (the same helpers) without the batch's arrays, for the single env.
+    ``same_page``: the slot is on the page it was on, only an option selection may have changed
+    (an invalid action, or an option value clicked on an item page).
+    """
+    k, arg = _act(ctx, state, slot, action)
+    reward = 0.0
+    if k == SEARCH:
+        _search(ctx, state, [(slot, arg)])
+    elif arg is BUY_NOW:
+        reward = float(_buy(ctx, state, [slot])[0])
+    return k, reward, bool(state.done[slot]), k == INVALID or (k == CLICK and arg is OPTION_CHOSEN)

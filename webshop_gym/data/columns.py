@@ -77,6 +77,11 @@ class StringColumn(Sequence[str]):
         bounds = self._bounds
         return str(self._view[bounds[index] : bounds[index + 1]], ENCODING, ERRORS)  # decode(), inlined
 
+    def text_bytes(self, rows: Iterable[int]) -> int:
+        """The encoded length of strings ``rows`` together (valid, non-negative indices)."""
+        bounds = self._bounds
+        return sum([bounds[r + 1] - bounds[r] for r in rows])
+
     def __iter__(self):
         view, offsets = self._view, self.offsets.tolist()
         for i in range(len(offsets) - 1):

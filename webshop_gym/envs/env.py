@@ -6,7 +6,6 @@ import os
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 
 from webshop_gym.core.actions import MAX_ACTION_LENGTH
 from webshop_gym.engine import OBSERVATION_MODES, Engine
@@ -16,10 +15,6 @@ from webshop_gym.shop import Shop, load_shop
 from webshop_gym.utils.checks import check_bool, check_int, check_options, check_seed
 
 __all__ = ["WebShopEnv"]
-
-_SLOT0 = np.zeros(1, np.intp)
-_SLOT0.flags.writeable = False
-"""The env's one slot as an index array (the engine indexes its arrays with it; a list costs a conversion)."""
 
 
 class WebShopEnv(gym.Env[str, str]):
@@ -116,8 +111,8 @@ class WebShopEnv(gym.Env[str, str]):
             raise gym.error.ResetNeeded("call reset() before step()")
         if self.engine.finished(0):
             raise EpisodeFinished("the episode has finished (bought or truncated); call reset() to start a new one")
-        rewards, terminated, truncated = self.engine.step(_SLOT0, [action])
-        return self.engine.observe(0), float(rewards[0]), bool(terminated[0]), bool(truncated[0]), self.engine.info(0)
+        reward, terminated, truncated = self.engine.step_one(0, action)
+        return self.engine.observe(0), reward, terminated, truncated, self.engine.info(0)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         """Start an episode.

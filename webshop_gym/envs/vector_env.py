@@ -6,6 +6,7 @@ import contextlib
 import gc
 import os
 from collections.abc import Sequence
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -51,36 +52,73 @@ def _gc_paused():
             gc.enable()
 
 
-def batch_infos(entries: Sequence[tuple[int, dict]], n: int) -> dict[str, Any]:
+def batch_infos(entries: Sequence[tuple[int, dict]], n: int, only: str | None = None) -> dict[str, Any]:
     """Batch per-slot info dicts exactly as Gymnasium's ``VectorEnv._add_info`` does, column by column.
 
     Every key becomes an array of ``n`` entries (typed by its first value: ``int``, ``float``,
     ``bool`` and numpy numbers give numeric arrays, anything else an object array; dicts
-    recurse) plus a boolean mask ``_key`` of the slots that reported it.
+    recurse) plus a boolean mask ``_key`` of the slots that reported it.  ``only``: that key's
+    column alone.
     """
+    # the usual step: every slot, in order; a column every slot reported is filled at once
+    if only is None and len(entries) == n and n and all(slot == i for i, (slot, _) in enumerate(entries)):
+        return _slot_order_infos([info for _, info in entries], n)
     columns: dict[str, list[tuple[int, Any]]] = {}
-    for slot, info in entries:
-        for key, value in info.items():
-            columns.setdefault(key, []).append((slot, value))
+    if only is not None:
+        columns[only] = [(slot, info[only]) for slot, info in entries if only in info]
+    else:
+        for slot, info in entries:
+            for key, value in info.items():
+                columns.setdefault(key, []).append((slot, value))
     out: dict[str, Any] = {}
     for key, values in columns.items():
         first = values[0][1]
         if key != "final_obs" and isinstance(first, dict):
             array: Any = batch_infos(values, n)
         else:
-            if key == "final_obs":
-                array = np.full(n, None, dtype=object)
-            elif type(first) in (int, float, bool) or issubclass(type(first), np.number):
-                array = np.zeros(n, dtype=type(first))
-            elif isinstance(first, np.ndarray):
-                array = np.zeros((n, *first.shape), dtype=first.dtype)
-            else:
-                array = np.full(n, None, dtype=object)
+            array = _empty_column(key, first, n)
             for slot, value in values:
                 array[slot] = value
         mask = np.zeros(n, dtype=np.bool_)
         mask[[slot for slot, _ in values]] = True
         out[key], out[f"_{key}"] = array, mask
+    return out
+
+
+def _empty_column(key: str, first, n: int) -> np.ndarray:
+    """The array a column starts as (``_add_info``'s choice by the first value reported)."""
+    if key == "final_obs":
+        return np.full(n, None, dtype=object)
+    if type(first) in (int, float, bool) or issubclass(type(first), np.number):
+        return np.zeros(n, dtype=type(first))
+    if isinstance(first, np.ndarray):
+        return np.zeros((n, *first.shape), dtype=first.dtype)
+    return np.full(n, None, dtype=object)
+
+
+def _slot_order_infos(infos: list[dict], n: int) -> dict[str, Any]:
+    """:func:`batch_infos` of ``n`` dicts, dict ``i`` for slot ``i`` (keys in order of first appearance)."""
+    out: dict[str, Any] = {}
+    for key in dict.fromkeys(chain.from_iterable(infos)):
+        try:
+            values = [info[key] for info in infos]
+        except KeyError:  # some slots lack it: slot by slot
+            out.update(batch_infos([(i, info) for i, info in enumerate(infos)], n, only=key))
+            continue
+        first = values[0]
+        if key != "final_obs" and isinstance(first, dict):
+            array: Any = _slot_order_infos(values, n) if all(isinstance(v, dict) for v in values) else \
+                batch_infos(list(enumerate(values)), n)
+        elif key == "final_obs" or not (type(first) in (int, float, bool) or issubclass(type(first), np.number)
+                                         or isinstance(first, np.ndarray)):
+            array = np.fromiter(values, dtype=object, count=n)  # each value one element, lists included
+        elif isinstance(first, np.ndarray):
+            array = _empty_column(key, first, n)
+            for slot, value in enumerate(values):
+                array[slot] = value
+        else:  # each value converted to the first one's type, as storing it into that array does
+            array = np.array(values, dtype=type(first))
+        out[key], out[f"_{key}"] = array, np.ones(n, dtype=np.bool_)
     return out
 
 

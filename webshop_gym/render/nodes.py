@@ -17,7 +17,8 @@ import json
 
 __all__ = [
     "BUTTON", "LABEL", "LINK", "PRE", "TEXT", "done_nodes", "done_text", "header_nodes", "item_body_nodes",
-    "join_text", "normalize", "product_link_nodes", "results_header_nodes", "start_nodes",
+    "join_strings", "join_text", "normalize", "product_link_nodes", "product_link_text", "results_header_nodes",
+    "results_header_text", "start_nodes",
     "sub_body_nodes", "options_json",
 ]  # fmt: skip
 
@@ -36,6 +37,9 @@ def normalize(text: str, kind: int = TEXT) -> str:
 
 def join_text(nodes) -> tuple[int, str]:
     """Apply the text-mode rule to nodes: ``(number of strings kept, their stripped join)``."""
+    texts = [text for text, _ in nodes if text]
+    if not any(map(str.isspace, texts)):  # the common case: no string is only white space
+        return len(texts), SEP.join([text.strip() for text in texts])
     kept = []
     for text, kind in nodes:
         if not text:
@@ -46,6 +50,13 @@ def join_text(nodes) -> tuple[int, str]:
                 continue
         kept.append(text.strip())
     return len(kept), SEP.join(kept)
+
+
+def join_strings(texts) -> tuple[int, str]:
+    """:func:`join_text` of plain ``TEXT``/``LINK`` strings (what the rule does not tell apart)."""
+    if all(texts) and not any(map(str.isspace, texts)):
+        return len(texts), SEP.join([text.strip() for text in texts])
+    return join_text([(text, TEXT) for text in texts])
 
 
 def start_nodes(instruction: str) -> list:
@@ -67,9 +78,21 @@ def results_header_nodes(page_no: int, total: int) -> list:
     return nodes
 
 
+def results_header_text(page_no: int, total: int) -> tuple[int, str]:
+    """``join_text(results_header_nodes(page_no, total))``, without building the nodes."""
+    if page_no > 1:
+        return 3, f"Page {page_no} (Total results: {total}){SEP}< Prev{SEP}Next >"
+    return 2, f"Page {page_no} (Total results: {total}){SEP}Next >"
+
+
 def product_link_nodes(catalog, row: int) -> list:
     """One product on a results page: asin link, title, price tag."""
     return [(catalog.asin[row], LINK), (catalog.title[row], TEXT), (catalog.price_tag[row], TEXT)]
+
+
+def product_link_text(catalog, row: int) -> tuple[int, str]:
+    """``join_text(product_link_nodes(catalog, row))``, without building the nodes."""
+    return join_strings([catalog.asin[row], catalog.title[row], catalog.price_tag[row]])
 
 
 def item_body_nodes(catalog, view, show_attrs: bool) -> list:
@@ -116,9 +139,13 @@ def sub_body_nodes(catalog, row: int, sub: int) -> list:
     ]
 
 
+_OPTIONS_ENCODER = json.JSONEncoder(sort_keys=True, ensure_ascii=True)
+"""``json.dumps(..., sort_keys=True, ensure_ascii=True)`` without building an encoder per call."""
+
+
 def options_json(options: dict) -> str:
     """Selected options as the done page prints them (Flask's ``tojson``: sorted, ASCII, HTML-safe)."""
-    text = json.dumps(options, sort_keys=True, ensure_ascii=True)
+    text = _OPTIONS_ENCODER.encode(options)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026").replace("'", "\\u0027")
 
 

@@ -71,7 +71,7 @@ class Renderer:
     def _link_text(self, row: int):
         got = self._link.get(row)
         if got is None:
-            got = self._link.remember(row, N.join_text(N.product_link_nodes(self.catalog, row)))
+            got = self._link.remember(row, N.product_link_text(self.catalog, row))
         return got
 
     def _item_text(self, row: int):
@@ -101,8 +101,9 @@ class Renderer:
             view = self.ctx.results_view(state.results[slot], int(state.page_no[slot]))
             body = view.memo.get("text")
             if body is None:
-                parts = [N.join_text(N.results_header_nodes(int(state.page_no[slot]), len(state.results[slot])))]
-                parts.extend(self._link_text(r) for r in view.rows.tolist())
+                parts = [N.results_header_text(int(state.page_no[slot]), len(state.results[slot]))]
+                links, link_text = self._link, self._link_text
+                parts += [links.get(r) or link_text(r) for r in view.rows.tolist()]
                 body = view.memo["text"] = (1, _compose(parts))
             return _compose([header, body])
         if page == ITEM:
@@ -198,23 +199,43 @@ class Renderer:
         """``{"has_search_bar": bool, "clickables": [labels]}`` as the reference reports it."""
         return {"has_search_bar": bool(state.page[slot] == START), "clickables": list(clickables(self.ctx, state, slot))}
 
+    def action_lists(self, state: BatchState, slot: int) -> tuple[dict, list[str]]:
+        """``(available_actions(...), valid_actions(...))`` of a slot, its page looked at once (fresh lists)."""
+        page = int(state.page[slot])
+        if page == RESULTS:
+            view = self.ctx.results_view(state.results[slot], int(state.page_no[slot]))
+            return {"has_search_bar": False, "clickables": list(view.clickables)}, list(self._results_valid(view))
+        if page == ITEM:
+            row = int(state.row[slot])
+            labels, valid = self._item_actions(row)
+            return {"has_search_bar": False, "clickables": list(labels)}, list(valid)
+        return self.available_actions(state, slot), self.valid_actions(state, slot)
+
     def valid_actions(self, state: BatchState, slot: int) -> list[str]:
         """Complete action strings valid now (the search as one template on the start page)."""
-        page = state.page[slot]
+        page = int(state.page[slot])
         if page == START:
             return [SEARCH_TEMPLATE]
         if page == RESULTS:
-            view = self.ctx.results_view(state.results[slot], int(state.page_no[slot]))
-            valid = view.memo.get("valid")
-            if valid is None:
-                valid = view.memo["valid"] = tuple(format_click(c) for c in view.clickables if round_trips(c))
-            return list(valid)
-        if page != ITEM:
-            return [format_click(c) for c in clickables(self.ctx, state, slot) if round_trips(c)]
-        key = (int(state.row[slot]), self.ctx.show_attrs)
-        got = self._valid.get(key)
-        if got is None:
-            got = self._valid.remember(
-                key, tuple(format_click(c) for c in clickables(self.ctx, state, slot) if round_trips(c))
-            )
-        return list(got)
+            return list(self._results_valid(self.ctx.results_view(state.results[slot], int(state.page_no[slot]))))
+        if page == ITEM:
+            return list(self._item_actions(int(state.row[slot]))[1])
+        return [format_click(c) for c in clickables(self.ctx, state, slot) if round_trips(c)]
+
+    @staticmethod
+    def _results_valid(view) -> tuple:
+        """A results page's valid actions (kept in the page's memo)."""
+        valid = view.memo.get("valid")
+        if valid is None:
+            valid = view.memo["valid"] = tuple([format_click(c) for c in view.clickables if round_trips(c)])
+        return valid
+
+    def _item_actions(self, row: int) -> tuple[tuple, tuple]:
+        """An item page's clickable labels and valid actions (the latter cached per product)."""
+        view = self.ctx.views(row)
+        labels = view.clickables_with_attributes if self.ctx.show_attrs else view.clickables
+        key = (row, self.ctx.show_attrs)
+        valid = self._valid.get(key)
+        if valid is None:
+            valid = self._valid.remember(key, tuple([format_click(c) for c in labels if round_trips(c)]))
+        return labels, valid

@@ -17,13 +17,16 @@ punctuation mixes.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from webshop_gym.search.porter import stem
 
-__all__ = ["STOP_WORDS", "MAX_TOKEN_LENGTH", "analyze", "analyze_with_java", "analyze_many", "term"]
+if TYPE_CHECKING:
+    from webshop_gym.search.stems import StemTable
+
+__all__ = ["STOP_WORDS", "MAX_TOKEN_LENGTH", "TOKEN", "analyze", "analyze_with_java", "analyze_many", "term"]
 
 STOP_WORDS = frozenset(
     "a an and are as at be but by for if in into is it no not of on or such that the their then "
@@ -36,25 +39,44 @@ MAX_TOKEN_LENGTH = 255
 
 _UNIT = "[A-Za-z0-9]"
 _JOIN = "(?:_+|(?<=[A-Za-z])[:.'](?=[A-Za-z])|(?<=[0-9])[,;.'](?=[0-9]))"
-_TOKEN = re.compile(f"_*{_UNIT}(?:{_JOIN}?{_UNIT})*_*")
+TOKEN = re.compile(f"_*{_UNIT}(?:{_JOIN}?{_UNIT})*_*")
+"""One token of an ASCII text (``TOKEN.findall(text)``)."""
+
+MEMO_SIZE = 65536
+"""Tokens whose terms a process remembers (of at most 255 characters: about 40 MB at worst)."""
+_MEMO: dict[str, str | None] = {}
+_MISSING = object()
 
 
-@functools.lru_cache(maxsize=65536)
-def term(token: str) -> str | None:
+def term(token: str, stems: StemTable | None = None) -> str | None:
     """The index term of one raw ASCII token (``None``: a stop word).
 
-    Memoised: at most 65,536 tokens of at most 255 characters (about 40 MB at worst).
+    Memoised per process (:data:`MEMO_SIZE` tokens; the memo starts afresh when full).  A token
+    not remembered is looked up in ``stems`` (a catalog's
+    :class:`~webshop_gym.search.stems.StemTable`) and stemmed only when the table lacks it.
     """
-    token = token.lower()
-    if token.endswith("'s"):
-        token = token[:-2]
-    if token in STOP_WORDS:
-        return None
-    return stem(token)
+    got = _MEMO.get(token, _MISSING)
+    if got is not _MISSING:
+        return got  # type: ignore[return-value]
+    word = token.lower()
+    if word.endswith("'s"):
+        word = word[:-2]
+    if word in STOP_WORDS:
+        got = None
+    else:
+        got = stems.get(word) if stems is not None else None
+        if got is None:
+            got = stem(word)
+    if len(_MEMO) >= MEMO_SIZE:
+        _MEMO.clear()
+    _MEMO[token] = got
+    return got
 
 
-def analyze(text: str) -> list[str] | None:
+def analyze(text: str, stems: StemTable | None = None) -> list[str] | None:
     """Return the index terms of ``text`` in order, or ``None`` when only Java can tell.
+
+    ``stems``: a catalog's stem table, consulted for words the process has not seen yet.
 
     Example:
         >>> analyze("Gluten-free snack bars, 12.5 oz (pack of 2)")
@@ -64,12 +86,15 @@ def analyze(text: str) -> list[str] | None:
     """
     if not text.isascii():
         return None
-    tokens = _TOKEN.findall(text)
-    if any(len(t) > MAX_TOKEN_LENGTH for t in tokens):
+    tokens = TOKEN.findall(text)
+    if len(text) > MAX_TOKEN_LENGTH and any(len(t) > MAX_TOKEN_LENGTH for t in tokens):
         return None
+    memo, missing = _MEMO, _MISSING
     out = []
     for token in tokens:
-        t = term(token)
+        t = memo.get(token, missing)
+        if t is missing:
+            t = term(token, stems)
         if t is not None:
             out.append(t)
     return out

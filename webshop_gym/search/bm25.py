@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import threading
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -40,9 +41,14 @@ from webshop_gym.search.postings import (
     save_postings,
 )
 from webshop_gym.search.ranges import MIN_DOCS, RANGES_VERSION, RangePostings, ensure_ranges
+from webshop_gym.search.stems import StemTable, load_stem_table
 from webshop_gym.utils.paths import build_atomically, cache_dir, is_built
 
-__all__ = ["BM25Search"]
+__all__ = ["BM25Search", "STEMS_AT_LOAD"]
+
+STEMS_AT_LOAD = 50_000
+"""Largest catalog whose missing stem table a load builds (about 5 s at most); a larger one's is built
+with its postings, or by ``webshop-gym data index`` (:meth:`BM25Search.prepare` with ``build=True``)."""
 
 _EMPTY = np.zeros(0, dtype=np.int32)
 _EMPTY.flags.writeable = False
@@ -103,6 +109,7 @@ class BM25Search(CachedSearch):
         self.progress = progress
         self.cache = QueryCache(cache_bytes)
         self._postings: Postings | None = None
+        self._stems: StemTable | None = None
         self._lock = threading.Lock()
         self._scratch = _Scratch()
         self.java_queries = 0
@@ -132,7 +139,12 @@ class BM25Search(CachedSearch):
         if self._postings is None:
             with self._lock:
                 if self._postings is None:
-                    self._postings = self._load()
+                    built = not is_built(self.postings_path)
+                    postings = self._load()
+                    # the stem table is built with the postings; a cache exported before it existed
+                    # gets one at load only where that is quick (`webshop-gym data index` builds any)
+                    self._stems = load_stem_table(self.catalog, build=built or len(self.catalog) <= STEMS_AT_LOAD)
+                    self._postings = postings
         return self._postings
 
     def _load(self) -> Postings:
@@ -173,6 +185,8 @@ class BM25Search(CachedSearch):
         if build or self._postings is not None or is_built(self.postings_path):
             self.postings()
             self.ranges()
+            if build and self._stems is None:
+                self._stems = load_stem_table(self.catalog)
             self.search_batch(["warm up the kernel"], k=1, cache=False)
 
     # -- searching --------------------------------------------------------------------------
@@ -183,20 +197,21 @@ class BM25Search(CachedSearch):
         Terms the index does not hold are left out (they match nothing) but count towards
         Lucene's clause limit.
         """
-        terms = analyze(query)
+        terms = analyze(query, self._stems)
         if terms is None:
             from webshop_gym.search import java as _java
 
             self.java_queries += 1
             terms = _java.analyze([query])[0]
-        counts: dict[str, int] = {}
-        for t in terms:
-            counts[t] = counts.get(t, 0) + 1
+        counts = Counter(terms)  # first-seen order, as the clauses are built
         if len(counts) > scoring.MAX_CLAUSES:
             return None
-        ids = self.postings().term_ids
-        known = [(ids[t], c) for t, c in counts.items() if t in ids]
-        return (np.array([i for i, _ in known], dtype=np.int32), np.array([c for _, c in known], dtype=np.float32))
+        get = self.postings().term_ids.get
+        ids = [get(t, -1) for t in counts]
+        if -1 in ids:  # terms the index lacks: no clause
+            known = [(i, c) for i, c in zip(ids, counts.values()) if i >= 0]
+            return np.array([i for i, _ in known], dtype=np.int32), np.array([c for _, c in known], dtype=np.float32)
+        return np.array(ids, dtype=np.int32), np.array(list(counts.values()), dtype=np.float32)
 
     def _search_many(self, queries: list[str], k: int) -> list[np.ndarray]:
         """Rank distinct queries in one kernel call."""

@@ -26,12 +26,15 @@ def _shown(value) -> str:
     return f"{text} ({type(value).__name__})"
 
 
-def _range_text(low: int | None, high: int | None) -> str:
+def _range_text(low: int | None, high: int | None, allow_none: bool = False) -> str:
+    """What an integer check expected (made only for its error message)."""
     if low is not None and high is not None:
-        return f"an integer in [{low}, {high})"
-    if low is not None:
-        return f"an integer >= {low}"
-    return "an integer"
+        text = f"an integer in [{low}, {high})"
+    elif low is not None:
+        text = f"an integer >= {low}"
+    else:
+        text = "an integer"
+    return text + " or None" if allow_none else text
 
 
 def check_int(name: str, value, low: int | None = None, high: int | None = None, allow_none: bool = False) -> int | None:
@@ -42,12 +45,11 @@ def check_int(name: str, value, low: int | None = None, high: int | None = None,
     """
     if value is None and allow_none:
         return None
-    expected = _range_text(low, high) + (" or None" if allow_none else "")
     if not is_integer(value):
-        raise InvalidArgument(f"{name} must be {expected}, got {_shown(value)}")
+        raise InvalidArgument(f"{name} must be {_range_text(low, high, allow_none)}, got {_shown(value)}")
     value = int(value)
     if (low is not None and value < low) or (high is not None and value >= high):
-        raise InvalidArgument(f"{name} must be {expected}, got {value}")
+        raise InvalidArgument(f"{name} must be {_range_text(low, high, allow_none)}, got {value}")
     return value
 
 
@@ -58,12 +60,12 @@ def check_goal_index(value, num_goals: int, name: str = "goal_index") -> int:
         InvalidArgument: not an integer.
         GoalNotFound: an integer outside the goal set.
     """
-    expected = _range_text(0, num_goals)
     if not is_integer(value):
-        raise InvalidArgument(f"{name} must be {expected} (this goal set has {num_goals} goals), got {_shown(value)}")
+        raise InvalidArgument(f"{name} must be {_range_text(0, num_goals)} (this goal set has {num_goals} goals), "
+                              f"got {_shown(value)}")
     value = int(value)
     if not 0 <= value < num_goals:
-        raise GoalNotFound(f"{name} must be {expected} (this goal set has {num_goals} goals), got {value}")
+        raise GoalNotFound(f"{name} must be {_range_text(0, num_goals)} (this goal set has {num_goals} goals), got {value}")
     return value
 
 
