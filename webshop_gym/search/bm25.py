@@ -143,7 +143,8 @@ class BM25Search(CachedSearch):
                     postings = self._load()
                     # the stem table is built with the postings; a cache exported before it existed
                     # gets one at load only where that is quick (`webshop-gym data index` builds any)
-                    self._stems = load_stem_table(self.catalog, build=built or len(self.catalog) <= STEMS_AT_LOAD)
+                    self._stems = load_stem_table(self.catalog, build=built or len(self.catalog) <= STEMS_AT_LOAD,
+                                                  progress=self.progress)
                     self._postings = postings
         return self._postings
 
@@ -186,7 +187,7 @@ class BM25Search(CachedSearch):
             self.postings()
             self.ranges()
             if build and self._stems is None:
-                self._stems = load_stem_table(self.catalog)
+                self._stems = load_stem_table(self.catalog, progress=self.progress)
             self.search_batch(["warm up the kernel"], k=1, cache=False)
 
     # -- searching --------------------------------------------------------------------------

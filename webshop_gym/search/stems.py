@@ -98,12 +98,19 @@ class StemTable:
         return cls(StringColumn.load(folder, "words"), StringColumn.load(folder, "stems"), slots)
 
 
-def catalog_words(catalog: Catalog) -> set[str]:
-    """The words of a catalog's documents and instructions (synthetic and human), as the stemmer sees them."""
+def catalog_words(catalog: Catalog, progress: bool = False) -> set[str]:
+    """The words of a catalog's documents and instructions (synthetic and human), as the stemmer sees them.
+
+    About 7 s at 100,000 products (``progress``: a progress bar over the products).
+    """
+    from tqdm import tqdm
+
     from webshop_gym.search.lucene import document_text
+    from webshop_gym.utils import progress as _progress
 
     tokens: set[str] = set()
-    for row in range(len(catalog)):
+    rows = range(len(catalog))
+    for row in tqdm(rows, desc="collecting the words to stem", unit="product", disable=not progress or _progress.disable()):
         tokens.update(TOKEN.findall(document_text(catalog, row)))
     for column in (catalog.instruction, catalog.human_text):
         for text in column:
@@ -123,21 +130,21 @@ def stem_table_path(catalog: Catalog) -> Path:
     return catalog.folder / f"stems-v{STEMS_VERSION}"
 
 
-def build_stem_table(catalog: Catalog) -> Path:
+def build_stem_table(catalog: Catalog, progress: bool = False) -> Path:
     """Build a catalog's stem table into its cache folder (no-op when it is there)."""
     folder = stem_table_path(catalog)
-    build_atomically(folder, lambda tmp: StemTable.build(catalog_words(catalog)).save(tmp), what="stem table")
+    build_atomically(folder, lambda tmp: StemTable.build(catalog_words(catalog, progress)).save(tmp), what="stem table")
     return folder
 
 
-def load_stem_table(catalog: Catalog, build: bool = True) -> StemTable | None:
+def load_stem_table(catalog: Catalog, build: bool = True, progress: bool = False) -> StemTable | None:
     """A catalog's stem table (built first when missing and ``build``; ``None`` where it cannot be)."""
     folder = stem_table_path(catalog)
     if not is_built(folder):
         if not build:
             return None
         try:
-            build_stem_table(catalog)
+            build_stem_table(catalog, progress)
         except CacheNotWritable:  # a read-only cache made before the table existed: stem as before
             return None
     return StemTable.load(folder)
