@@ -82,7 +82,7 @@ def test_a_read_only_cache_without_the_table_stems_as_before(real_shop, tmp_path
     from webshop_gym.error import CacheNotWritable
     from webshop_gym.search import stems
 
-    def refuse(catalog):
+    def refuse(catalog, progress=False):
         raise CacheNotWritable("read-only")
 
     monkeypatch.setattr(stems, "stem_table_path", lambda catalog: tmp_path / "absent")
