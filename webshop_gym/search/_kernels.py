@@ -305,11 +305,11 @@ def regroup(term_ptr, docs, freqs, tf, idf, new_of_old, range_size, new_docs, ne
     return entries
 
 
-def range_entries(term_ptr, new_docs, new_tf, range_size, ent_ptr, ent_range, ent_start, ent_count, ent_max_tf, sub_end,
-                  sub_max_tf, local):
+def range_entries(term_ptr, new_docs, new_tf, range_size, ent_ptr, ent_range, ent_start, ent_max_tf, sub_end, sub_max_tf,
+                  local):
     """Each term's ranges and each posting's place in its range.
 
-    Per (term, range) entry: the range, its first posting, how many, the largest ``tf`` factor;
+    Per (term, range) entry: the range, its first posting, the largest ``tf`` factor;
     per block of ``range_size // sub_end.shape[1]`` documents of the range, the end of its postings
     (relative to the entry's first) and their largest ``tf`` factor (1: none, which bounds a score by 0).
     """
@@ -324,7 +324,6 @@ def range_entries(term_ptr, new_docs, new_tf, range_size, ent_ptr, ent_range, en
             if r != last:
                 ent_range[e] = r
                 ent_start[e] = p
-                ent_count[e] = 0
                 ent_max_tf[e] = _ONE
                 for j in range(subs):
                     sub_end[e, j] = 0
@@ -334,7 +333,6 @@ def range_entries(term_ptr, new_docs, new_tf, range_size, ent_ptr, ent_range, en
             x = d - r * range_size
             j = x // sub_size
             y = new_tf[p]
-            ent_count[e - 1] += 1
             if y > ent_max_tf[e - 1]:
                 ent_max_tf[e - 1] = y
             if y > sub_max_tf[e - 1, j]:

@@ -6,23 +6,26 @@ product type it names.  :func:`build_ranges` renumbers the documents so that tho
 type (the catalog's ``query`` column, e.g. "women's pajama sets") are neighbours, keeping the tie
 order (the original document number, i.e. the asin) within a type, and cuts the new numbering into
 ranges of :data:`RANGE_SIZE` documents.  Each term's postings are stored again in the new order
-with, for every range the term occurs in, its first posting, its count and its largest ``tf``
-factor, which bounds what the term can add to any document of that range.
+with, for every range the term occurs in, its first posting and its largest ``tf`` factor, which
+bounds what the term can add to any document of that range, and the same per block of
+:data:`BLOCK_SIZE` documents within the range.
 
 The kernel (:func:`~webshop_gym.search._kernels.search_ranges_one`) adds up those bounds per range,
-scores the most promising ranges in full, and skips every range whose bound falls below the
-current 50th best score: the same top k, in the same order, as the kernel over the plain postings
-(tests compare them on every query of the parity suite).  Built once per catalog beside the
-postings (``ranges-v1-...``, about 7 bytes a posting: 360 MB at 1,000,000 products) and used only
+scores the most promising ranges in full, and skips every range (and, within a range, every block)
+whose bound falls below the current 50th best score: the same top k, in the same order, as the kernel over the plain postings
+(tests compare them with it and with Pyserini).  Built once per catalog beside the
+postings (``ranges-v1-...``, about 8 bytes a posting: 406 MB at 1,000,000 products) and used only
 by shops of at least :data:`MIN_DOCS` documents, where it pays: below that the plain kernel is as
 fast.
 
 Files: ``old_of_new.npy`` (int32, documents: the original number of each new one), ``local.npy``
 (uint16, postings: the document's place in its range), ``score1.npy`` (float32: the posting's
 score at boost 1), ``freqs.npy`` (the posting's term frequency, for other boosts), ``ent_ptr.npy``
-(int64, terms + 1), ``ent_range.npy`` (int32), ``ent_start.npy`` (int64), ``ent_count.npy``
-(uint16) and ``ent_max_tf.npy`` (float32): term ``t``'s ranges are entries
-``ent_ptr[t]:ent_ptr[t+1]``; ``meta.json``.
+(int64, terms + 1), ``ent_range.npy`` (int32), ``ent_start.npy`` (int64) and ``ent_max_tf.npy``
+(float32): term ``t``'s ranges are entries ``ent_ptr[t]:ent_ptr[t+1]``;
+``sub_end.npy`` (uint16, entries x blocks: where each block's postings end, relative to the entry's
+first) and ``sub_max_tf.npy`` (float32, entries x blocks: their largest ``tf`` factor, 1 for none);
+``meta.json``.
 """
 
 from __future__ import annotations
@@ -151,14 +154,13 @@ def build_ranges(postings: Postings, old_of_new: np.ndarray, range_size: int = R
     ent_ptr = np.zeros(len(term_ptr), dtype=np.int64)
     ent_range = np.empty(entries, dtype=np.int32)
     ent_start = np.empty(entries, dtype=np.int64)
-    ent_count = np.empty(entries, dtype=np.int64)
     ent_max_tf = np.empty(entries, dtype=np.float32)
     subs = range_size // block_size
     sub_end = np.empty((entries, subs), dtype=np.uint16 if range_size <= 65535 else np.uint32)
     sub_max_tf = np.empty((entries, subs), dtype=np.float32)
     local = np.empty(size, dtype=np.uint16 if range_size <= 65536 else np.uint32)
-    range_entries_jit(term_ptr, new_docs, new_tf, range_size, ent_ptr, ent_range, ent_start, ent_count, ent_max_tf, sub_end,
-                      sub_max_tf, local)
+    range_entries_jit(term_ptr, new_docs, new_tf, range_size, ent_ptr, ent_range, ent_start, ent_max_tf, sub_end, sub_max_tf,
+                      local)
     return RangePostings(old_of_new=old_of_new, local=local, score1=score1, freqs=freqs, ent_ptr=ent_ptr,
                          ent_range=ent_range, ent_start=ent_start, ent_max_tf=ent_max_tf, sub_end=sub_end,
                          sub_max_tf=sub_max_tf, range_size=range_size,
