@@ -8,6 +8,7 @@ import shutil
 import numpy as np
 import pytest
 
+from tests.search.test_kernels import _brute
 from webshop_gym.error import SearchEngineError
 from webshop_gym.search import BM25Search, LuceneSearch
 from webshop_gym.search import _kernels as K
@@ -40,18 +41,6 @@ def _corpus(seed: int, n_docs: int = 600, types: int = 9):
         docs[(i * 17) % n_docs] = list(docs[i])
     postings = assemble(lambda a, b: docs[a:b], n_docs, np.arange(n_docs, dtype=np.int32), chunk=128)
     return postings, doc_type, rng
-
-
-def _brute(postings, term_ids, boosts, k):
-    acc = np.zeros(postings.num_docs)
-    K.score_all(term_ids, boosts, postings.term_ptr, postings.docs, postings.freqs, postings.norms, postings.idf,
-                postings.cache, acc)
-    hit = np.zeros(postings.num_docs, bool)
-    for t in term_ids:
-        hit[postings.docs[postings.term_ptr[t] : postings.term_ptr[t + 1]]] = True
-    docs = np.flatnonzero(hit)
-    order = np.lexsort((docs, -acc[docs].astype(np.float32)))
-    return docs[order][:k]
 
 
 def _one(fn, postings, ranges, term_ids, boosts, k):
