@@ -142,6 +142,24 @@ def test_twin_equals_kernel(default_shop):
         assert np.array_equal(getattr(compiled, key), getattr(twin, key), equal_nan=True), key
 
 
+def test_info_gives_python_numbers_in_the_reference_order(default_shop):
+    tuples = _random_tuples(default_shop, 300, seed=6)
+    rows = [default_shop.row(a) for _, a, _, _ in tuples]
+    selected = [default_shop._selected_fz(r, list(o.values())) for r, (_, _, o, _) in zip(rows, tuples)]
+    batch = default_shop.rewards.score([g for g, *_ in tuples], rows, selected, [p for *_, p in tuples])
+    with_options = 0
+    for i in range(len(batch)):
+        info = batch.info(i)
+        assert list(info) == [k for k in BREAKDOWN_KEYS if k in info]
+        assert ("r_option" in info) == ("w_option" in info) == (not np.isnan(batch.r_option[i]))
+        with_options += "r_option" in info
+        for key, value in info.items():
+            array = getattr(batch, key)
+            assert type(value) is (bool if array.dtype == np.bool_ else float), key
+            assert value == array[i], key
+    assert 0 < with_options <= len(batch)
+
+
 # -- edge cases on a hand-made shop ---------------------------------------------------------------------
 
 

@@ -9,6 +9,7 @@ search, the simulator or anything above.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -66,19 +67,21 @@ class RewardBatch:
 
     def info(self, i: int) -> dict:
         """Return item ``i``'s breakdown as the reference's verbose info dict."""
+        # ``item``: the Python float/bool at once, without a numpy scalar in between
         out = {
-            "r_type": float(self.r_type[i]),
-            "r_att": float(self.r_att[i]),
-            "w_att": float(self.w_att[i]),
-            "query_match": bool(self.query_match[i]),
-            "category_match": bool(self.category_match[i]),
-            "title_score": float(self.title_score[i]),
+            "r_type": self.r_type.item(i),
+            "r_att": self.r_att.item(i),
+            "w_att": self.w_att.item(i),
+            "query_match": self.query_match.item(i),
+            "category_match": self.category_match.item(i),
+            "title_score": self.title_score.item(i),
         }
-        if not np.isnan(self.r_option[i]):
-            out["r_option"] = float(self.r_option[i])
-            out["w_option"] = float(self.w_option[i])
-        out["r_price"] = bool(self.r_price[i])
-        out["w_price"] = float(self.w_price[i])
+        r_option = self.r_option.item(i)
+        if not math.isnan(r_option):
+            out["r_option"] = r_option
+            out["w_option"] = self.w_option.item(i)
+        out["r_price"] = self.r_price.item(i)
+        out["w_price"] = self.w_price.item(i)
         return out
 
     def arrays(self) -> dict[str, np.ndarray]:
