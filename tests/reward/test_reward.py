@@ -160,6 +160,29 @@ def test_info_gives_python_numbers_in_the_reference_order(default_shop):
     assert 0 < with_options <= len(batch)
 
 
+def test_score_one_equals_a_batch_of_one(default_shop, real_shop):
+    """``score_one`` (reused per-thread arrays, Python numbers) gives each purchase's batch total and info."""
+    from webshop_gym.error import GoalNotFound
+
+    for shop, seed in ((default_shop, 7), (real_shop, 8)):
+        rewards = shop.rewards
+        tuples = _random_tuples(shop, 400, seed=seed)
+        rows = [shop.row(a) for _, a, _, _ in tuples]
+        selected = [shop._selected_fz(r, list(o.values())) for r, (_, _, o, _) in zip(rows, tuples)]
+        for (g, _, _, price), row, sel in zip(tuples, rows, selected):
+            batch = rewards.score([g], [row], [sel], [price])
+            total, info = rewards.score_one(g, row, np.asarray(sel, dtype=np.int64), price)
+            assert type(total) is float and total == batch.total[0]
+            assert info == batch.info(0) and list(info) == list(batch.info(0))
+        goals, n = len(shop.goals), len(shop.catalog)
+        with pytest.raises(GoalNotFound, match=rf"goal index {goals} is out of range"):
+            rewards.score_one(goals, 0, [], 1.0)
+        with pytest.raises(IndexError, match=rf"product rows must be in \[0, {n}\)"):
+            rewards.score_one(0, -1, [], 1.0)
+        with pytest.raises(ValueError, match="flat sequence"):
+            rewards.score_one(0, 0, [[1]], 1.0)
+
+
 # -- edge cases on a hand-made shop ---------------------------------------------------------------------
 
 
