@@ -186,6 +186,7 @@ LAZY = {
     "webshop_gym.render.html": "jinja2's templates, loaded only for HTML observations",
     "webshop_gym.utils": "tqdm (utils.progress) for progress bars, drawn only by slow commands",
     "webshop_gym.utils.integrity": "the cache checks, run only when a cache folder is used",
+    "webshop_gym.utils.jit": "numba (a kernel's entry point is resolved at its first call)",
 }
 #: Modules whose every import may be lazy: the command line loads a command's stack only when
 #: that command runs (``webshop-gym --help`` must not start numba, the JVM or spaCy), and the

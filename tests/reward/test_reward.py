@@ -142,6 +142,47 @@ def test_twin_equals_kernel(default_shop):
         assert np.array_equal(getattr(compiled, key), getattr(twin, key), equal_nan=True), key
 
 
+def test_info_gives_python_numbers_in_the_reference_order(default_shop):
+    tuples = _random_tuples(default_shop, 300, seed=6)
+    rows = [default_shop.row(a) for _, a, _, _ in tuples]
+    selected = [default_shop._selected_fz(r, list(o.values())) for r, (_, _, o, _) in zip(rows, tuples)]
+    batch = default_shop.rewards.score([g for g, *_ in tuples], rows, selected, [p for *_, p in tuples])
+    with_options = 0
+    for i in range(len(batch)):
+        info = batch.info(i)
+        assert list(info) == [k for k in BREAKDOWN_KEYS if k in info]
+        assert ("r_option" in info) == ("w_option" in info) == (not np.isnan(batch.r_option[i]))
+        with_options += "r_option" in info
+        for key, value in info.items():
+            array = getattr(batch, key)
+            assert type(value) is (bool if array.dtype == np.bool_ else float), key
+            assert value == array[i], key
+    assert 0 < with_options <= len(batch)
+
+
+def test_score_one_equals_a_batch_of_one(default_shop, real_shop):
+    """``score_one`` (reused per-thread arrays, Python numbers) gives each purchase's batch total and info."""
+    from webshop_gym.error import GoalNotFound
+
+    for shop, seed in ((default_shop, 7), (real_shop, 8)):
+        rewards = shop.rewards
+        tuples = _random_tuples(shop, 400, seed=seed)
+        rows = [shop.row(a) for _, a, _, _ in tuples]
+        selected = [shop._selected_fz(r, list(o.values())) for r, (_, _, o, _) in zip(rows, tuples)]
+        for (g, _, _, price), row, sel in zip(tuples, rows, selected):
+            batch = rewards.score([g], [row], [sel], [price])
+            total, info = rewards.score_one(g, row, np.asarray(sel, dtype=np.int64), price)
+            assert type(total) is float and total == batch.total[0]
+            assert info == batch.info(0) and list(info) == list(batch.info(0))
+        goals, n = len(shop.goals), len(shop.catalog)
+        with pytest.raises(GoalNotFound, match=rf"goal index {goals} is out of range"):
+            rewards.score_one(goals, 0, [], 1.0)
+        with pytest.raises(IndexError, match=rf"product rows must be in \[0, {n}\)"):
+            rewards.score_one(0, -1, [], 1.0)
+        with pytest.raises(ValueError, match="flat sequence"):
+            rewards.score_one(0, 0, [[1]], 1.0)
+
+
 # -- edge cases on a hand-made shop ---------------------------------------------------------------------
 
 

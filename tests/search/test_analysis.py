@@ -8,7 +8,7 @@ import random
 import pytest
 
 from webshop_gym.search import java as _java
-from webshop_gym.search.analysis import STOP_WORDS, analyze, analyze_many, term
+from webshop_gym.search.analysis import STOP_WORDS, TOKEN, analyze, analyze_many, term, tokens
 from webshop_gym.search.lucene import document_text
 from webshop_gym.search.porter import stem
 
@@ -74,6 +74,20 @@ def test_punctuation_numbers_and_word_soups(default_shop):
     texts += ["u.s.a. 1,000.50 1,,000 abc.123 a1.2 x-ray __init__ _ __ a_1 1_a a:b 1:2 a;b 1;2",
               "it's dog's dogs' rock'n'roll don't O'NEIL'S 'quoted' ''", "AND OR NOT title:x^2 [a TO b] {x} ~1 /re/"]
     assert _check(texts) == len(texts)
+
+
+def test_word_by_word_tokens_are_the_expressions(real_shop):
+    """:func:`tokens` (the expression only on words that need it) finds what ``TOKEN.findall`` finds."""
+    rng = random.Random(7)
+    ascii_all = [chr(c) for c in range(128)]
+    joins = list("aZ09_.,;:'") * 6 + [" "] * 4
+    texts = ["".join(rng.choice(ascii_all) for _ in range(rng.randint(0, 50))) for _ in range(5000)]
+    texts += ["".join(rng.choice(joins + ascii_all) for _ in range(rng.randint(1, 50))) for _ in range(5000)]
+    texts += [document_text(real_shop.catalog, r) for r in range(len(real_shop.catalog))]
+    texts = [t for t in texts if t.isascii()]
+    assert len(texts) > 10_500
+    assert [t for t in texts if tokens(t) != TOKEN.findall(t)] == []
+    assert tokens("\x1c_a.b_\x1f 'x'; 1,2, ..") == ["_a.b_", "x", "1,2"]
 
 
 def test_long_tokens_and_unicode_go_to_java():

@@ -57,6 +57,28 @@ def test_batch_equals_single_and_cache(default_shop):
     assert len(engine.search("shoes", k=7)) <= 7 and len(engine.search("shoes", k=0)) == 0
 
 
+def test_one_query_path_equals_the_batch_kernel(real_shop, real_dir):
+    """A lone query (per-thread arrays, the kernel's entry point) ranks as the batch kernel call does."""
+    queries = [q for _, q in parity_queries(list(real_shop.catalog.title), list(real_shop.goals.instruction), 150, seed=4)]
+    queries += ["the of and", "zzqx unknownword", "red dress zzqx"]  # stop words only, unknown terms
+    for index in (None, real_dir / "reference_index_1k"):
+        engine = BM25Search(real_shop.catalog, index=index, cache_bytes=0, progress=False, ranges=False)
+        for k in (50, 3):
+            batch = engine._search_many(queries, k)
+            alone = [engine._search_many([q], k)[0] for q in queries]
+            assert all(np.array_equal(a, b) for a, b in zip(alone, batch))
+            assert all(r.dtype == np.int32 and not r.flags.writeable for r in alone)
+            assert sum(len(r) > 0 for r in alone) > 100
+
+
+def test_one_query_batch_keeps_the_cache_accounting(default_shop):
+    engine = BM25Search(default_shop.catalog, progress=False)
+    assert len(engine.search_batch(["  "])[0]) == 0 and len(engine.cache) == 0 and engine.cache.misses == 1
+    first = engine.search_batch(["Red  Dress"])[0]
+    assert engine.search_batch(["red dress"])[0] is first and engine.cache.hits == 1 and len(engine.cache) == 1
+    assert len(engine.search_batch(["red dress"], k=0)[0]) == 0
+
+
 def test_query_cache_is_bounded_in_bytes():
     cache = QueryCache(max_bytes=200_000)
     rows = np.arange(50, dtype=np.int32)

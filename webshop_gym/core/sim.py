@@ -444,6 +444,26 @@ def _buy(ctx: SimContext, state: BatchState, bslots: list[int]) -> np.ndarray:
     return batch.total
 
 
+def _buy_one(ctx: SimContext, state: BatchState, slot: int) -> float:
+    """:func:`_buy` of one slot (``WebShopEnv.step``'s purchase): Python numbers, no batch arrays."""
+    shop = ctx.shop
+    row = int(state.row[slot])
+    chosen = _chosen(state, slot)
+    price = shop.prices[row].item()
+    total, info = shop.rewards.score_one(int(state.goal[slot]), row, shop.rewards.value_ids([v for _, v in chosen]),
+                                         price)
+    state.reward[slot] = total
+    state.purchase[slot] = {
+        "asin": shop.catalog.asin[row],
+        "options": _options(ctx.views(row), chosen),
+        "price": price,
+        "reward_info": info,
+    }
+    state.page[slot] = DONE
+    state.done[slot] = True
+    return total
+
+
 def _chosen(state: BatchState, slot: int) -> list[tuple[int, int]]:
     """``(option group, value id)`` of each group chosen on the slot's product, in selection order."""
     selected, stamp = state.selected[slot].tolist(), state.stamp[slot].tolist()
@@ -522,5 +542,5 @@ def step_one(ctx: SimContext, state: BatchState, slot: int, action) -> tuple[int
     if k == SEARCH:
         _search(ctx, state, [(slot, arg)])
     elif arg is BUY_NOW:
-        reward = float(_buy(ctx, state, [slot])[0])
+        reward = _buy_one(ctx, state, slot)
     return k, reward, bool(state.done[slot]), k == INVALID or (k == CLICK and arg is OPTION_CHOSEN)

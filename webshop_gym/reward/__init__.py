@@ -9,6 +9,7 @@ search, the simulator or anything above.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -66,19 +67,21 @@ class RewardBatch:
 
     def info(self, i: int) -> dict:
         """Return item ``i``'s breakdown as the reference's verbose info dict."""
+        # ``item``: the Python float/bool at once, without a numpy scalar in between
         out = {
-            "r_type": float(self.r_type[i]),
-            "r_att": float(self.r_att[i]),
-            "w_att": float(self.w_att[i]),
-            "query_match": bool(self.query_match[i]),
-            "category_match": bool(self.category_match[i]),
-            "title_score": float(self.title_score[i]),
+            "r_type": self.r_type.item(i),
+            "r_att": self.r_att.item(i),
+            "w_att": self.w_att.item(i),
+            "query_match": self.query_match.item(i),
+            "category_match": self.category_match.item(i),
+            "title_score": self.title_score.item(i),
         }
-        if not np.isnan(self.r_option[i]):
-            out["r_option"] = float(self.r_option[i])
-            out["w_option"] = float(self.w_option[i])
-        out["r_price"] = bool(self.r_price[i])
-        out["w_price"] = float(self.w_price[i])
+        r_option = self.r_option.item(i)
+        if not math.isnan(r_option):
+            out["r_option"] = r_option
+            out["w_option"] = self.w_option.item(i)
+        out["r_price"] = self.r_price.item(i)
+        out["w_price"] = self.w_price.item(i)
         return out
 
     def arrays(self) -> dict[str, np.ndarray]:
@@ -111,6 +114,7 @@ class RewardModel:
         self._tables: tuple | None = None  # (fuzz table, head, tail, entry point) of _kernel_tables
         self._extra_ids: dict[str, int] = {}
         self._goal_nouns: dict[int, list[str]] = {}
+        self._one = threading.local()  # score_one's reused arrays, one set per thread
         self.jit_seconds: float | None = None
 
     # -- preparation ------------------------------------------------------------------------
@@ -225,6 +229,48 @@ class RewardModel:
         else:
             (entry or self._entry_point(args, head))(*args)
         return RewardBatch(**out)
+
+    def score_one(self, goal_index: int, row: int, selected_fz: Sequence[int], price: float) -> tuple[float, dict]:
+        """Score a single purchase: ``(batch.total[0], batch.info(0))`` of ``score`` on a batch of one.
+
+        Less Python around the kernel: the goal, row, price and output arrays are per-thread arrays
+        reused from call to call (of the types ``score`` passes, so both call the same entry point),
+        and the result comes back as Python numbers, so nothing of them outlives the call.  The
+        simulator's purchase of one slot (``WebShopEnv.step``) calls it.
+        """
+        if self._goal_tables is None:
+            self.prepare()
+        goal_index, row = int(goal_index), int(row)
+        if not 0 <= goal_index < len(self.goals):
+            raise GoalNotFound(f"goal index {goal_index} is out of range: the goal set has {len(self.goals)} goals")
+        if not 0 <= row < len(self.catalog):
+            raise IndexError(f"product rows must be in [0, {len(self.catalog)})")
+        sel = np.array(selected_fz, dtype=np.int32)
+        if sel.ndim != 1:
+            raise ValueError("each purchase's selected option ids must be a flat sequence of ints")
+        one = self._one
+        if not hasattr(one, "goal"):
+            one.goal, one.row = np.zeros(1, np.int64), np.zeros(1, np.int64)
+            one.price, one.sel_off = np.zeros(1, np.float64), np.zeros(2, np.int64)
+            one.floats = np.empty((len(_FLOAT_OUT), 1), np.float64)
+            one.bools = np.empty((len(_BOOL_OUT), 1), np.bool_)
+            one.outs = (*one.floats, *one.bools, *np.empty((len(_INT_OUT), 1), np.int32))  # as score's rows
+        one.goal[0], one.row[0], one.price[0], one.sel_off[1] = goal_index, row, price, len(sel)
+        pn_off, pn_val = self.catalog.product_nouns(one.row)
+        pn_off, pn_val = _writable(pn_off, np.int64), _writable(pn_val, np.int32)
+        head, tail, entry = self._kernel_tables()
+        args = (0, 1, *head, pn_off, pn_val, *tail, one.goal, one.row, one.sel_off, sel, one.price, *one.outs)
+        (entry or self._entry_point(args, head))(*args)
+        total, r_type, r_att, w_att, title_score, r_option, w_option, w_price = one.floats[:, 0].tolist()
+        query_match, category_match, r_price = one.bools[:, 0].tolist()
+        info = {"r_type": r_type, "r_att": r_att, "w_att": w_att, "query_match": query_match,
+                "category_match": category_match, "title_score": title_score}  # fmt: skip
+        if not math.isnan(r_option):
+            info["r_option"] = r_option
+            info["w_option"] = w_option
+        info["r_price"] = r_price
+        info["w_price"] = w_price
+        return total, info
 
     def _entry_point(self, args: tuple, head: tuple):
         """Resolve the kernel's entry point for ``args`` and keep it beside the tables ``head`` belongs to."""

@@ -26,7 +26,7 @@ from webshop_gym.search.porter import stem
 if TYPE_CHECKING:
     from webshop_gym.search.stems import StemTable
 
-__all__ = ["STOP_WORDS", "MAX_TOKEN_LENGTH", "TOKEN", "analyze", "analyze_with_java", "analyze_many", "term"]
+__all__ = ["STOP_WORDS", "MAX_TOKEN_LENGTH", "TOKEN", "tokens", "analyze", "analyze_with_java", "analyze_many", "term"]
 
 STOP_WORDS = frozenset(
     "a an and are as at be but by for if in into is it no not of on or such that the their then "
@@ -41,6 +41,27 @@ _UNIT = "[A-Za-z0-9]"
 _JOIN = "(?:_+|(?<=[A-Za-z])[:.'](?=[A-Za-z])|(?<=[0-9])[,;.'](?=[0-9]))"
 TOKEN = re.compile(f"_*{_UNIT}(?:{_JOIN}?{_UNIT})*_*")
 """One token of an ASCII text (``TOKEN.findall(text)``)."""
+
+_EDGES = "".join(c for c in map(chr, range(128)) if not (c.isalnum() or c == "_" or c.isspace()))
+"""ASCII characters that can neither start nor end a token (every one but letters, digits, ``_`` and white space)."""
+
+
+def tokens(text: str) -> list[str]:
+    """``TOKEN.findall(text)`` of an ASCII text, the regular expression run only on words that need it.
+
+    No token spans white space, and none starts or ends with a character of :data:`_EDGES`
+    (tokens start with ``_`` or a letter or digit and end likewise), so a word's tokens are those
+    of the word with such characters stripped from its ends, and a stripped word of letters and
+    digits only is one token: most words of a query.
+    """
+    out = []
+    for word in text.split():
+        word = word.strip(_EDGES)
+        if word.isalnum():
+            out.append(word)
+        elif word:
+            out.extend(TOKEN.findall(word))
+    return out
 
 MEMO_SIZE = 65536
 """Tokens whose terms a process remembers (of at most 255 characters: about 40 MB at worst)."""
@@ -86,12 +107,12 @@ def analyze(text: str, stems: StemTable | None = None) -> list[str] | None:
     """
     if not text.isascii():
         return None
-    tokens = TOKEN.findall(text)
-    if len(text) > MAX_TOKEN_LENGTH and any(len(t) > MAX_TOKEN_LENGTH for t in tokens):
+    found = tokens(text)
+    if len(text) > MAX_TOKEN_LENGTH and any(len(t) > MAX_TOKEN_LENGTH for t in found):
         return None
     memo, missing = _MEMO, _MISSING
     out = []
-    for token in tokens:
+    for token in found:
         t = memo.get(token, missing)
         if t is missing:
             t = term(token, stems)

@@ -21,7 +21,6 @@ import hashlib
 import json
 import os
 import threading
-from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -64,6 +63,15 @@ class _Scratch(threading.local):
             self.touched = np.zeros(n, dtype=np.int32)
             self.vals = np.zeros(n, dtype=np.float64)
         return self.slot, self.touched, self.vals
+
+    def one(self, k: int):
+        """The query pointer, output row and count of a single query's kernel call (reused: the caller copies)."""
+        if getattr(self, "k", -1) != k:
+            self.k = k
+            self.q_ptr = np.zeros(2, dtype=np.int64)
+            self.out = np.empty((1, k), dtype=np.int32)
+            self.counts = np.zeros(1, dtype=np.int64)
+        return self.q_ptr, self.out, self.counts
 
 
 class BM25Search(CachedSearch):
@@ -112,6 +120,8 @@ class BM25Search(CachedSearch):
         self._stems: StemTable | None = None
         self._lock = threading.Lock()
         self._scratch = _Scratch()
+        self._kernel = None  # the plain kernel's entry point for the postings' types (resolved at the first search)
+        self._all_rows: bool | None = None  # does every document map to a catalog row (no -1 to drop)?
         self.java_queries = 0
 
     # -- where things live ------------------------------------------------------------------
@@ -204,7 +214,9 @@ class BM25Search(CachedSearch):
 
             self.java_queries += 1
             terms = _java.analyze([query])[0]
-        counts = Counter(terms)  # first-seen order, as the clauses are built
+        counts: dict[str, int] = {}  # first-seen order, as the clauses are built
+        for t in terms:
+            counts[t] = counts.get(t, 0) + 1
         if len(counts) > scoring.MAX_CLAUSES:
             return None
         get = self.postings().term_ids.get
@@ -220,6 +232,8 @@ class BM25Search(CachedSearch):
 
         postings = self.postings()
         ranges = self.ranges()
+        if len(queries) == 1 and ranges is None and k > 0 and postings.num_docs:
+            return [self._search_one(postings, queries[0], k)]
         clauses = [self.query_terms(q) for q in queries]
         q_ptr = np.zeros(len(queries) + 1, dtype=np.int64)
         for i, c in enumerate(clauses):
@@ -244,6 +258,41 @@ class BM25Search(CachedSearch):
             rows.flags.writeable = False
             results.append(rows)
         return results
+
+    def _search_one(self, postings: Postings, query: str, k: int) -> np.ndarray:
+        """One query over the plain postings: what :meth:`_search_many` returns for it, with less Python around the kernel.
+
+        The query pointer, output row and count are per-thread arrays reused from call to call (the
+        rows are copied out), and the kernel is called through its entry point for these argument
+        types (:func:`webshop_gym.utils.jit.entry_point`), which skips numba's typing of 14 arguments.
+        """
+        clause = self.query_terms(query)
+        if clause is None or not len(clause[0]):
+            return _EMPTY
+        term_ids, boosts = clause
+        slot, touched, vals = self._scratch.arrays(postings.num_docs)
+        q_ptr, out, counts = self._scratch.one(k)
+        q_ptr[1] = len(term_ids)
+        args = (q_ptr, term_ids, boosts, postings.term_ptr, postings.docs, postings.tf, postings.idf, postings.max_tf,
+                k, slot, touched, vals, out, counts)
+        kernel = self._kernel
+        if kernel is None:
+            from webshop_gym.search._kernels import search_batch_jit
+            from webshop_gym.utils.jit import entry_point
+
+            kernel = self._kernel = entry_point(search_batch_jit, args)
+            self._all_rows = bool((np.asarray(postings.doc_rows) >= 0).all())
+        kernel(*args)
+        n = counts.item(0)
+        if n == 0:
+            return _EMPTY
+        rows = postings.doc_rows[out[0, :n]]  # a new array (fancy indexing copies)
+        if not self._all_rows:
+            rows = rows[rows >= 0]  # documents of an external index that the catalog lacks
+        if rows.dtype != np.int32:
+            rows = rows.astype(np.int32)
+        rows.flags.writeable = False
+        return rows
 
     def close(self) -> None:
         """Nothing to release (the arrays are memory-mapped); kept for the backend interface."""

@@ -110,6 +110,15 @@ class CachedSearch:
     def search_batch(self, queries: Sequence[str], k: int = SEARCH_RETURN_N, cache: bool = True) -> list[np.ndarray]:
         """Search many queries: cache hits first, then the distinct misses together (``cache=False``: no cache)."""
         k = int(k)
+        if cache and len(queries) == 1:  # one query (a single env's search): the same steps without the lists
+            key = (normalize_query(queries[0]), k)
+            rows = self.cache.get(key)
+            if rows is None:
+                rows = _EMPTY
+                if key[0]:
+                    rows = self._search_many([key[0]], k)[0]
+                    self.cache.put(key, rows)
+            return [rows]
         keys = [(normalize_query(q), k) for q in queries]
         out: list[np.ndarray | None] = [self.cache.get(key) if cache else None for key in keys]
         missing = list(dict.fromkeys(key[0] for key, got in zip(keys, out) if got is None and key[0]))
