@@ -26,7 +26,8 @@ from webshop_gym.search.porter import stem
 if TYPE_CHECKING:
     from webshop_gym.search.stems import StemTable
 
-__all__ = ["STOP_WORDS", "MAX_TOKEN_LENGTH", "TOKEN", "tokens", "analyze", "analyze_with_java", "analyze_many", "term"]
+__all__ = ["STOP_WORDS", "MAX_TOKEN_LENGTH", "TOKEN", "tokens", "word_of", "analyze", "analyze_with_java", "analyze_many",
+           "term"]
 
 STOP_WORDS = frozenset(
     "a an and are as at be but by for if in into is it no not of on or such that the their then "
@@ -63,6 +64,15 @@ def tokens(text: str) -> list[str]:
             out.extend(TOKEN.findall(word))
     return out
 
+
+def word_of(token: str) -> str | None:
+    """What the stemmer gets of a raw ASCII token: lower case, a trailing ``'s`` dropped (``None``: a stop word)."""
+    word = token.lower()
+    if word.endswith("'s"):
+        word = word[:-2]
+    return None if word in STOP_WORDS else word
+
+
 MEMO_SIZE = 65536
 """Tokens whose terms a process remembers (of at most 255 characters: about 40 MB at worst)."""
 _MEMO: dict[str, str | None] = {}
@@ -79,10 +89,8 @@ def term(token: str, stems: StemTable | None = None) -> str | None:
     got = _MEMO.get(token, _MISSING)
     if got is not _MISSING:
         return got  # type: ignore[return-value]
-    word = token.lower()
-    if word.endswith("'s"):
-        word = word[:-2]
-    if word in STOP_WORDS:
+    word = word_of(token)
+    if word is None:
         got = None
     else:
         got = stems.get(word) if stems is not None else None

@@ -149,8 +149,7 @@ class BM25Search(CachedSearch):
         if self._postings is None:
             with self._lock:
                 if self._postings is None:
-                    built = not is_built(self.postings_path)
-                    postings = self._load()
+                    postings, built = self._load()
                     # the stem table is built with the postings; a cache exported before it existed
                     # gets one at load only where that is quick (`webshop-gym data index` builds any)
                     self._stems = load_stem_table(self.catalog, build=built or len(self.catalog) <= STEMS_AT_LOAD,
@@ -158,9 +157,11 @@ class BM25Search(CachedSearch):
                     self._postings = postings
         return self._postings
 
-    def _load(self) -> Postings:
+    def _load(self) -> tuple[Postings, bool]:
+        """The postings, exported (or read from the external index) first when missing; and whether they were."""
         folder = self.postings_path
-        if not is_built(folder):
+        built = not is_built(folder)
+        if built:
             if self._index_arg is None:
                 build_index(self.catalog, self.index_path, progress=self.progress)
                 build_postings(self.catalog, self.index_path, folder, progress=self.progress)
@@ -172,7 +173,7 @@ class BM25Search(CachedSearch):
         postings = load_postings(folder)
         if len(postings.norms) and self._index_arg is None and postings.meta.get("documents") != len(self.catalog):
             raise SearchEngineError(f"the postings at {folder} do not match the catalog: delete the folder to rebuild")
-        return postings
+        return postings, built
 
     def ranges(self) -> RangePostings | None:
         """The document ranges this engine searches (built on first use), or ``None`` for the plain postings."""
@@ -248,16 +249,19 @@ class BM25Search(CachedSearch):
             slot, touched, vals = self._scratch.arrays(postings.num_docs)
             search_batch_jit(q_ptr, term_ids, boosts, postings.term_ptr, postings.docs, postings.tf, postings.idf,
                              postings.max_tf, k, slot, touched, vals, out, counts)
-        results = []
-        for i in range(len(queries)):
-            if counts[i] == 0:
-                results.append(_EMPTY)
-                continue
-            rows = postings.doc_rows[out[i, : counts[i]]]
-            rows = rows[rows >= 0].astype(np.int32)  # documents of an external index that the catalog lacks
-            rows.flags.writeable = False
-            results.append(rows)
-        return results
+        return [self._rows(postings, out[i, :n]) if n else _EMPTY for i, n in enumerate(counts.tolist())]
+
+    def _rows(self, postings: Postings, docs: np.ndarray) -> np.ndarray:
+        """The catalog rows of result documents ``docs``: a new read-only int32 array, best first."""
+        rows = postings.doc_rows[docs]  # a new array (fancy indexing copies)
+        if self._all_rows is None:
+            self._all_rows = bool((np.asarray(postings.doc_rows) >= 0).all())
+        if not self._all_rows:
+            rows = rows[rows >= 0]  # documents of an external index that the catalog lacks
+        if rows.dtype != np.int32:
+            rows = rows.astype(np.int32)
+        rows.flags.writeable = False
+        return rows
 
     def _search_one(self, postings: Postings, query: str, k: int) -> np.ndarray:
         """One query over the plain postings: what :meth:`_search_many` returns for it, with less Python around the kernel.
@@ -281,18 +285,9 @@ class BM25Search(CachedSearch):
             from webshop_gym.utils.jit import entry_point
 
             kernel = self._kernel = entry_point(search_batch_jit, args)
-            self._all_rows = bool((np.asarray(postings.doc_rows) >= 0).all())
         kernel(*args)
         n = counts.item(0)
-        if n == 0:
-            return _EMPTY
-        rows = postings.doc_rows[out[0, :n]]  # a new array (fancy indexing copies)
-        if not self._all_rows:
-            rows = rows[rows >= 0]  # documents of an external index that the catalog lacks
-        if rows.dtype != np.int32:
-            rows = rows.astype(np.int32)
-        rows.flags.writeable = False
-        return rows
+        return self._rows(postings, out[0, :n]) if n else _EMPTY
 
     def close(self) -> None:
         """Nothing to release (the arrays are memory-mapped); kept for the backend interface."""

@@ -158,7 +158,7 @@ def build_ranges(postings: Postings, old_of_new: np.ndarray, range_size: int = R
     subs = range_size // block_size
     sub_end = np.empty((entries, subs), dtype=np.uint16 if range_size <= 65535 else np.uint32)
     sub_max_tf = np.empty((entries, subs), dtype=np.float32)
-    local = np.empty(size, dtype=np.uint16 if range_size <= 65536 else np.uint32)
+    local = np.empty(size, dtype=np.uint16)  # places 0 .. range_size - 1 <= 65535
     range_entries_jit(term_ptr, new_docs, new_tf, range_size, ent_ptr, ent_range, ent_start, ent_max_tf, sub_end, sub_max_tf,
                       local)
     return RangePostings(old_of_new=old_of_new, local=local, score1=score1, freqs=freqs, ent_ptr=ent_ptr,

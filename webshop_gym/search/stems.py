@@ -24,7 +24,7 @@ import numpy as np
 from webshop_gym.data.catalog import Catalog
 from webshop_gym.data.columns import StringColumn, readonly
 from webshop_gym.error import CacheNotWritable
-from webshop_gym.search.analysis import MAX_TOKEN_LENGTH, STOP_WORDS, TOKEN
+from webshop_gym.search.analysis import MAX_TOKEN_LENGTH, TOKEN, word_of
 from webshop_gym.search.porter import stem
 from webshop_gym.utils.paths import build_atomically, is_built
 
@@ -117,10 +117,8 @@ def catalog_words(catalog: Catalog, progress: bool = False) -> set[str]:
             tokens.update(TOKEN.findall(text))
     words = set()
     for token in tokens:
-        word = token.lower()
-        if word.endswith("'s"):
-            word = word[:-2]
-        if word and word not in STOP_WORDS and len(token) <= MAX_TOKEN_LENGTH:
+        word = word_of(token)
+        if word and len(token) <= MAX_TOKEN_LENGTH:
             words.add(word)
     return words
 
