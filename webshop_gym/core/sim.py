@@ -431,16 +431,7 @@ def _buy(ctx: SimContext, state: BatchState, bslots: list[int]) -> np.ndarray:
     batch = shop.rewards.score(state.goal[bslots], rows, selected, prices)
     totals, prices = batch.total.tolist(), prices.tolist()
     for j, slot in enumerate(bslots):
-        row = row_list[j]
-        state.reward[slot] = totals[j]
-        state.purchase[slot] = {
-            "asin": shop.catalog.asin[row],
-            "options": _options(ctx.views(row), chosen[j]),
-            "price": prices[j],
-            "reward_info": batch.info(j),
-        }
-        state.page[slot] = DONE
-        state.done[slot] = True
+        _record_purchase(ctx, state, slot, row_list[j], chosen[j], prices[j], totals[j], batch.info(j))
     return batch.total
 
 
@@ -452,16 +443,22 @@ def _buy_one(ctx: SimContext, state: BatchState, slot: int) -> float:
     price = shop.prices[row].item()
     total, info = shop.rewards.score_one(int(state.goal[slot]), row, shop.rewards.value_ids([v for _, v in chosen]),
                                          price)
+    _record_purchase(ctx, state, slot, row, chosen, price, total, info)
+    return total
+
+
+def _record_purchase(ctx: SimContext, state: BatchState, slot: int, row: int, chosen: list[tuple[int, int]], price: float,
+                     total: float, info: dict) -> None:
+    """Record a scored purchase (the reference's purchase record) and end the slot's episode on the done page."""
     state.reward[slot] = total
     state.purchase[slot] = {
-        "asin": shop.catalog.asin[row],
+        "asin": ctx.shop.catalog.asin[row],
         "options": _options(ctx.views(row), chosen),
         "price": price,
         "reward_info": info,
     }
     state.page[slot] = DONE
     state.done[slot] = True
-    return total
 
 
 def _chosen(state: BatchState, slot: int) -> list[tuple[int, int]]:

@@ -44,6 +44,19 @@ _INT_OUT = ("n_att", "n_opt")
 _OUT = (*_FLOAT_OUT, *_BOOL_OUT, *_INT_OUT)
 
 
+def _breakdown(r_type, r_att, w_att, query_match, category_match, title_score, r_option, w_option, r_price,
+               w_price) -> dict:
+    """One purchase's breakdown as the reference's verbose info dict (Python numbers; no option part when NaN)."""
+    out = {"r_type": r_type, "r_att": r_att, "w_att": w_att, "query_match": query_match,
+           "category_match": category_match, "title_score": title_score}  # fmt: skip
+    if not math.isnan(r_option):
+        out["r_option"] = r_option
+        out["w_option"] = w_option
+    out["r_price"] = r_price
+    out["w_price"] = w_price
+    return out
+
+
 @dataclass(frozen=True)
 class RewardBatch:
     """Totals and breakdown arrays of a scored batch (``r_option``/``w_option`` NaN without goal options)."""
@@ -68,21 +81,9 @@ class RewardBatch:
     def info(self, i: int) -> dict:
         """Return item ``i``'s breakdown as the reference's verbose info dict."""
         # ``item``: the Python float/bool at once, without a numpy scalar in between
-        out = {
-            "r_type": self.r_type.item(i),
-            "r_att": self.r_att.item(i),
-            "w_att": self.w_att.item(i),
-            "query_match": self.query_match.item(i),
-            "category_match": self.category_match.item(i),
-            "title_score": self.title_score.item(i),
-        }
-        r_option = self.r_option.item(i)
-        if not math.isnan(r_option):
-            out["r_option"] = r_option
-            out["w_option"] = self.w_option.item(i)
-        out["r_price"] = self.r_price.item(i)
-        out["w_price"] = self.w_price.item(i)
-        return out
+        return _breakdown(self.r_type.item(i), self.r_att.item(i), self.w_att.item(i), self.query_match.item(i),
+                          self.category_match.item(i), self.title_score.item(i), self.r_option.item(i),
+                          self.w_option.item(i), self.r_price.item(i), self.w_price.item(i))
 
     def arrays(self) -> dict[str, np.ndarray]:
         """Return the breakdown as a dict of arrays (reference key order)."""
@@ -263,14 +264,8 @@ class RewardModel:
         (entry or self._entry_point(args, head))(*args)
         total, r_type, r_att, w_att, title_score, r_option, w_option, w_price = one.floats[:, 0].tolist()
         query_match, category_match, r_price = one.bools[:, 0].tolist()
-        info = {"r_type": r_type, "r_att": r_att, "w_att": w_att, "query_match": query_match,
-                "category_match": category_match, "title_score": title_score}  # fmt: skip
-        if not math.isnan(r_option):
-            info["r_option"] = r_option
-            info["w_option"] = w_option
-        info["r_price"] = r_price
-        info["w_price"] = w_price
-        return total, info
+        return total, _breakdown(r_type, r_att, w_att, query_match, category_match, title_score, r_option, w_option, r_price,
+                                 w_price)
 
     def _entry_point(self, args: tuple, head: tuple):
         """Resolve the kernel's entry point for ``args`` and keep it beside the tables ``head`` belongs to."""
