@@ -85,11 +85,16 @@ def batch_infos(entries: Sequence[tuple[int, dict]], n: int, only: str | None = 
     return out
 
 
+def _numeric(first) -> bool:
+    """Whether ``_add_info`` gives a column whose first value is ``first`` that value's numeric type."""
+    return type(first) in (int, float, bool) or issubclass(type(first), np.number)
+
+
 def _empty_column(key: str, first, n: int) -> np.ndarray:
     """The array a column starts as (``_add_info``'s choice by the first value reported)."""
     if key == "final_obs":
         return np.full(n, None, dtype=object)
-    if type(first) in (int, float, bool) or issubclass(type(first), np.number):
+    if _numeric(first):
         return np.zeros(n, dtype=type(first))
     if isinstance(first, np.ndarray):
         return np.zeros((n, *first.shape), dtype=first.dtype)
@@ -109,8 +114,7 @@ def _slot_order_infos(infos: list[dict], n: int) -> dict[str, Any]:
         if key != "final_obs" and isinstance(first, dict):
             array: Any = _slot_order_infos(values, n) if all(isinstance(v, dict) for v in values) else \
                 batch_infos(list(enumerate(values)), n)
-        elif key == "final_obs" or not (type(first) in (int, float, bool) or issubclass(type(first), np.number)
-                                         or isinstance(first, np.ndarray)):
+        elif key == "final_obs" or not (_numeric(first) or isinstance(first, np.ndarray)):
             array = np.fromiter(values, dtype=object, count=n)  # each value one element, lists included
         elif isinstance(first, np.ndarray):
             array = _empty_column(key, first, n)
