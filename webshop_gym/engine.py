@@ -29,6 +29,7 @@ OBSERVATION_MODES = ("text", "text_rich", "html", "url")
 # ``info["page"]``: the page kind's name, or on a tab page the tab's (description, features, ...)
 _PAGE_NAMES = ("start", "results", "item", "sub", "done")
 _SUB_NAMES = tuple(name.lower() for name in SUB_PAGES)
+_NAMES_BY_CODE = np.array(_PAGE_NAMES + _SUB_NAMES, dtype=object)  # page code, or len(_PAGE_NAMES) + tab
 
 
 class Engine:
@@ -80,6 +81,9 @@ class Engine:
         # option selection changes nothing a text observation shows.  Kept for this state
         # object: a state put in its place (a run viewer's restore) starts them afresh.
         self._text: list[str | None] = [None] * num_slots
+        # and its page's actions, ``(has_search_bar, clickables, valid actions)`` as tuples: no
+        # option selection changes them either
+        self._acts: list[tuple | None] = [None] * num_slots
         self._text_of = self.state
 
     @property
@@ -110,11 +114,11 @@ class Engine:
         goals = [self.check_goal(g) for g in goals]
         reset_slots(self.ctx, self.state, slots, goals)
         instruction = self.shop.goals.instruction
-        invalid, truncated, text = self.invalid, self.truncated, self._text
+        invalid, truncated, text, acts = self.invalid, self.truncated, self._text, self._acts
         for slot, goal in zip(slots, goals):
             self.instructions[slot] = instruction[goal]  # once per episode, not per info
             invalid[slot] = truncated[slot] = False  # scalar stores: no list-to-index conversion
-            text[slot] = None
+            text[slot] = acts[slot] = None
 
     # -- stepping -----------------------------------------------------------------------------
 
@@ -127,10 +131,10 @@ class Engine:
         index, slots = slot_index(slots)
         out = step(self.ctx, self.state, index, actions)
         self.invalid[index] = out.invalid
-        text = self._text
+        text, acts = self._text, self._acts
         for slot, same in zip(slots, out.same_page.tolist()):
             if not same:  # (the text observation does not show which options are selected)
-                text[slot] = None
+                text[slot] = acts[slot] = None
         terminated = out.done
         if self.max_steps is None:
             truncated = np.zeros(len(slots), bool)
@@ -144,7 +148,7 @@ class Engine:
         kind, reward, terminated, same_page = step_one(self.ctx, self.state, slot, action)
         self.invalid[slot] = kind == INVALID
         if not same_page:  # (the text observation does not show which options are selected)
-            self._text[slot] = None
+            self._text[slot] = self._acts[slot] = None
         truncated = not terminated and self.max_steps is not None and int(self.state.steps[slot]) >= self.max_steps
         self.truncated[slot] = truncated
         return reward, terminated, truncated
@@ -165,7 +169,7 @@ class Engine:
         mode = mode or self.observation_mode
         if mode == "text":
             if self._text_of is not self.state:
-                self._text, self._text_of = [None] * len(self.state), self.state
+                self._forget_kept()
             text = self._text[slot]
             if text is None:
                 text = self._text[slot] = self.renderer.text(self.state, slot)
@@ -175,6 +179,20 @@ class Engine:
         if mode == "url":
             return self.renderer.url(self.state, slot)
         return self.html.render(self.state, slot)
+
+    def _forget_kept(self) -> None:
+        """Drop every slot's kept text and actions: they were made from another state object."""
+        n = len(self.state)
+        self._text, self._acts, self._text_of = [None] * n, [None] * n, self.state
+
+    def page_actions(self, slot: int) -> tuple[bool, tuple, tuple]:
+        """``(has_search_bar, clickables, valid_actions)`` of the slot's page, as kept tuples (do not copy)."""
+        if self._text_of is not self.state:
+            self._forget_kept()
+        acts = self._acts[slot]
+        if acts is None:
+            acts = self._acts[slot] = self.renderer.page_actions(self.state, slot)
+        return acts
 
     def info(self, slot: int, actions: bool = True) -> dict:
         """The info dict of a slot (deterministic: no timings).
@@ -196,12 +214,51 @@ class Engine:
             "invalid_action": bool(self.invalid[slot]),
         }
         if actions:
-            info["available_actions"], info["valid_actions"] = self.renderer.action_lists(state, slot)
-        purchase = state.purchase[slot]
-        if purchase is not None:
-            info["success"] = bool(state.reward[slot] == 1.0)
-            info["reward_info"] = dict(purchase["reward_info"])
-            info["purchased_asin"] = purchase["asin"]
-            info["purchased_options"] = dict(purchase["options"])
-            info["purchased_price"] = purchase["price"]
+            search_bar, labels, valid = self.page_actions(slot)
+            info["available_actions"] = {"has_search_bar": search_bar, "clickables": list(labels)}
+            info["valid_actions"] = list(valid)
+        if state.purchase[slot] is not None:
+            info.update(self.purchase_info(slot))
         return info
+
+    def purchase_info(self, slot: int) -> dict:
+        """The purchase keys of a slot's :meth:`info` (``{}`` before a purchase)."""
+        state = self.state
+        purchase = state.purchase[slot]
+        if purchase is None:
+            return {}
+        return {
+            "success": bool(state.reward[slot] == 1.0),
+            "reward_info": dict(purchase["reward_info"]),
+            "purchased_asin": purchase["asin"],
+            "purchased_options": dict(purchase["options"]),
+            "purchased_price": purchase["price"],
+        }
+
+    def info_columns(self) -> tuple[dict[str, np.ndarray], list[int]]:
+        """Every slot's :meth:`info`, key by key: the columns a vector env's ``info`` holds.
+
+        Returns ``{key: array}`` for the keys every slot reports (slot ``i`` at ``i``; typed as
+        Gymnasium types a column by its first value: ``int64``, ``bool`` or ``object``; a dict
+        value, ``available_actions``, as a dict of such columns) and the
+        slots whose episode ended in a purchase (their extra keys: :meth:`purchase_info`).  The
+        same values as :meth:`info` slot by slot, without a dict per slot.
+        """
+        state = self.state
+        n = len(state)
+        acts = [self.page_actions(slot) for slot in range(n)]
+        codes = np.where(state.page == SUB, len(_PAGE_NAMES) + state.sub.astype(np.intp), state.page)
+        columns = {
+            "goal_index": state.goal.astype(int),
+            "instruction": np.fromiter(self.instructions, dtype=object, count=n),
+            "page": _NAMES_BY_CODE[codes],
+            "steps": state.steps.astype(int),
+            "invalid_action": self.invalid.copy(),
+            "available_actions": {  # a dict value: a dict of columns
+                "has_search_bar": np.fromiter([bar for bar, _, _ in acts], dtype=bool, count=n),
+                "clickables": np.fromiter([list(labels) for _, labels, _ in acts], dtype=object, count=n),
+            },
+            "valid_actions": np.fromiter([list(valid) for _, _, valid in acts], dtype=object, count=n),
+        }
+        purchased = [slot for slot, purchase in enumerate(state.purchase) if purchase is not None]
+        return columns, purchased

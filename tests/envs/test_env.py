@@ -403,3 +403,22 @@ def test_a_restored_state_is_observed_afresh(default_shop):
     assert engine.observe(0) == start == engine.renderer.text(engine.state, 0)
     env.step("click[nope]")  # invalid: the restored page's text is kept from here on
     assert engine.observe(0) == start
+
+
+def test_kept_page_actions_come_out_as_fresh_lists(default_shop):
+    """The engine keeps a page's actions while the page stays (invalid actions, option clicks);
+    every ``info`` still gets lists of its own, so changing one changes nothing later."""
+    env = WebShopEnv(shop=default_shop, max_steps=None)
+    _, info = env.reset(seed=3)
+    _, _, _, _, info = env.step(f"search[{' '.join(info['instruction'].split()[:6])}]")
+    _, _, _, _, info = env.step(info["valid_actions"][2])  # a product
+    assert info["page"] == "item"
+    want = (info["available_actions"], info["valid_actions"])
+    want = ({**want[0], "clickables": list(want[0]["clickables"])}, list(want[1]))
+    options = info["valid_actions"][info["valid_actions"].index("click[buy now]") + 1:][:2]
+    assert options  # option values follow "buy now"
+    for action in ("click[not on this page]", "garbage", *options):
+        info["valid_actions"].append("click[mutated]")
+        info["available_actions"]["clickables"].clear()
+        _, _, _, _, info = env.step(action)
+        assert info["page"] == "item" and (info["available_actions"], info["valid_actions"]) == want

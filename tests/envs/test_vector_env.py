@@ -280,3 +280,60 @@ def test_batch_infos_equals_gymnasiums_add_info_key_by_key(dense):
         assert got["actions"][2] == ["a2", "a2"] and got["_steps"].all() and got["actions"].dtype == object
         return
     assert got["actions"][0] == ["a", "b"] and got["actions"][1] is None  # lists stay whole elements
+
+
+def _same_infos(got: dict, want: dict, path: str = "info") -> None:
+    """Keys in the same order, each column of the same dtype, shape and values (nested dicts too)."""
+    assert list(got) == list(want), path
+    for key in want:
+        if isinstance(want[key], dict):
+            _same_infos(got[key], want[key], f"{path}.{key}")
+            continue
+        assert got[key].dtype == want[key].dtype and got[key].shape == want[key].shape, f"{path}.{key}"
+        assert got[key].tolist() == want[key].tolist(), f"{path}.{key}"
+
+
+def _add_info_of(infos: dict[int, dict], n: int) -> dict:
+    """Gymnasium's own batching (``VectorEnv._add_info``) of per-slot info dicts."""
+    from types import SimpleNamespace
+
+    from gymnasium.vector import VectorEnv
+
+    batched: dict = {}
+    gym_like = SimpleNamespace(num_envs=n)
+    gym_like._add_info = lambda *args: VectorEnv._add_info(gym_like, *args)
+    for slot, info in infos.items():
+        batched = VectorEnv._add_info(gym_like, batched, info, slot)
+    return batched
+
+
+@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.DISABLED])
+def test_column_infos_equal_gymnasiums_batching_of_each_slots_info(default_shop, mode):
+    """A step whose slots are all live builds ``info`` column by column from the engine
+    (``Engine.info_columns``); it must equal ``_add_info`` of every slot's ``engine.info``: keys in
+    order, dtypes, values, masks, the nested ``available_actions`` and the purchase keys of the
+    slots that bought (some slots, and every slot at once)."""
+    n = 5
+    envs = WebShopVectorEnv(n, shop=default_shop, autoreset_mode=mode, max_steps=None if mode == AutoresetMode.DISABLED else 6)
+    obs, infos = envs.reset(seed=4)
+    rng = np.random.default_rng(2)
+    bought_some = bought_all = 0
+    for t in range(60):
+        if mode == AutoresetMode.DISABLED and envs.engine.state.done.any():
+            obs, infos = envs.reset(options={"reset_mask": envs.engine.state.done.copy()})
+        actions = _actions(rng, infos, n)
+        if t % 20 == 19 and mode == AutoresetMode.DISABLED:  # every slot on an item page buys at once
+            for i in range(n):
+                actions[i] = f"search[{' '.join(str(infos['instruction'][i]).split()[:8])}]"
+            envs.step(actions)
+            envs.step(["click[" + envs.engine.page_actions(i)[1][2] + "]" for i in range(n)])
+            actions = ["click[buy now]"] * n
+        obs, rewards, terminated, truncated, infos = envs.step(actions)
+        want = _add_info_of({i: envs.engine.info(i) for i in range(n)}, n)
+        _same_infos(infos, want)
+        bought = int(terminated.sum())
+        bought_some += 0 < bought < n
+        bought_all += bought == n
+        if bought:
+            assert {"success", "reward_info", "purchased_asin", "purchased_options", "purchased_price"} <= set(infos)
+    assert bought_some and (bought_all or mode != AutoresetMode.DISABLED)

@@ -396,9 +396,20 @@ class WebShopVectorEnv(VectorEnv):
             rewards[stepping] = r
             terminations[stepping] = term
             truncations[stepping] = trunc
-        entries = []
         if to_reset:
             self._start(to_reset, [self._next_goal(i) for i in to_reset])
+        # the usual step: every slot live, nothing ended in the same step, and an in-process
+        # engine (worker and Ray pools report infos slot by slot): info column by column
+        columns = getattr(self.engine, "info_columns", None)
+        if columns is not None and not self._idle.any() and not (
+                mode == AutoresetMode.SAME_STEP and (terminations.any() or truncations.any())):
+            observe = self.engine.observe
+            self._obs = [observe(i) for i in range(n)]
+            infos = self._live_infos(columns)
+            if mode == AutoresetMode.NEXT_STEP:
+                self._autoreset = terminations | truncations
+            return tuple(self._obs), rewards, terminations, truncations, infos
+        entries = []
         for i in range(n):
             if self._idle[i]:
                 self._obs[i] = ""
@@ -438,6 +449,24 @@ class WebShopVectorEnv(VectorEnv):
 
     def _observe(self, slot: int) -> str:
         return self.engine.observe(slot)
+
+    def _live_infos(self, info_columns) -> dict[str, Any]:
+        """``batch_infos`` of every slot's ``engine.info``, every slot live, from ``engine.info_columns``."""
+        n = self.num_envs
+        columns, purchased = info_columns()
+
+        def masked(columns: dict) -> dict[str, Any]:  # every column with its mask, dicts of columns too
+            out: dict[str, Any] = {}
+            for key, column in columns.items():
+                out[key] = masked(column) if isinstance(column, dict) else column
+                out[f"_{key}"] = np.ones(n, dtype=np.bool_)
+            return out
+
+        out = masked(columns)
+        if purchased:
+            purchase_info = self.engine.purchase_info
+            out.update(batch_infos([(slot, purchase_info(slot)) for slot in purchased], n))
+        return out
 
     def _info(self, slot: int) -> dict:
         return self.engine.info(slot)

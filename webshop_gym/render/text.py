@@ -201,15 +201,19 @@ class Renderer:
 
     def action_lists(self, state: BatchState, slot: int) -> tuple[dict, list[str]]:
         """``(available_actions(...), valid_actions(...))`` of a slot, its page looked at once (fresh lists)."""
+        search_bar, labels, valid = self.page_actions(state, slot)
+        return {"has_search_bar": search_bar, "clickables": list(labels)}, list(valid)
+
+    def page_actions(self, state: BatchState, slot: int) -> tuple[bool, tuple, tuple]:
+        """``(has_search_bar, clickables, valid_actions)`` of a slot's page as tuples (shared: do not copy)."""
         page = int(state.page[slot])
         if page == RESULTS:
             view = self.ctx.results_view(state.results[slot], int(state.page_no[slot]))
-            return {"has_search_bar": False, "clickables": list(view.clickables)}, list(self._results_valid(view))
+            return False, view.clickables, self._results_valid(view)
         if page == ITEM:
-            row = int(state.row[slot])
-            labels, valid = self._item_actions(row)
-            return {"has_search_bar": False, "clickables": list(labels)}, list(valid)
-        return self.available_actions(state, slot), self.valid_actions(state, slot)
+            labels, valid = self._item_actions(int(state.row[slot]))
+            return False, labels, valid
+        return page == START, tuple(clickables(self.ctx, state, slot)), tuple(self.valid_actions(state, slot))
 
     def valid_actions(self, state: BatchState, slot: int) -> list[str]:
         """Complete action strings valid now (the search as one template on the start page)."""
