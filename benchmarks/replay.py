@@ -153,44 +153,59 @@ def child(mode: str, real: Path, num_envs: int) -> dict:
         envs = WebShopVectorEnv(num_envs, shop=shop, max_steps=None, autoreset_mode="disabled",
                                 num_workers=2 if kind == "workers" else 0, observation_mode="html" if html else "text")
         start_s = time.perf_counter() - t
+        # what each slot plays, prepared before the clock starts; the outputs are kept as they
+        # come and compared with the golden ones after it stops (the env's work alone is timed)
+        plays = [[s["action"] for s in tr["steps"][1:]] for tr in trajectories]
+        lengths = [len(actions) for actions in plays]
+        outputs = []  # (slots' trajectories, their positions, observations, rewards) per step
         t = time.perf_counter()
         queue = list(range(len(trajectories)))
+        queue.reverse()  # popped from the end: trajectories in order
         current: list[int | None] = [None] * num_envs
         position = [0] * num_envs
         goals = [0] * num_envs
         for i in range(num_envs):
             if queue:
-                current[i] = queue.pop(0)
+                current[i] = queue.pop()
                 goals[i] = trajectories[current[i]]["goal_index"]
+        live = sum(c is not None for c in current)
         obs, _ = envs.reset(options={"goal_index": goals})
-        checks = [(page(obs[i]), page(trajectories[c]["steps"][0]["obs_text"])) for i, c in enumerate(current)
-                  if c is not None]
-        while any(c is not None for c in current):
-            acts = []
-            for i, c in enumerate(current):
-                acts.append(trajectories[c]["steps"][position[i] + 1]["action"] if c is not None else NOOP)
+        outputs.append((list(current), None, obs, None))
+        while live:
+            acts = [NOOP if c is None else plays[c][position[i]] for i, c in enumerate(current)]
             obs, rewards, terminated, truncated, _ = envs.step(acts)
-            mask = np.zeros(num_envs, bool)
-            new_goals = [0] * num_envs
+            ended = terminated.tolist()
+            outputs.append((list(current), list(position), obs, rewards.tolist()))
+            mask = None
             for i, c in enumerate(current):
                 if c is None:
                     continue
                 position[i] += 1
-                step = trajectories[c]["steps"][position[i]]
-                checks.append(((page(obs[i]), float(rewards[i])), (page(step["obs_text"]), step["reward"])))
-                if terminated[i] or position[i] + 1 >= len(trajectories[c]["steps"]):
+                if ended[i] or position[i] >= lengths[c]:
+                    if mask is None:
+                        mask, new_goals = np.zeros(num_envs, bool), [0] * num_envs
                     mask[i] = True
-                    current[i] = queue.pop(0) if queue else None
+                    current[i] = queue.pop() if queue else None
                     position[i] = 0
-                    if current[i] is not None:
+                    if current[i] is None:
+                        live -= 1
+                    else:
                         new_goals[i] = trajectories[current[i]]["goal_index"]
-            if mask.any():
+            if mask is not None:
                 obs, _ = envs.reset(options={"goal_index": new_goals, "reset_mask": mask})
-                for i in np.flatnonzero(mask):
-                    if current[i] is not None:
-                        checks.append((page(obs[i]), page(trajectories[current[i]]["steps"][0]["obs_text"])))
+                outputs.append(([c if mask[i] else None for i, c in enumerate(current)], None, obs, None))
         replay_s = time.perf_counter() - t
-        mismatches = sum(a != b for a, b in checks)
+        checks = []
+        for slots, positions, observations, rewards in outputs:
+            for i, c in enumerate(slots):
+                if c is None:
+                    continue
+                if positions is None:  # a reset: the trajectory's first page
+                    checks.append((page(observations[i]), page(trajectories[c]["steps"][0]["obs_text"])))
+                else:
+                    step = trajectories[c]["steps"][positions[i] + 1]
+                    checks.append(((page(observations[i]), rewards[i]), (page(step["obs_text"]), step["reward"])))
+        mismatches = sum(a != b for a, b in checks) + abs(len(checks) - sum(map(_played, trajectories)))
         workers_with_jvm = _children_with_jvm()
         envs.close()
     out = {

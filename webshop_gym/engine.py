@@ -235,30 +235,47 @@ class Engine:
             "purchased_price": purchase["price"],
         }
 
-    def info_columns(self) -> tuple[dict[str, np.ndarray], list[int]]:
-        """Every slot's :meth:`info`, key by key: the columns a vector env's ``info`` holds.
+    def info_columns(self, slots: Sequence[int] | None = None) -> tuple[dict[str, np.ndarray], list[int]]:
+        """The :meth:`info` of ``slots`` (default: every slot), key by key: the columns a vector env's ``info`` holds.
 
-        Returns ``{key: array}`` for the keys every slot reports (slot ``i`` at ``i``; typed as
-        Gymnasium types a column by its first value: ``int64``, ``bool`` or ``object``; a dict
-        value, ``available_actions``, as a dict of such columns) and the
-        slots whose episode ended in a purchase (their extra keys: :meth:`purchase_info`).  The
-        same values as :meth:`info` slot by slot, without a dict per slot.
+        Returns ``{key: array}`` for the keys every slot reports, one entry per slot of the engine
+        (slot ``i`` at ``i``; slots not asked for hold ``0``/``False``/``None``), typed as
+        Gymnasium types a column by its first value (``int64``, ``bool`` or ``object``; a dict
+        value, ``available_actions``, as a dict of such columns); and the slots asked for whose
+        episode ended in a purchase (their extra keys: :meth:`purchase_info`).  The same values as
+        :meth:`info` slot by slot, without a dict per slot.
         """
         state = self.state
         n = len(state)
-        acts = [self.page_actions(slot) for slot in range(n)]
-        codes = np.where(state.page == SUB, len(_PAGE_NAMES) + state.sub.astype(np.intp), state.page)
+        if slots is None:
+            index, listed = slice(None), range(n)
+        else:
+            index, listed = slot_index(slots)
+        m = len(listed)
+
+        def full(values: np.ndarray) -> np.ndarray:  # the slots' values in an array of every slot
+            if slots is None:
+                return values
+            out = np.full(n, None, dtype=object) if values.dtype == object else np.zeros(n, dtype=values.dtype)
+            out[index] = values
+            return out
+
+        acts = [self.page_actions(slot) for slot in listed]
+        page = state.page[index]
+        codes = np.where(page == SUB, len(_PAGE_NAMES) + state.sub[index].astype(np.intp), page)
+        instructions = self.instructions
         columns = {
-            "goal_index": state.goal.astype(int),
-            "instruction": np.fromiter(self.instructions, dtype=object, count=n),
-            "page": _NAMES_BY_CODE[codes],
-            "steps": state.steps.astype(int),
-            "invalid_action": self.invalid.copy(),
+            "goal_index": full(state.goal[index].astype(int)),
+            "instruction": full(np.fromiter([instructions[slot] for slot in listed], dtype=object, count=m)),
+            "page": full(_NAMES_BY_CODE[codes]),
+            "steps": full(state.steps[index].astype(int)),
+            "invalid_action": full(self.invalid[index].copy()),
             "available_actions": {  # a dict value: a dict of columns
-                "has_search_bar": np.fromiter([bar for bar, _, _ in acts], dtype=bool, count=n),
-                "clickables": np.fromiter([list(labels) for _, labels, _ in acts], dtype=object, count=n),
+                "has_search_bar": full(np.fromiter([bar for bar, _, _ in acts], dtype=bool, count=m)),
+                "clickables": full(np.fromiter([list(labels) for _, labels, _ in acts], dtype=object, count=m)),
             },
-            "valid_actions": np.fromiter([list(valid) for _, _, valid in acts], dtype=object, count=n),
+            "valid_actions": full(np.fromiter([list(valid) for _, _, valid in acts], dtype=object, count=m)),
         }
-        purchased = [slot for slot, purchase in enumerate(state.purchase) if purchase is not None]
+        purchase = state.purchase
+        purchased = [slot for slot in listed if purchase[slot] is not None]
         return columns, purchased

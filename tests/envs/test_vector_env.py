@@ -312,15 +312,19 @@ def test_column_infos_equal_gymnasiums_batching_of_each_slots_info(default_shop,
     """A step whose slots are all live builds ``info`` column by column from the engine
     (``Engine.info_columns``); it must equal ``_add_info`` of every slot's ``engine.info``: keys in
     order, dtypes, values, masks, the nested ``available_actions`` and the purchase keys of the
-    slots that bought (some slots, and every slot at once)."""
+    slots that bought (some slots, and every slot at once).  A reset of some slots reports theirs."""
     n = 5
     envs = WebShopVectorEnv(n, shop=default_shop, autoreset_mode=mode, max_steps=None if mode == AutoresetMode.DISABLED else 6)
     obs, infos = envs.reset(seed=4)
     rng = np.random.default_rng(2)
-    bought_some = bought_all = 0
+    _same_infos(infos, _add_info_of({i: envs.engine.info(i) for i in range(n)}, n))
+    bought_some = bought_all = partial_resets = 0
     for t in range(60):
         if mode == AutoresetMode.DISABLED and envs.engine.state.done.any():
-            obs, infos = envs.reset(options={"reset_mask": envs.engine.state.done.copy()})
+            mask = envs.engine.state.done.copy()
+            obs, infos = envs.reset(options={"reset_mask": mask})  # some slots: their columns, masked
+            _same_infos(infos, _add_info_of({i: envs.engine.info(i) for i in np.flatnonzero(mask).tolist()}, n))
+            partial_resets += not mask.all()
         actions = _actions(rng, infos, n)
         if t % 20 == 19 and mode == AutoresetMode.DISABLED:  # every slot on an item page buys at once
             for i in range(n):
@@ -336,4 +340,4 @@ def test_column_infos_equal_gymnasiums_batching_of_each_slots_info(default_shop,
         bought_all += bought == n
         if bought:
             assert {"success", "reward_info", "purchased_asin", "purchased_options", "purchased_price"} <= set(infos)
-    assert bought_some and (bought_all or mode != AutoresetMode.DISABLED)
+    assert bought_some and (bought_all and partial_resets or mode != AutoresetMode.DISABLED)

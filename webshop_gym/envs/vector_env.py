@@ -356,6 +356,12 @@ class WebShopVectorEnv(VectorEnv):
         self._start(slots, goals)
         self._autoreset[slots] = False
         self._started = True
+        columns = getattr(self.engine, "info_columns", None)
+        if columns is not None and slots and not self._idle[slots].any():  # info column by column
+            observe, obs = self.engine.observe, self._obs
+            for i in slots:
+                obs[i] = observe(i)
+            return tuple(obs), self._live_infos(columns, np.array(slots, dtype=np.intp))
         entries = []
         for i in slots:
             if self._idle[i]:  # eval mode with no goal left for this slot: idle from the start
@@ -450,16 +456,21 @@ class WebShopVectorEnv(VectorEnv):
     def _observe(self, slot: int) -> str:
         return self.engine.observe(slot)
 
-    def _live_infos(self, info_columns) -> dict[str, Any]:
-        """``batch_infos`` of every slot's ``engine.info``, every slot live, from ``engine.info_columns``."""
+    def _live_infos(self, info_columns, slots: np.ndarray | None = None) -> dict[str, Any]:
+        """``batch_infos`` of ``engine.info`` of ``slots`` (default: every slot), all live, from ``engine.info_columns``."""
         n = self.num_envs
-        columns, purchased = info_columns()
+        columns, purchased = info_columns(slots)
+        if slots is None:
+            reported = np.ones(n, dtype=np.bool_)
+        else:
+            reported = np.zeros(n, dtype=np.bool_)
+            reported[slots] = True
 
         def masked(columns: dict) -> dict[str, Any]:  # every column with its mask, dicts of columns too
             out: dict[str, Any] = {}
             for key, column in columns.items():
                 out[key] = masked(column) if isinstance(column, dict) else column
-                out[f"_{key}"] = np.ones(n, dtype=np.bool_)
+                out[f"_{key}"] = reported.copy()
             return out
 
         out = masked(columns)
