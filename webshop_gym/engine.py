@@ -205,13 +205,13 @@ class Engine:
         are left out (the cheap part, for replays that only compare outcomes).
         """
         state = self.state
-        page = int(state.page[slot])
+        page = state.page.item(slot)  # ``item``: a Python number at once, no numpy scalar in between
         info = {
-            "goal_index": int(state.goal[slot]),
+            "goal_index": state.goal.item(slot),
             "instruction": self.instructions[slot],
-            "page": _SUB_NAMES[int(state.sub[slot])] if page == SUB else _PAGE_NAMES[page],
-            "steps": int(state.steps[slot]),
-            "invalid_action": bool(self.invalid[slot]),
+            "page": _SUB_NAMES[state.sub.item(slot)] if page == SUB else _PAGE_NAMES[page],
+            "steps": state.steps.item(slot),
+            "invalid_action": self.invalid.item(slot),
         }
         if actions:
             search_bar, labels, valid = self.page_actions(slot)

@@ -158,6 +158,9 @@ def test_info_gives_python_numbers_in_the_reference_order(default_shop):
             assert type(value) is (bool if array.dtype == np.bool_ else float), key
             assert value == array[i], key
     assert 0 < with_options <= len(batch)
+    infos = batch.infos()  # every item's info at once: the same dicts, keys in the same order
+    assert [list(info.items()) for info in infos] == [list(batch.info(i).items()) for i in range(len(batch))]
+    assert all(type(a) is type(b) for i, info in enumerate(infos) for a, b in zip(info.values(), batch.info(i).values()))
 
 
 def test_score_one_equals_a_batch_of_one(default_shop, real_shop):

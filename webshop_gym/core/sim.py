@@ -63,7 +63,7 @@ class SimContext:
     show_attrs: bool = False
     views: ProductViews = field(init=False)
     _special: ByteLRU = field(default_factory=lambda: ByteLRU(SPECIAL_CACHE_BYTES), init=False, repr=False)
-    _labels: dict = field(default_factory=dict, init=False, repr=False)
+    _labels: dict = field(default_factory=dict, init=False, repr=False)  # row -> (label, title + price tag bytes)
     _pages: ByteLRU = field(default_factory=lambda: ByteLRU(PAGE_CACHE_BYTES), init=False, repr=False)
     _last_page: tuple | None = field(default=None, init=False, repr=False)
 
@@ -72,12 +72,17 @@ class SimContext:
 
     def label(self, row: int) -> str:
         """The click label of a product link: its asin, lower-cased."""
-        label = self._labels.get(row)
-        if label is None:
-            if len(self._labels) > 200_000:
-                self._labels.clear()
-            label = self._labels[row] = self.shop.catalog.asin[row].lower()
-        return label
+        return (self._labels.get(row) or self._link(row))[0]
+
+    def _link(self, row: int) -> tuple[str, int]:
+        """A product link's label and the bytes of its title and price tag (what a results page charges for it)."""
+        if len(self._labels) > 200_000:
+            self._labels.clear()
+        catalog = self.shop.catalog
+        rows = (row,)
+        entry = self._labels[row] = (catalog.asin[row].lower(),
+                                     catalog.title.text_bytes(rows) + catalog.price_tag.text_bytes(rows))
+        return entry
 
     def results_view(self, results: np.ndarray, page_no: int) -> ResultsView:
         """What one results page shows and what can be clicked on it (cached)."""
@@ -95,28 +100,21 @@ class SimContext:
         rows = results[(page_no - 1) * PRODUCTS_PER_PAGE : page_no * PRODUCTS_PER_PAGE]
         row_list = rows.tolist()
         labels = {}
-        cached_labels = self._labels
+        links = self._labels
+        text_bytes = 0
         for r in row_list:
-            label = cached_labels.get(r)
-            if label is None:
-                label = self.label(r)
+            label, nbytes = links.get(r) or self._link(r)
+            text_bytes += nbytes
             if label not in labels:
                 labels[label] = r
         buttons = [BACK_TO_SEARCH, PREV, NEXT] if page_no > 1 else [BACK_TO_SEARCH, NEXT]
         view = ResultsView(rows, labels, tuple(dict.fromkeys([*buttons, *labels])))
-        # holding `results` keeps its id from being reused while the entry lives
-        self._pages.put(key, (results, view), self._page_bytes(row_list) + results.nbytes)
+        # charged: the view, and in its memo the rendered text and the valid actions (each about
+        # the size of the page's titles and prices); holding `results` keeps its id from being
+        # reused while the entry lives
+        self._pages.put(key, (results, view), PAGE_ENTRY_OVERHEAD + 3 * text_bytes + results.nbytes)
         self._last_page = (results, page_no, view)
         return view
-
-    def _page_bytes(self, rows: list[int]) -> int:
-        """Bytes a results page's cache entry may come to hold.
-
-        The view, and in its memo the rendered text and the valid actions (each about the size of
-        the page's titles and prices).
-        """
-        catalog = self.shop.catalog
-        return PAGE_ENTRY_OVERHEAD + 3 * (catalog.title.text_bytes(rows) + catalog.price_tag.text_bytes(rows))
 
 
 class ResultsView:
@@ -429,9 +427,9 @@ def _buy(ctx: SimContext, state: BatchState, bslots: list[int]) -> np.ndarray:
     selected = [shop.rewards.value_ids([v for _, v in c]).tolist() for c in chosen]
     prices = shop.prices[rows]
     batch = shop.rewards.score(state.goal[bslots], rows, selected, prices)
-    totals, prices = batch.total.tolist(), prices.tolist()
+    totals, prices, infos = batch.total.tolist(), prices.tolist(), batch.infos()
     for j, slot in enumerate(bslots):
-        _record_purchase(ctx, state, slot, row_list[j], chosen[j], prices[j], totals[j], batch.info(j))
+        _record_purchase(ctx, state, slot, row_list[j], chosen[j], prices[j], totals[j], infos[j])
     return batch.total
 
 

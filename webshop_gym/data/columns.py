@@ -67,15 +67,18 @@ class StringColumn(Sequence[str]):
         return len(self.offsets) - 1
 
     def __getitem__(self, index):  # type: ignore[override]
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
+        try:  # the common case first: an index in range (a string is read on every page render)
+            if 0 <= index < self._n:
+                bounds = self._bounds
+                return str(self._view[bounds[index] : bounds[index + 1]], ENCODING, ERRORS)  # decode(), inlined
+        except TypeError:
+            if isinstance(index, slice):
+                return [self[i] for i in range(*index.indices(len(self)))]
+            raise
         n = self._n
-        if index < 0:
-            index += n
-        if not 0 <= index < n:
-            raise IndexError(f"string index {index} is out of range for {n} strings")
-        bounds = self._bounds
-        return str(self._view[bounds[index] : bounds[index + 1]], ENCODING, ERRORS)  # decode(), inlined
+        if -n <= index < 0:
+            return self[index + n]
+        raise IndexError(f"string index {index} is out of range for {n} strings")
 
     def text_bytes(self, rows: Iterable[int]) -> int:
         """The encoded length of strings ``rows`` together (valid, non-negative indices)."""

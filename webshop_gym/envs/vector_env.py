@@ -63,24 +63,33 @@ def batch_infos(entries: Sequence[tuple[int, dict]], n: int, only: str | None = 
     # the usual step: every slot, in order; a column every slot reported is filled at once
     if only is None and len(entries) == n and n and all(slot == i for i, (slot, _) in enumerate(entries)):
         return _slot_order_infos([info for _, info in entries], n)
-    columns: dict[str, list[tuple[int, Any]]] = {}
+    columns: dict[str, tuple[list[int], list[Any]]] = {}  # key -> (slots, values), in order of first appearance
     if only is not None:
-        columns[only] = [(slot, info[only]) for slot, info in entries if only in info]
+        reported = [(slot, info[only]) for slot, info in entries if only in info]
+        columns[only] = ([slot for slot, _ in reported], [value for _, value in reported])
     else:
         for slot, info in entries:
             for key, value in info.items():
-                columns.setdefault(key, []).append((slot, value))
+                column = columns.get(key)
+                if column is None:
+                    column = columns[key] = ([], [])
+                column[0].append(slot)
+                column[1].append(value)
     out: dict[str, Any] = {}
-    for key, values in columns.items():
-        first = values[0][1]
+    for key, (slots, values) in columns.items():
+        first = values[0]
         if key != "final_obs" and isinstance(first, dict):
-            array: Any = batch_infos(values, n)
+            array: Any = batch_infos(list(zip(slots, values)), n)
         else:
             array = _empty_column(key, first, n)
-            for slot, value in values:
-                array[slot] = value
+            kind = type(first)
+            if kind in (int, float, bool) and all([type(v) is kind for v in values]):
+                array[slots] = values  # Python numbers of the column's own type: stored as one by one
+            else:
+                for slot, value in zip(slots, values):
+                    array[slot] = value
         mask = np.zeros(n, dtype=np.bool_)
-        mask[[slot for slot, _ in values]] = True
+        mask[slots] = True
         out[key], out[f"_{key}"] = array, mask
     return out
 

@@ -55,6 +55,7 @@ class Renderer:
         self._item = _Cache(cache_size)
         self._sub = _Cache(cache_size)
         self._valid = _Cache(cache_size)
+        self._clicks = _Cache(cache_size)  # a results page's label -> its click action ("": none)
         self._prev = N.join_text([("< Prev", N.BUTTON)])
 
     # -- pieces -----------------------------------------------------------------------------
@@ -226,12 +227,18 @@ class Renderer:
             return list(self._item_actions(int(state.row[slot]))[1])
         return [format_click(c) for c in clickables(self.ctx, state, slot) if round_trips(c)]
 
-    @staticmethod
-    def _results_valid(view) -> tuple:
-        """A results page's valid actions (kept in the page's memo)."""
+    def _results_valid(self, view) -> tuple:
+        """A results page's valid actions (kept in the page's memo; each label's click remembered)."""
         valid = view.memo.get("valid")
         if valid is None:
-            valid = view.memo["valid"] = tuple([format_click(c) for c in view.clickables if round_trips(c)])
+            clicks, out = self._clicks, []
+            for label in view.clickables:
+                click = clicks.get(label)
+                if click is None:  # "": the label's click does not parse back to it
+                    click = clicks.remember(label, format_click(label) if round_trips(label) else "")
+                if click:
+                    out.append(click)
+            valid = view.memo["valid"] = tuple(out)
         return valid
 
     def _item_actions(self, row: int) -> tuple[tuple, tuple]:

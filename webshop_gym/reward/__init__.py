@@ -85,6 +85,12 @@ class RewardBatch:
                           self.category_match.item(i), self.title_score.item(i), self.r_option.item(i),
                           self.w_option.item(i), self.r_price.item(i), self.w_price.item(i))
 
+    def infos(self) -> list[dict]:
+        """Every item's :meth:`info`, in order (each array read once)."""
+        columns = (self.r_type, self.r_att, self.w_att, self.query_match, self.category_match, self.title_score,
+                   self.r_option, self.w_option, self.r_price, self.w_price)
+        return [_breakdown(*values) for values in zip(*[column.tolist() for column in columns])]
+
     def arrays(self) -> dict[str, np.ndarray]:
         """Return the breakdown as a dict of arrays (reference key order)."""
         return {k: getattr(self, k) for k in BREAKDOWN_KEYS}

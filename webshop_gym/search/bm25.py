@@ -199,7 +199,24 @@ class BM25Search(CachedSearch):
             self.ranges()
             if build and self._stems is None:
                 self._stems = load_stem_table(self.catalog, progress=self.progress)
-            self.search_batch(["warm up the kernel"], k=1, cache=False)
+            self._warm_up()
+
+    def _warm_up(self) -> None:
+        """Call each kernel the searches use once, so that no first search resolves one.
+
+        The lone-query path's entry point and the batch kernel (or the ranges' kernel) are
+        resolved here, on a query of the index's first term, and the term dictionary is built.
+        Results are not cached.
+        """
+        postings = self.postings()
+        postings.term_ids  # noqa: B018  (built on first use)
+        if not postings.num_docs or not len(postings.terms):
+            return
+        clause = (np.zeros(1, dtype=np.int32), np.ones(1, dtype=np.float32))  # term 0, boost 1
+        ranges = self.ranges()
+        if ranges is None:
+            self._rank_one(postings, *clause, 1)
+        self._rank_many(postings, ranges, [clause, clause], 1)
 
     # -- searching --------------------------------------------------------------------------
 
@@ -229,20 +246,23 @@ class BM25Search(CachedSearch):
 
     def _search_many(self, queries: list[str], k: int) -> list[np.ndarray]:
         """Rank distinct queries in one kernel call."""
-        from webshop_gym.search._kernels import search_batch_jit
-
         postings = self.postings()
         ranges = self.ranges()
         if len(queries) == 1 and ranges is None and k > 0 and postings.num_docs:
             return [self._search_one(postings, queries[0], k)]
-        clauses = [self.query_terms(q) for q in queries]
-        q_ptr = np.zeros(len(queries) + 1, dtype=np.int64)
+        return self._rank_many(postings, ranges, [self.query_terms(q) for q in queries], k)
+
+    def _rank_many(self, postings: Postings, ranges: RangePostings | None, clauses: list, k: int) -> list[np.ndarray]:
+        """The top ``k`` rows of each query's clauses ``(term ids, boosts)`` (``None``: no result), in one kernel call."""
+        from webshop_gym.search._kernels import search_batch_jit
+
+        q_ptr = np.zeros(len(clauses) + 1, dtype=np.int64)
         for i, c in enumerate(clauses):
             q_ptr[i + 1] = q_ptr[i] + (len(c[0]) if c is not None else 0)
         term_ids = np.concatenate([c[0] for c in clauses if c is not None] or [np.zeros(0, np.int32)])
         boosts = np.concatenate([c[1] for c in clauses if c is not None] or [np.zeros(0, np.float32)])
-        out = np.empty((len(queries), max(k, 0)), dtype=np.int32)
-        counts = np.zeros(len(queries), dtype=np.int64)
+        out = np.empty((len(clauses), max(k, 0)), dtype=np.int32)
+        counts = np.zeros(len(clauses), dtype=np.int64)
         if postings.num_docs and k > 0 and ranges is not None:
             ranges.search(postings, q_ptr, term_ids, boosts, k, out, counts)
         elif postings.num_docs and k > 0:
@@ -273,7 +293,10 @@ class BM25Search(CachedSearch):
         clause = self.query_terms(query)
         if clause is None or not len(clause[0]):
             return _EMPTY
-        term_ids, boosts = clause
+        return self._rank_one(postings, clause[0], clause[1], k)
+
+    def _rank_one(self, postings: Postings, term_ids: np.ndarray, boosts: np.ndarray, k: int) -> np.ndarray:
+        """The top ``k`` rows of one query's clauses (at least one term) over the plain postings."""
         slot, touched, vals = self._scratch.arrays(postings.num_docs)
         q_ptr, out, counts = self._scratch.one(k)
         q_ptr[1] = len(term_ids)
