@@ -43,3 +43,18 @@ def test_text_bytes_sums_the_encoded_lengths():
     column = StringColumn.build(strings)
     for rows in ([], [0], [1, 2], [3, 0, 3], list(range(4))):
         assert column.text_bytes(rows) == sum(len(strings[r].encode("utf-8")) for r in rows)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint16])
+def test_ragged_row_list_is_the_row_as_python_ints(tmp_path, dtype):
+    """``Ragged.row_list`` (memoryviews) gives what ``ragged[i].tolist()`` gives, empty rows and a mapped file too."""
+    from webshop_gym.data.columns import Ragged
+
+    rows = [[3, 1, 2], [], [7], [], [0, 5, 5, 9]]
+    ragged = Ragged.build(rows, dtype=dtype)
+    ragged.save(tmp_path, "r")
+    for r in (ragged, Ragged.load(tmp_path, "r"), Ragged.build([[], []], dtype=dtype)):
+        for i in range(len(r)):
+            got = r.row_list(i)
+            assert got == r[i].tolist() and all(type(x) is int for x in got)
+    assert [ragged.row_list(i) for i in range(len(rows))] == rows

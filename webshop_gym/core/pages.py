@@ -9,7 +9,6 @@ group's value, as the reference's label -> element map does.
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
 from enum import IntEnum
 
 __all__ = [
@@ -62,22 +61,31 @@ SUB_PAGES = ("Description", "Features", "Reviews", "Attributes")
 SUB_LABELS = {name.lower(): i for i, name in enumerate(SUB_PAGES)}
 
 
-@dataclass(frozen=True)
 class ProductView:
-    """What the item page of one product needs, computed once per product.
+    """What the item page of one product needs, computed once per product (read-only by convention).
 
     Attributes:
         row: the catalog row.
         groups: per option group, ``(name, [(value id, value text), ...])``.
         option_target: clicked value label -> ``(group position, value id)`` (last group wins).
         clickables: the item page's clickable labels in the reference's order.
+        clickables_with_attributes: the same with the ``attributes`` tab.
     """
 
-    row: int
-    groups: tuple
-    option_target: dict
-    clickables: tuple
-    clickables_with_attributes: tuple
+    __slots__ = ("row", "groups", "option_target", "clickables", "clickables_with_attributes")
+
+    def __init__(self, row: int, groups: tuple, option_target: dict, clickables: tuple,
+                 clickables_with_attributes: tuple):
+        # a plain class: a frozen dataclass sets each field through object.__setattr__ (a new
+        # product's item page builds one)
+        self.row = row
+        self.groups = groups
+        self.option_target = option_target
+        self.clickables = clickables
+        self.clickables_with_attributes = clickables_with_attributes
+
+    def __repr__(self) -> str:
+        return f"ProductView(row={self.row}, groups={self.groups!r})"
 
 
 def _item_clickables(values: list[str], show_attrs: bool) -> tuple:
@@ -106,8 +114,9 @@ class ProductViews:
         target: dict[str, tuple[int, int]] = {}
         values = []
         value_text = c.value_text
-        for pos, g in enumerate(c.option_groups[row].tolist()):  # Python ints: numpy scalars index slowly
-            vals = [(v, value_text[v]) for v in c.group_values[g].tolist()]
+        group_values = c.group_values
+        for pos, g in enumerate(c.option_groups.row_list(row)):  # Python ints: numpy scalars index slowly
+            vals = [(v, value_text[v]) for v in group_values.row_list(g)]
             groups.append((c.group_name[g], tuple(vals)))
             for vid, text in vals:
                 target[text] = (pos, vid)

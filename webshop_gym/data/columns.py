@@ -113,11 +113,12 @@ class Ragged:
     Row ``i`` is ``values[offsets[i]:offsets[i + 1]]``.
     """
 
-    __slots__ = ("offsets", "values")
+    __slots__ = ("offsets", "values", "_offsets", "_values")
 
     def __init__(self, offsets: np.ndarray, values: np.ndarray):
         self.offsets = offsets
         self.values = values
+        self._offsets = self._values = None  # memoryviews for row_list (made on first use)
 
     @classmethod
     def build(cls, rows: Iterable[Sequence[int]], dtype=np.int32) -> Ragged:
@@ -137,6 +138,17 @@ class Ragged:
 
     def __getitem__(self, index: int) -> np.ndarray:
         return self.values[int(self.offsets[index]) : int(self.offsets[index + 1])]
+
+    def row_list(self, index: int) -> list[int]:
+        """Row ``index`` (in range, non-negative) as a list of Python ints, read through memoryviews."""
+        offsets = self._offsets
+        if offsets is None:
+            offsets = self._offsets = memoryview(np.ascontiguousarray(self.offsets, dtype=np.int64))
+            values = np.ascontiguousarray(self.values)
+            self._values = memoryview(values) if len(values) else None
+        values = self._values
+        start, stop = offsets[index], offsets[index + 1]
+        return values[start:stop].tolist() if values is not None and stop > start else []
 
     def bounds(self, index: int) -> tuple[int, int]:
         """Return ``(start, stop)`` of row ``index`` in ``values``."""
