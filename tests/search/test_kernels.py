@@ -35,18 +35,23 @@ def _brute(postings, term_ids, boosts, k):
     return docs[order][:k]
 
 
-def _run(fn, postings, term_ids, boosts, k):
+ALWAYS_BOUND, NEVER_BOUND = 0, 10**12  # the ``exhaustive`` postings limit: bound every query, or none
+
+
+def _run(fn, postings, term_ids, boosts, k, exhaustive=ALWAYS_BOUND):
     n = postings.num_docs
     slot, touched, vals = np.full(n, -1, np.int32), np.zeros(n, np.int32), np.zeros(n)
     out = np.empty(max(k, 1), np.int32)
-    count = fn(term_ids, boosts, postings.term_ptr, postings.docs, postings.tf, postings.idf, postings.max_tf, k, slot,
-               touched, vals, np.empty(max(k, 1), np.float32), np.empty(max(k, 1), np.int32), out)
+    count = fn(term_ids, boosts, postings.term_ptr, postings.docs, postings.tf, postings.idf, postings.max_tf, k,
+               exhaustive, slot, touched, vals, np.empty(max(k, 1), np.float32), np.empty(max(k, 1), np.int32), out)
     assert (slot == -1).all()  # scratch left clean for the next query
     return out[:count]
 
 
+@pytest.mark.parametrize("exhaustive", [ALWAYS_BOUND, NEVER_BOUND, 600])
 @pytest.mark.parametrize("seed", range(4))
-def test_kernel_twin_and_brute_force_agree(seed):
+def test_kernel_twin_and_brute_force_agree(seed, exhaustive):
+    """Bounded (the shortcut), exhaustive (every list whole) and mixed (by each query's postings) alike."""
     postings, rng = _corpus(seed)
     v = len(postings.terms)
     for trial in range(60):
@@ -55,10 +60,10 @@ def test_kernel_twin_and_brute_force_agree(seed):
         boosts = rng.integers(1, 4, size=len(term_ids)).astype(np.float32)
         k = int(rng.choice([1, 3, 10, 50, 400]))
         expected = _brute(postings, term_ids, boosts, k)
-        compiled = _run(K.search_one_jit, postings, term_ids, boosts, k)
+        compiled = _run(K.search_one_jit, postings, term_ids, boosts, k, exhaustive)
         assert np.array_equal(compiled, expected), (seed, trial)
         if trial % 6 == 0:  # the twin is slow: a tenth of the cases
-            assert np.array_equal(_run(K.search_one, postings, term_ids, boosts, k), expected)
+            assert np.array_equal(_run(K.search_one, postings, term_ids, boosts, k, exhaustive), expected)
 
 
 def test_batch_equals_single_and_handles_empty_queries():
@@ -72,7 +77,7 @@ def test_batch_equals_single_and_handles_empty_queries():
     out = np.empty((len(queries), 20), np.int32)
     counts = np.zeros(len(queries), np.int64)
     K.search_batch_jit(q_ptr, np.concatenate(queries), np.concatenate(boosts), postings.term_ptr, postings.docs,
-                       postings.tf, postings.idf, postings.max_tf, 20, np.full(n, -1, np.int32), np.zeros(n, np.int32),
+                       postings.tf, postings.idf, postings.max_tf, 20, 600, np.full(n, -1, np.int32), np.zeros(n, np.int32),
                        np.zeros(n), out, counts)
     for i, (q, b) in enumerate(zip(queries, boosts)):
         assert np.array_equal(out[i, : counts[i]], _brute(postings, q, b, 20))

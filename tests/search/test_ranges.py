@@ -97,7 +97,7 @@ def test_batch_equals_plain_kernel_and_skips_ranges_of_other_product_types():
     plain = np.empty_like(out)
     plain_counts = np.zeros_like(counts)
     K.search_batch_jit(q_ptr, term_ids, boosts, postings.term_ptr, postings.docs, postings.tf, postings.idf,
-                       postings.max_tf, 50, np.full(n, -1, np.int32), np.zeros(n, np.int32), np.zeros(n), plain,
+                       postings.max_tf, 50, 0, np.full(n, -1, np.int32), np.zeros(n, np.int32), np.zeros(n), plain,
                        plain_counts)
     for i in range(len(queries)):
         assert np.array_equal(out[i, : counts[i]], plain[i, : plain_counts[i]]), i

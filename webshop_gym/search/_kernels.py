@@ -131,7 +131,8 @@ def gallop(docs, lo, hi, d):
     return a
 
 
-def search_one(term_ids, boosts, term_ptr, docs, tf, idf, max_tf, k, slot, touched, vals, heap_s, heap_d, out):
+def search_one(term_ids, boosts, term_ptr, docs, tf, idf, max_tf, k, exhaustive, slot, touched, vals, heap_s, heap_d,
+               out):
     """Top ``k`` documents of one query; writes them to ``out`` and returns how many there are.
 
     Scratch, one entry per document: ``slot`` (int32, all -1 on entry and on return), and
@@ -144,10 +145,18 @@ def search_one(term_ids, boosts, term_ptr, docs, tf, idf, max_tf, k, slot, touch
     (``threshold``, a lower bound of the final k-th score since scores only grow).  Phase 2 then
     adds each remaining term only to the documents that can still reach ``threshold``, streaming
     its posting list (or, for a long list and few documents, galloping through it).
+
+    A query whose terms have at most ``exhaustive`` postings in all skips the shortcut: every
+    list is added whole (in the same order, so the same sums) and the top ``k`` taken once,
+    which is faster than bounding when the lists are short.
     """
     nq = term_ids.shape[0]
     if nq == 0 or k <= 0:
         return 0
+    total = 0
+    for q in range(nq):
+        total += term_ptr[term_ids[q] + 1] - term_ptr[term_ids[q]]
+    prune = total > exhaustive
     weights = np.empty(nq, dtype=np.float32)
     bounds = np.empty(nq, dtype=np.float32)
     term_bounds(term_ids, boosts, idf, max_tf, weights, bounds)
@@ -187,7 +196,7 @@ def search_one(term_ids, boosts, term_ptr, docs, tf, idf, max_tf, k, slot, touch
         i += 1
         # A new document can no longer make the top k once rest < threshold, and the threshold is
         # at most the best partial score and at most the last one computed plus what came since.
-        if i < nq and n >= k and np.float32(rest[i]) < np.float32(min(best, ceiling)):
+        if prune and i < nq and n >= k and np.float32(rest[i]) < np.float32(min(best, ceiling)):
             threshold = kth_best(vals, touched, n, k, heap_s, heap_d)
             ceiling = np.float64(threshold) * _SLACK
             if np.float32(rest[i]) < threshold:
@@ -242,15 +251,16 @@ def search_one(term_ids, boosts, term_ptr, docs, tf, idf, max_tf, k, slot, touch
     return size
 
 
-def search_batch(q_ptr, term_ids, boosts, term_ptr, docs, tf, idf, max_tf, k, slot, touched, vals, out, counts):
+def search_batch(q_ptr, term_ids, boosts, term_ptr, docs, tf, idf, max_tf, k, exhaustive, slot, touched, vals, out,
+                 counts):
     """:func:`search_one` for many queries: query ``i``'s terms are ``q_ptr[i]:q_ptr[i+1]``."""
     heap_s = np.empty(max(k, 1), dtype=np.float32)
     heap_d = np.empty(max(k, 1), dtype=np.int32)
     for i in range(q_ptr.shape[0] - 1):
         a = q_ptr[i]
         b = q_ptr[i + 1]
-        counts[i] = search_one(term_ids[a:b], boosts[a:b], term_ptr, docs, tf, idf, max_tf, k, slot, touched, vals,
-                               heap_s, heap_d, out[i])
+        counts[i] = search_one(term_ids[a:b], boosts[a:b], term_ptr, docs, tf, idf, max_tf, k, exhaustive, slot, touched,
+                               vals, heap_s, heap_d, out[i])
 
 
 def score_all(term_ids, boosts, term_ptr, docs, freqs, norms, idf, cache, acc):
