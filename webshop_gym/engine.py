@@ -180,6 +180,18 @@ class Engine:
             return self.renderer.url(self.state, slot)
         return self.html.render(self.state, slot)
 
+    def observe_all(self) -> list[str]:
+        """Every slot's observation in the engine's mode, slot ``i`` at ``i`` (text: the kept texts, rendered where missing)."""
+        if self.observation_mode != "text":
+            return [self.observe(slot) for slot in range(len(self.state))]
+        if self._text_of is not self.state:
+            self._forget_kept()
+        text, render, state = self._text, self.renderer.text, self.state
+        for slot, kept in enumerate(text):
+            if kept is None:
+                text[slot] = render(state, slot)
+        return list(text)
+
     def _forget_kept(self) -> None:
         """Drop every slot's kept text and actions: they were made from another state object."""
         n = len(self.state)
@@ -260,7 +272,13 @@ class Engine:
             out[index] = values
             return out
 
-        acts = [self.page_actions(slot) for slot in listed]
+        if self._text_of is not self.state:
+            self._forget_kept()
+        kept, page_actions = self._acts, self.renderer.page_actions
+        for slot in listed:
+            if kept[slot] is None:
+                kept[slot] = page_actions(state, slot)
+        acts = kept if slots is None else [kept[slot] for slot in listed]
         page = state.page[index]
         codes = np.where(page == SUB, len(_PAGE_NAMES) + state.sub[index].astype(np.intp), page)
         instructions = self.instructions

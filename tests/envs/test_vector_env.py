@@ -341,3 +341,18 @@ def test_column_infos_equal_gymnasiums_batching_of_each_slots_info(default_shop,
         if bought:
             assert {"success", "reward_info", "purchased_asin", "purchased_options", "purchased_price"} <= set(infos)
     assert bought_some and (bought_all and partial_resets or mode != AutoresetMode.DISABLED)
+
+
+@pytest.mark.parametrize("mode", ["text", "url", "html"])
+def test_observe_all_is_each_slots_observation(default_shop, mode):
+    """``Engine.observe_all`` (the vector env's step) gives ``observe(i)`` of every slot, fresh list, any mode."""
+    envs = WebShopVectorEnv(4, shop=default_shop, observation_mode=mode, max_steps=None)
+    _, infos = envs.reset(seed=8)
+    rng = np.random.default_rng(8)
+    engine = envs.engine
+    for _ in range(12):
+        obs, *_, infos = envs.step(_actions(rng, infos, 4))
+        every = engine.observe_all()
+        assert every == [engine.observe(i) for i in range(4)] == list(obs)
+        every[0] = "changed"
+        assert engine.observe_all()[0] == obs[0]  # the caller's list, not the engine's kept one

@@ -418,8 +418,7 @@ class WebShopVectorEnv(VectorEnv):
         columns = getattr(self.engine, "info_columns", None)
         if columns is not None and not self._idle.any() and not (
                 mode == AutoresetMode.SAME_STEP and (terminations.any() or truncations.any())):
-            observe = self.engine.observe
-            self._obs = [observe(i) for i in range(n)]
+            self._obs = self.engine.observe_all()
             infos = self._live_infos(columns)
             if mode == AutoresetMode.NEXT_STEP:
                 self._autoreset = terminations | truncations
