@@ -39,19 +39,37 @@ class ActionKind(IntEnum):
 INVALID, SEARCH, CLICK = (int(k) for k in ActionKind)
 
 
+PARSED_MEMO = 8192
+"""Actions of at most :data:`PARSED_MEMO_LENGTH` characters whose split a process remembers (at
+most 8,192 x 128 characters: a few MB at worst; the memo starts afresh when full)."""
+PARSED_MEMO_LENGTH = 128
+_PARSED: dict[str, tuple[str, str | None]] = {}
+
+
 def parse_action(action) -> tuple[str | None, str | None]:
     """Split an action into (name, lower-cased argument) as the reference does.
 
     Non-strings and strings longer than :data:`MAX_ACTION_LENGTH` give ``(None, None)``;
-    strings without a bracketed argument give ``(action, None)``.
+    strings without a bracketed argument give ``(action, None)``.  Short actions are remembered
+    (agents repeat ``click[buy now]``, ``click[< prev]`` and the like).
     """
+    if type(action) is str:  # (a str subclass takes the long way, uncached)
+        parsed = _PARSED.get(action)
+        if parsed is not None:
+            return parsed
     if not isinstance(action, str) or len(action) > MAX_ACTION_LENGTH:
         return None, None
     match = _PATTERN.match(action)
     if match is None:
-        return action, None
-    name, arg = match.groups()
-    return name, arg.lower()
+        parsed = action, None
+    else:
+        name, arg = match.groups()
+        parsed = name, arg.lower()
+    if type(action) is str and len(action) <= PARSED_MEMO_LENGTH:
+        if len(_PARSED) >= PARSED_MEMO:
+            _PARSED.clear()
+        _PARSED[action] = parsed
+    return parsed
 
 
 def format_click(label: str) -> str:
