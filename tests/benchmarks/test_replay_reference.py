@@ -136,3 +136,22 @@ def test_reference_that_cannot_import_is_one_line_exit_2(tiny_golden, tmp_path):
     assert lines[0].startswith(f"replay.py: error: the reference could not be imported by {sys.executable} ")
     assert "No module named 'no_such_requirement_of_the_reference'" in lines[0]
     assert "docs/benchmarks.md" in lines[0] and not out.exists()
+
+
+def test_a_wrong_golden_page_or_reward_is_a_mismatch_in_every_mode(tiny_golden, tmp_path):
+    """The outputs kept during the timed replay are compared after it: a changed page, a changed
+    first page and a changed reward are each counted, and the run fails."""
+    import shutil
+
+    shop = tmp_path / "shop"
+    shutil.copytree(tiny_golden, shop, symlinks=True)
+    path = shop / "golden" / "trajectories.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    rows[0]["steps"][2]["obs_text"] += " changed"
+    rows[1]["steps"][0]["obs_text"] += " changed"
+    rows[2]["steps"][-1]["reward"] += 0.5
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "replay.json"
+    proc = run("--shop", str(shop), "--modes", "single", "vector", "--repeat", "1", "--num-envs", "2", "--json", str(out))
+    assert proc.returncode != 0 and "MISMATCHES" in proc.stderr
+    assert [r["mismatches"] for r in json.loads(out.read_text())["rows"]] == [3, 3]
