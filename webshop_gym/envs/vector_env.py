@@ -76,7 +76,12 @@ def batch_infos(entries: Sequence[tuple[int, dict]], n: int, only: str | None = 
                 column[0].append(slot)
                 column[1].append(value)
     out: dict[str, Any] = {}
+    # the slots as an index array, made once for the columns every entry reported (numpy converts
+    # a list index on every use, ~1 us per 30 slots)
+    every = len(entries)
+    every_index = np.fromiter([slot for slot, _ in entries], dtype=np.intp, count=every)
     for key, (slots, values) in columns.items():
+        index = every_index if len(slots) == every else np.array(slots, dtype=np.intp)
         first = values[0]
         if key != "final_obs" and isinstance(first, dict):
             array: Any = batch_infos(list(zip(slots, values)), n)
@@ -84,12 +89,14 @@ def batch_infos(entries: Sequence[tuple[int, dict]], n: int, only: str | None = 
             array = _empty_column(key, first, n)
             kind = type(first)
             if kind in (int, float, bool) and all([type(v) is kind for v in values]):
-                array[slots] = values  # Python numbers of the column's own type: stored as one by one
+                array[index] = values  # Python numbers of the column's own type: stored as one by one
+            elif array.dtype == object:  # each value one element, lists and arrays included
+                array[index] = np.fromiter(values, dtype=object, count=len(values))
             else:
                 for slot, value in zip(slots, values):
                     array[slot] = value
         mask = np.zeros(n, dtype=np.bool_)
-        mask[slots] = True
+        mask[index] = True
         out[key], out[f"_{key}"] = array, mask
     return out
 

@@ -56,6 +56,7 @@ class Renderer:
         self._sub = _Cache(cache_size)
         self._valid = _Cache(cache_size)
         self._clicks = _Cache(cache_size)  # a results page's label -> its click action ("": none)
+        self._fixed: dict[int, tuple] = {}  # page kind -> page_actions of the pages whose actions are fixed
         self._prev = N.join_text([("< Prev", N.BUTTON)])
 
     # -- pieces -----------------------------------------------------------------------------
@@ -207,14 +208,18 @@ class Renderer:
 
     def page_actions(self, state: BatchState, slot: int) -> tuple[bool, tuple, tuple]:
         """``(has_search_bar, clickables, valid_actions)`` of a slot's page as tuples (shared: do not copy)."""
-        page = int(state.page[slot])
+        page = state.page.item(slot)
         if page == RESULTS:
-            view = self.ctx.results_view(state.results[slot], int(state.page_no[slot]))
+            view = self.ctx.results_view(state.results[slot], state.page_no.item(slot))
             return False, view.clickables, self._results_valid(view)
         if page == ITEM:
-            labels, valid = self._item_actions(int(state.row[slot]))
+            labels, valid = self._item_actions(state.row.item(slot))
             return False, labels, valid
-        return page == START, tuple(clickables(self.ctx, state, slot)), tuple(self.valid_actions(state, slot))
+        fixed = self._fixed.get(page)  # the start, tab and done pages' actions never vary
+        if fixed is None:
+            fixed = self._fixed[page] = (page == START, tuple(clickables(self.ctx, state, slot)),
+                                         tuple(self.valid_actions(state, slot)))
+        return fixed
 
     def valid_actions(self, state: BatchState, slot: int) -> list[str]:
         """Complete action strings valid now (the search as one template on the start page)."""
