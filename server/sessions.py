@@ -396,6 +396,7 @@ class SessionStore:
             getattr(engine.state, f.name)[slot] = saved[f.name]
         engine.invalid[slot] = saved["_invalid"]
         engine.truncated[slot] = saved["_truncated"]
+        engine.forget(slot)  # what the engine kept of the undone page (its text, its actions)
 
     # -- logs ---------------------------------------------------------------------------------
 

@@ -192,6 +192,12 @@ class Engine:
                 text[slot] = render(state, slot)
         return list(text)
 
+    def forget(self, slot: int) -> None:
+        """Drop the slot's kept text and page actions: call it after changing the slot's state in
+        place other than through :meth:`step` and :meth:`reset` (an undone step, say)."""
+        if self._text_of is self.state:
+            self._text[slot] = self._acts[slot] = None
+
     def _forget_kept(self) -> None:
         """Drop every slot's kept text and actions: they were made from another state object."""
         n = len(self.state)
