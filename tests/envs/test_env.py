@@ -422,3 +422,26 @@ def test_kept_page_actions_come_out_as_fresh_lists(default_shop):
         info["available_actions"]["clickables"].clear()
         _, _, _, _, info = env.step(action)
         assert info["page"] == "item" and (info["available_actions"], info["valid_actions"]) == want
+
+
+def test_forget_drops_what_the_engine_kept_of_a_slot(default_shop):
+    """``Engine.forget``: after a slot's state is put back in place (an undone step), the kept
+    text and page actions of the page it left are dropped, and the slot shows its restored page."""
+    import copy
+    import dataclasses
+
+    env = WebShopEnv(shop=default_shop, max_steps=None)
+    _, info = env.reset(seed=5)
+    engine = env.engine
+    _, _, _, _, info = env.step(f"search[{' '.join(info['instruction'].split()[:5])}]")
+    before = (engine.observe(0), engine.info(0))
+    saved = {f.name: copy.copy(getattr(engine.state, f.name)[0]) for f in dataclasses.fields(engine.state)}
+    env.step("click[next >]")
+    after = (engine.observe(0), engine.info(0))
+    assert after[0] != before[0] and after[1]["valid_actions"] != before[1]["valid_actions"]
+    for name, value in saved.items():
+        getattr(engine.state, name)[0] = value
+    engine.invalid[0] = before[1]["invalid_action"]
+    assert engine.observe(0) == after[0]  # kept: the engine cannot know the state was put back
+    engine.forget(0)
+    assert (engine.observe(0), engine.info(0)) == before
