@@ -193,8 +193,11 @@ class Engine:
         return list(text)
 
     def forget(self, slot: int) -> None:
-        """Drop the slot's kept text and page actions: call it after changing the slot's state in
-        place other than through :meth:`step` and :meth:`reset` (an undone step, say)."""
+        """Drop the slot's kept text and page actions.
+
+        Call it after changing the slot's state in place other than through :meth:`step` and
+        :meth:`reset` (an undone step, say).
+        """
         if self._text_of is self.state:
             self._text[slot] = self._acts[slot] = None
 
