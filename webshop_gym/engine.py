@@ -17,7 +17,7 @@ from webshop_gym.core.pages import SUB, SUB_PAGES
 from webshop_gym.core.sim import BatchState, SimContext, reset_slots, slot_index, step, step_one
 from webshop_gym.error import GoalNotFound, expect_one_of
 from webshop_gym.protocols.splits import goal_ids
-from webshop_gym.render.text import Renderer
+from webshop_gym.render.text import Renderer, action_lists_of
 from webshop_gym.shop import Shop
 from webshop_gym.utils.checks import check_goal_index, check_int
 
@@ -168,8 +168,7 @@ class Engine:
         """The observation of a slot in ``mode`` (default: the engine's mode)."""
         mode = mode or self.observation_mode
         if mode == "text":
-            if self._text_of is not self.state:
-                self._forget_kept()
+            self._kept_for_state()
             text = self._text[slot]
             if text is None:
                 text = self._text[slot] = self.renderer.text(self.state, slot)
@@ -184,8 +183,7 @@ class Engine:
         """Every slot's observation in the engine's mode, slot ``i`` at ``i`` (text: the kept texts, rendered where missing)."""
         if self.observation_mode != "text":
             return [self.observe(slot) for slot in range(len(self.state))]
-        if self._text_of is not self.state:
-            self._forget_kept()
+        self._kept_for_state()
         text, render, state = self._text, self.renderer.text, self.state
         for slot, kept in enumerate(text):
             if kept is None:
@@ -201,15 +199,15 @@ class Engine:
         if self._text_of is self.state:
             self._text[slot] = self._acts[slot] = None
 
-    def _forget_kept(self) -> None:
-        """Drop every slot's kept text and actions: they were made from another state object."""
-        n = len(self.state)
-        self._text, self._acts, self._text_of = [None] * n, [None] * n, self.state
+    def _kept_for_state(self) -> None:
+        """Drop every slot's kept text and actions if they were made from another state object."""
+        if self._text_of is not self.state:
+            n = len(self.state)
+            self._text, self._acts, self._text_of = [None] * n, [None] * n, self.state
 
     def page_actions(self, slot: int) -> tuple[bool, tuple, tuple]:
         """``(has_search_bar, clickables, valid_actions)`` of the slot's page, as kept tuples (do not copy)."""
-        if self._text_of is not self.state:
-            self._forget_kept()
+        self._kept_for_state()
         acts = self._acts[slot]
         if acts is None:
             acts = self._acts[slot] = self.renderer.page_actions(self.state, slot)
@@ -235,9 +233,7 @@ class Engine:
             "invalid_action": self.invalid.item(slot),
         }
         if actions:
-            search_bar, labels, valid = self.page_actions(slot)
-            info["available_actions"] = {"has_search_bar": search_bar, "clickables": list(labels)}
-            info["valid_actions"] = list(valid)
+            info["available_actions"], info["valid_actions"] = action_lists_of(self.page_actions(slot))
         if state.purchase[slot] is not None:
             info.update(self.purchase_info(slot))
         return info
@@ -281,8 +277,7 @@ class Engine:
             out[index] = values
             return out
 
-        if self._text_of is not self.state:
-            self._forget_kept()
+        self._kept_for_state()
         kept, page_actions = self._acts, self.renderer.page_actions
         for slot in listed:
             if kept[slot] is None:

@@ -16,7 +16,7 @@ from webshop_gym.core.pages import ITEM, RESULTS, START, SUB, SUB_PAGES
 from webshop_gym.core.sim import BatchState, SimContext, clickables
 from webshop_gym.render import nodes as N
 
-__all__ = ["BASE_URL", "Renderer", "SEARCH_TEMPLATE"]
+__all__ = ["BASE_URL", "Renderer", "SEARCH_TEMPLATE", "action_lists_of"]
 
 BASE_URL = "http://127.0.0.1:3000"
 SEARCH_TEMPLATE = "search[<query>]"
@@ -32,6 +32,12 @@ class _Cache(OrderedDict):
         if len(self) > self.size:
             self.popitem(last=False)
         return value
+
+
+def action_lists_of(page_actions: tuple[bool, tuple, tuple]) -> tuple[dict, list[str]]:
+    """``(available_actions, valid_actions)`` as ``info`` reports them, fresh lists, from :meth:`Renderer.page_actions`."""
+    search_bar, labels, valid = page_actions
+    return {"has_search_bar": search_bar, "clickables": list(labels)}, list(valid)
 
 
 def _compose(parts) -> str:
@@ -204,8 +210,7 @@ class Renderer:
 
     def action_lists(self, state: BatchState, slot: int) -> tuple[dict, list[str]]:
         """``(available_actions(...), valid_actions(...))`` of a slot, its page looked at once (fresh lists)."""
-        search_bar, labels, valid = self.page_actions(state, slot)
-        return {"has_search_bar": search_bar, "clickables": list(labels)}, list(valid)
+        return action_lists_of(self.page_actions(state, slot))
 
     def page_actions(self, state: BatchState, slot: int) -> tuple[bool, tuple, tuple]:
         """``(has_search_bar, clickables, valid_actions)`` of a slot's page as tuples (shared: do not copy)."""
