@@ -9,12 +9,27 @@ elsewhere.
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
 
+from tests.helpers import disk_shortfall
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("WEBSHOP_GYM_SHARED", ROOT.parent / "shared")) / "webshop-small"
+
+
+def pytest_sessionstart(session):
+    """Say up front when the disk is too full for the suite (on the controller only, not per worker)."""
+    if hasattr(session.config, "workerinput"):
+        return
+    from webshop_gym.utils.paths import cache_dir
+
+    message = disk_shortfall([tempfile.gettempdir(), cache_dir(create=False)])
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if message and reporter is not None:
+        reporter.write_line(f"WARNING: {message}", yellow=True, bold=True)
 
 
 def shared_available() -> bool:

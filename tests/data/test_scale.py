@@ -167,6 +167,14 @@ def test_a_100k_product_shop_second_process_agrees(tmp_path):
     second maps it all and gives the same goals, prices, observations and rewards; a third with
     another price seed rebuilds only prices and caps.  Time and memory: ``benchmarks/scale.py``.
     """
+    try:
+        _check_a_100k_shop(tmp_path)
+    finally:  # 650 MB of shop and cache: pytest keeps three runs' tmp_path, so it goes now
+        shutil.rmtree(tmp_path / "shop", ignore_errors=True)
+        shutil.rmtree(tmp_path / "cache", ignore_errors=True)
+
+
+def _check_a_100k_shop(tmp_path):
     from webshop_gym.data.synth import generate_shop
 
     generate_shop(tmp_path / "shop", 100_000, seed=1, progress=False)
