@@ -8,8 +8,8 @@ import signal
 from pathlib import Path
 
 SUITE_DISK_PEAK = 1_000_000_000
-"""Bytes the test suite writes at its peak, rounded up (measured 2026-12-02: 0.90 GB with the
-README's command, 0.65 GB of it the 100,000-product test's shop and cache, which it removes)."""
+"""Bytes the test suite writes at its peak, rounded up (measured 2026-12-02 with the README's
+command: 0.78 GB, 0.65 GB of it the 100,000-product test's shop and cache, which it deletes)."""
 
 
 def disk_shortfall(paths, need: int = SUITE_DISK_PEAK) -> str | None:
