@@ -41,7 +41,7 @@ def test_remembered_splits_equal_fresh_ones_and_the_memo_stays_bounded(monkeypat
     pool += ["search[Red Shoes]", "click[Buy Now]", "noop", "x" * 129 + "[a]", "Search[x]", "click[a]b]"]
 
     def fresh(action):
-        match = actions._PATTERN.match(action)
+        match = actions.REFERENCE_PATTERN.match(action)
         return (action, None) if match is None else (match.group(1), match.group(2).lower())
 
     for _ in range(3000):

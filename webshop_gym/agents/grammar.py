@@ -20,15 +20,17 @@ Tag blocks (``<think>``, ``<action>``, ``<answer>``) are found tolerantly:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = [
     "ACTION_NAMES",
     "Block",
     "action_candidates",
+    "choose_block",
     "extract_prefixed",
     "extract_tag",
     "find_blocks",
+    "find_tags",
     "split_action",
     "strip_tags",
 ]
@@ -36,7 +38,12 @@ __all__ = [
 KNOWN_TAGS = ("think", "action", "answer")
 ACTION_NAMES = ("search", "click")
 
-_TAG = re.compile(r"<\s*(/?)\s*(think|action|answer)\s*>", re.IGNORECASE)
+# A tag: "<", white space, an optional "/" and white space, the name, white space, ">" (group 2:
+# the "/", group 4: the name).  Each run of white space is taken whole, never given back
+# (``(?=(\s*))\1`` matches it atomically: a lookahead is never re-entered): giving white space
+# back cannot help, since what follows is never white space, and ``<\s*(/?)\s*``, the plain
+# way to write it, backtracks through every split of the run, in quadratic time.
+_TAG = re.compile(r"<(?=(\s*))\1(?:(/)(?=(\s*))\3)?(think|action|answer)(?=(\s*))\5>", re.IGNORECASE)
 # A whole string that is one action: greedy argument (labels may hold brackets, as the reference
 # grammar ``(.+)\[(.+)\]`` allows), optional white space between name and bracket.
 _FULL_ACTION = re.compile(r"^\s*(search|click)\s*\[(.*)\]\s*$", re.IGNORECASE | re.DOTALL)
@@ -48,9 +55,8 @@ _PREFIXED = {
 }
 
 
-@dataclass(frozen=True)
-class Block:
-    """One tag block of a response.
+class Block(NamedTuple):
+    """One tag block of a response (a named tuple: a tag soup makes thousands of them).
 
     Attributes:
         tag: the tag name, lower case.
@@ -67,52 +73,67 @@ class Block:
     end: int
 
 
-def _tags(text: str) -> list[tuple[int, int, str, bool]]:
-    """Every known tag as (start, end, name, is_closing)."""
-    return [(m.start(), m.end(), m.group(2).lower(), bool(m.group(1))) for m in _TAG.finditer(text)]
+Tag = tuple[int, int, str, bool]
+"""One known tag of a text: (start, end, lower-case name, is_closing)."""
 
 
-def find_blocks(text: str, tag: str) -> list[Block]:
+def find_tags(text: str) -> list[Tag]:
+    """Every known tag of ``text``, in order (what :func:`find_blocks` and :func:`extract_tag` read).
+
+    >>> find_tags("<think>a</ THINK>")
+    [(0, 7, 'think', False), (8, 17, 'think', True)]
+    """
+    return [(m.start(), m.end(), m.group(4).lower(), m.group(2) is not None) for m in _TAG.finditer(text)]
+
+
+def find_blocks(text: str, tag: str, tags: list[Tag] | None = None) -> list[Block]:
     """Return every ``<tag>`` block of ``text`` in order (see the module docstring for the rules).
 
     >>> [b.content for b in find_blocks("<think>a</think><answer>b</answer>", "answer")]
     ['b']
     >>> [(b.content, b.closed) for b in find_blocks("<ANSWER> click[x]", "answer")]
     [(' click[x]', False)]
+
+    ``tags``: :func:`find_tags` of ``text`` when the caller has them already.
     """
     tag = tag.lower()
-    tags = _tags(text)
+    if tags is None:
+        tags = find_tags(text)
+    # ends[i]: the first tag after tag i that ends a block opened at i (a tag of this name, or
+    # any opening tag), found in one backward pass (a scan per block was quadratic in the tags).
+    ends: list[int | None] = [None] * len(tags)
+    following = None
+    for i in range(len(tags) - 1, -1, -1):
+        ends[i] = following
+        if tags[i][2] == tag or not tags[i][3]:
+            following = i
     blocks: list[Block] = []
     used_closings: set[int] = set()
     for i, (start, end, name, closing) in enumerate(tags):
         if name != tag or closing:
             continue
-        stop = len(text)
-        stop_end = len(text)
+        stop = stop_end = len(text)
         closed = False
-        for j in range(i + 1, len(tags)):
+        j = ends[i]
+        if j is not None:
             s2, e2, n2, c2 = tags[j]
             if n2 == tag and c2:
                 stop, stop_end, closed = s2, e2, True
                 used_closings.add(j)
-                break
-            if n2 == tag or not c2:  # another opening tag ends an unclosed block
+            else:  # another opening tag ends an unclosed block
                 stop = stop_end = s2
-                break
         blocks.append(Block(tag, text[end:stop], closed, start, stop_end))
     for j, (start, end, name, closing) in enumerate(tags):
         if name != tag or not closing or j in used_closings:
             continue
         # An orphan closing tag: the block starts after the previous known tag.
-        begin = 0
-        for _, e2, _, _ in tags[:j]:
-            begin = e2
+        begin = tags[j - 1][1] if j else 0
         blocks.append(Block(tag, text[begin:start], False, begin, end))
     blocks.sort(key=lambda b: b.start)
     return blocks
 
 
-def extract_tag(text: str, tag: str) -> Block | None:
+def extract_tag(text: str, tag: str, tags: list[Tag] | None = None) -> Block | None:
     """The block a parser should read: the last closed non-empty block, else the last unclosed one.
 
     >>> extract_tag("<answer>click[a]</answer> then <answer>click[b]</answer>", "answer").content
@@ -120,7 +141,12 @@ def extract_tag(text: str, tag: str) -> Block | None:
     >>> extract_tag("no tags here", "answer") is None
     True
     """
-    blocks = [b for b in find_blocks(text, tag) if b.content.strip()]
+    return choose_block(find_blocks(text, tag, tags))
+
+
+def choose_block(blocks: list[Block]) -> Block | None:
+    """Of :func:`find_blocks`' blocks, the one :func:`extract_tag` reads (rules there)."""
+    blocks = [b for b in blocks if b.content.strip()]
     closed = [b for b in blocks if b.closed]
     if closed:
         return closed[-1]

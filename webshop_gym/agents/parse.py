@@ -28,7 +28,12 @@
 4. **Closest** (only when ``closest=True``): an action that is still not admissible is replaced
    by the admissible action most similar to it (``difflib.SequenceMatcher`` ratio over the
    action strings, the first on ties; the search template is never chosen).  The result is
-   valid and ``mapped`` is True.
+   valid and ``mapped`` is True.  An action longer than :data:`CLOSEST_CHARS` characters (or twice
+   the longest admissible action, if that is more) is compared by its start, cut there: the ratio
+   costs time in proportion to the product of both lengths, and no admissible action is that long.
+
+Every step runs in time linear in the response's length (issue 46; ``benchmarks/action_parse.py``
+times each format on adversarial answers of 100,000 characters).
 
 An invalid result still carries an action string (the best candidate, else the stripped text,
 ``""`` when nothing is left) so the env can judge it: usually an invalid action (reward 0, one
@@ -64,6 +69,8 @@ FORMATS = ("think-answer", "verl-agent", "react", "plain")
 _ANSWER_TAG = {"think-answer": "answer", "verl-agent": "action"}
 _TEMPLATE = re.compile(r"^search\[<[^>]*>\]$")
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*|\s*```$")
+"""A code fence around an answer (the rule; :func:`_unfence` applies it in linear time)."""
+_FENCE_OPEN = re.compile(r"```[a-zA-Z]*\s*")
 _LEADING = re.compile(r"^(?:action|answer|final answer)\s*[:：]\s*", re.IGNORECASE)
 _BARE = re.compile(r"^(search|click)\s*(?:[:：]\s*|\s+)(.+)$", re.IGNORECASE | re.DOTALL)
 _WRAP = "\"'`*“”‘’"
@@ -100,9 +107,25 @@ def _format_name(fmt) -> str:
     return name
 
 
+def _unfence(text: str) -> str:
+    r"""``_FENCE.sub("", text)`` of a stripped text, in linear time.
+
+    ``re.sub`` tries ``\s*```$`` at every offset of a run of white space, scanning the rest of
+    the run each time (quadratic).  In a stripped text the opening fence can only match at the
+    start, and the closing one is the final three backticks with the white space before them
+    (not reaching back into the opening match).
+    """
+    opening = _FENCE_OPEN.match(text)
+    if opening is not None:
+        text = text[opening.end() :]
+    if text.endswith("```"):
+        text = text[:-3].rstrip()
+    return text
+
+
 def _clean(text: str) -> str:
     text = text.strip()
-    text = _FENCE.sub("", text).strip()
+    text = _unfence(text).strip()
     for _ in range(3):
         before = text
         text = text.strip().strip(_WRAP).strip()
@@ -184,8 +207,14 @@ def _variants(action: str) -> list[str]:
     return out
 
 
+CLOSEST_CHARS = 1000
+"""The longest start of an action that ``closest=True`` compares (see rule 4)."""
+
+
 def _closest(query: str, admissible: Sequence[str]) -> str | None:
     options = [a for a in admissible if not _TEMPLATE.match(a)]
+    if options:
+        query = query[: max(CLOSEST_CHARS, 2 * max(map(len, options)))]
     best, best_score = None, -1.0
     for option in options:
         score = difflib.SequenceMatcher(None, query, option, autojunk=False).ratio()
@@ -198,11 +227,12 @@ def _extract(text: str, fmt: str) -> tuple[str | None, bool, str | None]:
     """(extracted text or None, format_ok, thought)."""
     if fmt in _ANSWER_TAG:
         tag = _ANSWER_TAG[fmt]
-        thinks = grammar.find_blocks(text, "think")
-        answers = grammar.find_blocks(text, tag)
-        think = grammar.extract_tag(text, "think")
+        tags = grammar.find_tags(text)  # once: both kinds of block are read from them
+        thinks = grammar.find_blocks(text, "think", tags)
+        answers = grammar.find_blocks(text, tag, tags)
+        think = grammar.choose_block(thinks)
         thought = think.content.strip() if think is not None else None
-        block = grammar.extract_tag(text, tag)
+        block = grammar.choose_block(answers)
         if block is None:
             if thinks and not any(b.closed for b in thinks):
                 return None, False, thought  # the response ended inside <think>

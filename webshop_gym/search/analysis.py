@@ -19,15 +19,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from webshop_gym.search.porter import stem
 
-if TYPE_CHECKING:
-    from webshop_gym.search.stems import StemTable
-
-__all__ = ["STOP_WORDS", "MAX_TOKEN_LENGTH", "TOKEN", "tokens", "word_of", "analyze", "analyze_with_java", "analyze_many",
-           "term"]
+__all__ = ["STOP_WORDS", "MAX_TOKEN_LENGTH", "TOKEN", "StemLookup", "find_tokens", "tokens", "word_of", "analyze",
+           "analyze_with_java", "analyze_many", "term"]
 
 STOP_WORDS = frozenset(
     "a an and are as at be but by for if in into is it no not of on or such that the their then "
@@ -41,10 +38,38 @@ MAX_TOKEN_LENGTH = 255
 _UNIT = "[A-Za-z0-9]"
 _JOIN = "(?:_+|(?<=[A-Za-z])[:.'](?=[A-Za-z])|(?<=[0-9])[,;.'](?=[0-9]))"
 TOKEN = re.compile(f"_*{_UNIT}(?:{_JOIN}?{_UNIT})*_*")
-"""One token of an ASCII text (``TOKEN.findall(text)``)."""
+"""One token of an ASCII text (``TOKEN.findall(text)``; :func:`find_tokens` finds the same in linear time)."""
+
+_BARRIER = re.compile("(?<![A-Za-z0-9_])__+(?![A-Za-z0-9_])")
+"""A run of ``_`` with neither a letter nor a digit on either side: it belongs to no token."""
 
 _EDGES = "".join(c for c in map(chr, range(128)) if not (c.isalnum() or c == "_" or c.isspace()))
 """ASCII characters that can neither start nor end a token (every one but letters, digits, ``_`` and white space)."""
+
+
+class StemLookup(Protocol):
+    """What :func:`term` asks of a stem table (a catalog's :class:`~webshop_gym.search.stems.StemTable`)."""
+
+    def get(self, word: str) -> str | None:
+        """The stem of ``word``, or ``None`` when the table lacks it."""
+
+
+def find_tokens(text: str) -> list[str]:
+    """``TOKEN.findall(text)``, in linear time.
+
+    ``re`` tries ``TOKEN`` at every offset of a run of ``_`` that no token can take (no letter or
+    digit on either side), scanning the rest of the run each time: quadratic in its length (a
+    search of 100,000 ``_`` would take minutes).  Such a run matches nothing wherever it starts,
+    so one ``_`` in its place finds the same tokens (tokens never include it, and the characters
+    around it stay as they were).
+
+    Example:
+        >>> find_tokens("a_b __ ___c. ___")
+        ['a_b', '___c']
+    """
+    if "__" in text:
+        text = _BARRIER.sub("_", text)
+    return TOKEN.findall(text)
 
 
 def tokens(text: str) -> list[str]:
@@ -61,7 +86,7 @@ def tokens(text: str) -> list[str]:
         if word.isalnum():
             out.append(word)
         elif word:
-            out.extend(TOKEN.findall(word))
+            out.extend(find_tokens(word))
     return out
 
 
@@ -79,7 +104,7 @@ _MEMO: dict[str, str | None] = {}
 _MISSING = object()
 
 
-def term(token: str, stems: StemTable | None = None) -> str | None:
+def term(token: str, stems: StemLookup | None = None) -> str | None:
     """The index term of one raw ASCII token (``None``: a stop word).
 
     Memoised per process (:data:`MEMO_SIZE` tokens; the memo starts afresh when full).  A token
@@ -102,7 +127,7 @@ def term(token: str, stems: StemTable | None = None) -> str | None:
     return got
 
 
-def analyze(text: str, stems: StemTable | None = None) -> list[str] | None:
+def analyze(text: str, stems: StemLookup | None = None) -> list[str] | None:
     """Return the index terms of ``text`` in order, or ``None`` when only Java can tell.
 
     ``stems``: a catalog's stem table, consulted for words the process has not seen yet.

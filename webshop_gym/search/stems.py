@@ -24,7 +24,7 @@ import numpy as np
 from webshop_gym.data.catalog import Catalog
 from webshop_gym.data.columns import StringColumn, readonly
 from webshop_gym.error import CacheNotWritable
-from webshop_gym.search.analysis import MAX_TOKEN_LENGTH, TOKEN, word_of
+from webshop_gym.search.analysis import MAX_TOKEN_LENGTH, find_tokens, word_of
 from webshop_gym.search.porter import stem
 from webshop_gym.utils.paths import build_atomically, is_built
 
@@ -111,10 +111,10 @@ def catalog_words(catalog: Catalog, progress: bool = False) -> set[str]:
     tokens: set[str] = set()
     rows = range(len(catalog))
     for row in tqdm(rows, desc="collecting the words to stem", unit="product", disable=not progress or _progress.disable()):
-        tokens.update(TOKEN.findall(document_text(catalog, row)))
+        tokens.update(find_tokens(document_text(catalog, row)))
     for column in (catalog.instruction, catalog.human_text):
         for text in column:
-            tokens.update(TOKEN.findall(text))
+            tokens.update(find_tokens(text))
     words = set()
     for token in tokens:
         word = word_of(token)
