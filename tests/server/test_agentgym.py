@@ -243,3 +243,19 @@ def test_the_play_ui_and_site_are_served_beside_the_api(live):
     assert missing.status_code == 404 and "text/html" in missing.headers["Content-Type"]
     too_big = requests.post(f"{base}{play}", data={"action": "x" * 70_000}, timeout=30)
     assert too_big.status_code == 413
+
+
+def test_adversarial_actions_at_the_body_limit_are_answered_at_once(live):
+    """Issue 46, item 1: a 64 KB step of ``[`` (the API's body limit) took 7.7 s, holding every other
+    client's step; the split is linear now, so each answers in milliseconds (5 s: a wide margin)."""
+    _, base = live()
+    base += "/agentgym"
+    client, other = Client(base), Client(base)
+    client.reset(3)
+    other.reset(4)
+    n = 65_000  # the body (64 KB at most) holds the action and the env's id
+    for action in ["[" * n, "click[" + "]" * (n - 6), "[" * (n - 2) + "\n]", "search[" + "_" * (n - 8) + "]"]:
+        response = client.http.post(f"{base}/step", json={"env_idx": client.env_id, "action": action}, timeout=5)
+        assert response.status_code == 200, response.text
+        assert response.json()["done"] is False
+        assert other.post("step", {"action": "click[nope]"})["reward"] == 0.0  # the other client is answered too
