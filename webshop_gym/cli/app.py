@@ -144,6 +144,7 @@ def _build_search(engine) -> None:
 def _data_compile(args) -> int:
     from webshop_gym.shop import load_shop
     from webshop_gym.utils.integrity import remove_damaged
+    from webshop_gym.utils.memo import remove_damaged_memos
     from webshop_gym.utils.paths import remove_interrupted_builds
 
     path = args.dir or _default_dir()
@@ -154,6 +155,8 @@ def _data_compile(args) -> int:
     for root in (_shop_cache(args), _cache_roots()[1]):
         for folder, problem in remove_damaged(root):
             print(f"removed {folder} (damaged: {problem})")
+    for memo, problem in remove_damaged_memos(_memos([_shop_cache(args)])):
+        print(f"removed {memo} (damaged: {problem})")
     sets = [dict(human_goals=human, seed=seed) for human in ([False, True] if args.human_goals else [False])
             for seed in (args.price_seed or [0])]
     sets += [dict(goals=goals) for goals in args.goals or []]
@@ -171,8 +174,18 @@ def _data_compile(args) -> int:
     return 0
 
 
+def _memos(roots: list) -> list:
+    """The memo files that ``data verify`` and ``data compile`` check: under ``roots``, and the cache-wide ones."""
+    from webshop_gym.utils.memo import find_memos
+    from webshop_gym.utils.paths import cache_dir
+
+    top = [p for p in find_memos(cache_dir(create=False)) if p.parent == cache_dir(create=False)]
+    return [*top, *(memo for root in roots for memo in find_memos(root))]
+
+
 def _data_verify(args) -> int:
     from webshop_gym.utils.integrity import verify_tree
+    from webshop_gym.utils.memo import memo_damage
     from webshop_gym.utils.paths import interrupted_builds
 
     roots = _cache_roots() if args.all else [_shop_cache(args)]
@@ -180,13 +193,15 @@ def _data_verify(args) -> int:
     leftovers = [found for root in roots for found in interrupted_builds(root)]
     if not results and not leftovers:
         raise FileNotFoundError(f"nothing compiled in {roots[0]}: run `webshop-gym data compile` first")
-    for folder, problem in results:
+    memos = [(memo, memo_damage(memo)) for memo in _memos(roots)]
+    for folder, problem in [*results, *memos]:
         print(f"ok       {folder}" if problem is None else f"DAMAGED  {folder}: {problem}")
     for tmp, running in leftovers:
         print(f"BUILDING {tmp}: a build in progress" if running else f"STALE    {tmp}: left by an interrupted build")
-    damaged = [folder for folder, problem in results if problem is not None]
+    damaged = [folder for folder, problem in [*results, *memos] if problem is not None]
     stale = [tmp for tmp, running in leftovers if not running]
-    summary = f"{len(results)} folders checked, {len(damaged)} damaged"
+    memo_count = f" and {len(memos)} memo{'' if len(memos) == 1 else 's'}" if memos else ""
+    summary = f"{len(results)} folders{memo_count} checked, {len(damaged)} damaged"
     if stale:
         summary += f", {len(stale)} left by interrupted builds"
     if damaged or stale:

@@ -54,11 +54,15 @@ from webshop_gym.data.columns import (
     save_array,
 )
 from webshop_gym.error import GoalNotFound, expect_one_of
+from webshop_gym.utils.memo import read_memo, write_memo
 from webshop_gym.utils.paths import build_atomically, is_built
 
-__all__ = ["GoalSet", "SPLITS", "build_goals", "product_prices", "reshuffled_order"]
+__all__ = ["DIGEST_MEMO", "GoalSet", "SPLITS", "build_goals", "product_prices", "reshuffled_order"]
 
 log = logging.getLogger("webshop_gym")
+
+DIGEST_MEMO = "digest.memo.json"
+"""The goal-set digest's memo file beside the prices (:mod:`webshop_gym.utils.memo`)."""
 
 PRICE_RANGE = [10.0 * i for i in range(1, 100)]
 NO_PRICE_CAP = 1000000
@@ -284,14 +288,16 @@ class GoalSet:
 
         It covers, in order, each goal's target asin, instruction, attributes, options, price cap
         and weight, then every product price: two runs whose goal sets have the same digest
-        scored the same goals against the same prices.  Cached beside the goal set's prices.
+        scored the same goals against the same prices.  Kept beside the goal set's prices in a
+        checked memo file (:data:`DIGEST_MEMO`).
         """
         cached = self._cache.get("digest")
         if cached is not None:
             return cached
-        memo = self.seed_folder / "digest.txt" if self.seed_folder is not None else None
-        if memo is not None and memo.is_file():
-            cached = memo.read_text().strip()
+        memo = self.seed_folder / DIGEST_MEMO if self.seed_folder is not None else None
+        kept = read_memo(memo) if memo is not None else None
+        if isinstance(kept, str) and len(kept) == 16 and all(c in "0123456789abcdef" for c in kept):
+            cached = kept
         else:
             h = hashlib.sha256()
             for asin, text, attrs, options, upper, weight in zip(
@@ -305,10 +311,7 @@ class GoalSet:
             h.update(np.ascontiguousarray(self.prices, dtype="<f8").tobytes())
             cached = h.hexdigest()[:16]
             if memo is not None:
-                try:
-                    memo.write_text(cached + "\n")
-                except OSError as exc:
-                    log.debug("cannot cache the goal-set digest in %s: %s", memo, exc)
+                write_memo(memo, cached)
         self._cache["digest"] = cached
         return cached
 

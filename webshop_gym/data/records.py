@@ -7,18 +7,17 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import re
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 from webshop_gym.error import DataError, ShopNotFound
-from webshop_gym.utils.paths import cache_dir, umask
+from webshop_gym.utils.memo import read_memo, write_memo
+from webshop_gym.utils.paths import cache_dir
 
 __all__ = [
     "CATEGORY_SEPARATOR",
@@ -96,40 +95,36 @@ def find_shop_files(directory: str | os.PathLike) -> ShopFiles:
     )
 
 
+FILE_HASHES_MEMO = "file-hashes.memo.json"
+"""The memo of source files' SHA-256 in the cache folder (:mod:`webshop_gym.utils.memo`)."""
+FILE_HASHES_BYTES = 1 << 20
+"""The most that memo holds (about 6,000 files); the oldest entries go first."""
+
+
 def file_sha256(path: Path) -> str:
-    """Return the SHA-256 of a file, remembered by (path, size, mtime) in the cache folder."""
+    """Return the SHA-256 of a file, remembered by (path, size, mtime) in a checked memo in the cache folder."""
     stat = path.stat()
-    memo_path = cache_dir(create=False) / "file-hashes.json"
+    memo_path = cache_dir(create=False) / FILE_HASHES_MEMO
     key = f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}"
-    try:
-        memo = json.loads(memo_path.read_text())
-    except (OSError, ValueError):
+    memo = read_memo(memo_path)
+    if not isinstance(memo, dict):
         memo = {}
-    if key in memo:
-        return memo[key]
+    known = memo.get(key)
+    if isinstance(known, str) and len(known) == 64:
+        return known
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 22), b""):
             digest.update(block)
+    memo.pop(key, None)
     memo[key] = digest.hexdigest()
-    try:
-        memo_path.parent.mkdir(parents=True, exist_ok=True)
-        _atomic_write_text(memo_path, json.dumps(memo))
-    except OSError as exc:  # a read-only cache: the hash is simply not remembered
-        log.debug("cannot remember the hash of %s in %s: %s", path, memo_path, exc)
+    size = sum(len(k) + len(str(v)) + 6 for k, v in memo.items())
+    for old in list(memo)[:-1]:  # bounded in bytes: the oldest entries go first
+        if size <= FILE_HASHES_BYTES:
+            break
+        size -= len(old) + len(str(memo.pop(old))) + 6
+    write_memo(memo_path, memo)  # (a read-only cache: the hash is simply not remembered)
     return memo[key]
-
-
-def _atomic_write_text(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o666 & ~umask())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 # --------------------------------------------------------------------------------------------

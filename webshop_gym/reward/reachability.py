@@ -11,8 +11,10 @@ asked options the target does not offer, the asked attributes it lacks, a type o
 fails.
 
 The answer depends only on the catalog, the goal set and its prices, so it is memoised beside
-the goal set's prices in the cache (``reachability-v1.json``; about 8 s for the 6,910 goals of
-the real 1k shop on a 2-core machine, then a file read).  A goal counts as reachable when
+the goal set's prices in the cache (``reachability-v2.memo.json``, a checked memo file:
+:mod:`webshop_gym.utils.memo`; about 8 s for the 6,910 goals of the real 1k shop on a 2-core
+machine, then a file read).  A memo whose data was altered is found by its checksum, named and
+computed again.  A goal counts as reachable when
 buying its target with the best options scores exactly 1.0; another product that would also
 score 1.0 is not searched for (``docs/runs.md``, *Reachable goals*).
 """
@@ -20,19 +22,18 @@ score 1.0 is not searched for (``docs/runs.md``, *Reachable goals*).
 from __future__ import annotations
 
 import itertools
-import json
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from webshop_gym.reward.reference import attribute_reward, option_reward
+from webshop_gym.utils.memo import read_memo, write_memo
 
 __all__ = ["Reachability", "best_options", "goal_reachability"]
 
 #: The memo's file name beside the goal set's prices (bump the version when the rule changes).
-MEMO = "reachability-v1.json"
+MEMO = "reachability-v2.memo.json"
 
 
 @dataclass(frozen=True)
@@ -165,20 +166,22 @@ def _compute(catalog, goals, rewards, max_combinations: int) -> Reachability:
     return Reachability(best >= 1.0, best, reason)
 
 
-def memoised(goals) -> Reachability | None:
-    """The goal set's memoised :class:`Reachability`, or ``None`` when there is none (or it is stale)."""
+def _memo_path(goals):
     folder = getattr(goals, "seed_folder", None)
-    memo = folder / MEMO if folder is not None else None
-    if memo is None or not memo.is_file():
+    return folder / MEMO if folder is not None else None
+
+
+def memoised(goals) -> Reachability | None:
+    """The goal set's memoised :class:`Reachability`, or ``None`` when there is none, it is stale or damaged."""
+    memo = _memo_path(goals)
+    data = read_memo(memo) if memo is not None else None
+    if not isinstance(data, dict) or data.get("goals") != len(goals) or data.get("digest") != goals.digest():
+        return None  # none, or another goal set's (computed again and written over)
+    best, reason = data.get("best"), data.get("reason")
+    if not (isinstance(best, list) and isinstance(reason, list) and len(best) == len(reason) == len(goals)):
         return None
-    try:
-        data = json.loads(memo.read_text(encoding="utf-8"))
-        if data.get("goals") == len(goals) and data.get("digest") == goals.digest():
-            return Reachability(np.asarray(data["best"], float) >= 1.0, np.asarray(data["best"], float),
-                                [str(r) for r in data["reason"]])
-    except (OSError, ValueError, KeyError, TypeError):
-        pass  # an unreadable memo is computed again
-    return None
+    best = np.asarray(best, float)
+    return Reachability(best >= 1.0, best, [str(r) for r in reason])
 
 
 def goal_reachability(catalog, goals, rewards, max_combinations: int = 4096) -> Reachability:
@@ -194,15 +197,9 @@ def goal_reachability(catalog, goals, rewards, max_combinations: int = 4096) -> 
     if known is not None:
         return known
     found = _compute(catalog, goals, rewards, max_combinations)
-    folder = getattr(goals, "seed_folder", None)
-    memo = folder / MEMO if folder is not None else None
-    if memo is not None:
-        data = {"goals": len(goals), "digest": goals.digest(), "best": found.best.tolist(), "reason": found.reason}
-        tmp = memo.with_name(f".{MEMO}.{os.getpid()}.tmp")
-        try:
-            tmp.write_text(json.dumps(data), encoding="utf-8")
-            os.replace(tmp, memo)
-        except OSError:  # a read-only cache: computed again next time
-            tmp.unlink(missing_ok=True)
+    memo = _memo_path(goals)
+    if memo is not None:  # (a read-only cache keeps nothing: computed again next time)
+        write_memo(memo, {"goals": len(goals), "digest": goals.digest(), "best": found.best.tolist(),
+                          "reason": found.reason})
     return found
 

@@ -30,8 +30,9 @@ every folder's contents on demand; ``webshop-gym data compile`` removes the dama
 index, under the default search backend) and ones it does not compile itself (a later run
 rebuilds those).
 
-Files added to a folder after it was built (nested stages, memo files) are not listed and not
-checked; nested stages have their own manifest.
+Files added to a folder after it was built (nested stages, memo files) are not listed here:
+nested stages have their own manifest, and memo files carry their own checksum
+(:mod:`webshop_gym.utils.memo`).
 """
 
 from __future__ import annotations
