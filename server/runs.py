@@ -69,7 +69,8 @@ from webshop_gym.runs.index import (
     export_record,
     seed_groups,
 )
-from webshop_gym.runs.run import RunEpisode
+from webshop_gym.runs.liveness import STOPPED, writer_state
+from webshop_gym.runs.run import RunEpisode, planned_episodes
 from webshop_gym.utils.bytelru import ByteLRU
 from webshop_gym.utils.paths import default_shop_dir
 
@@ -326,6 +327,7 @@ def index():
         row["table"] = ix.table()
         row["stats"] = stats_of(ix)
         row["complete"] = ix.summary is not None
+        row["status"] = progress_of(ix)
     seeds = seed_groups([(r["name"], r["index"].header, r["table"].figures) for r in rows if r["index"] is not None])
     return _render("runs/index.html", rows=rows, folder=str(get_library().folder), seeds=seeds,
                    protocols=_protocol_groups(rows), method=METHOD.format(resamples=RESAMPLES, seed=0))
@@ -431,16 +433,27 @@ def _page_args(args) -> tuple[int, int]:
 LIVE_REFRESH = 5
 
 
+def progress_of(index: RunIndex) -> dict:
+    """How far a run got: ``done`` episodes of the ``planned`` ones and its ``state``.
+
+    ``state``: ``"complete"`` (its summary line is there), ``"running"`` (a writer holds the file),
+    ``"stopped"`` (no summary line and no writer: it will not grow), or ``"incomplete"`` (no
+    summary line; whether a writer is at work cannot be told here).
+    """
+    state = "complete" if index.summary is not None else (writer_state(index.path) or "incomplete")
+    return {"done": index.episodes, "planned": planned_episodes(index.header), "state": state}
+
+
 def _live(index: RunIndex) -> dict | None:
     """A run still being written (no summary line yet): how far it got, for the page to say and reload.
 
-    ``None`` once the summary line arrived.  ``total``: the goals the run line announces
-    (``num_goals``), ``done``: episodes indexed so far, ``refresh``: seconds between reloads.
+    ``None`` once the summary line arrived, or when the run stopped (no writer holds its file).
+    ``total``: the episodes planned, ``done``: episodes indexed so far, ``refresh``: seconds between reloads.
     """
-    if index.summary is not None:
+    progress = progress_of(index)
+    if progress["state"] in ("complete", STOPPED):
         return None
-    total = index.header.get("num_goals")
-    return {"done": index.episodes, "total": int(total) if isinstance(total, int) else None, "refresh": LIVE_REFRESH}
+    return {"done": progress["done"], "total": progress["planned"], "refresh": LIVE_REFRESH}
 
 
 @bp.get("/<run>/")
@@ -464,7 +477,7 @@ def run_page(run: str):
     t = loaded.table()
     shown = order[(page - 1) * per : page * per].tolist()
     rows = [{"position": i, "goal": int(t.goal[i]), "instruction": t.instructions[i], "reward": float(t.reward[i]),
-             "success": bool(t.success[i]), "steps": int(t.steps[i]), "invalid": int(t.invalid[i]),
+             "success": bool(t.success[i]), "errored": bool(t.errored[i]), "steps": int(t.steps[i]), "invalid": int(t.invalid[i]),
              "causes": t.cause_names(i), "tag": t.tag_name(i), "family": t.family(i),
              "reachable": int(t.reachable[i]), "category": t.categories[int(t.category[i])],
              "goal_url": url_for("runs.goal_page", run=run, goal=int(t.goal[i]), **({"play": k} if (k := play_of(t, i)) else {}))}
@@ -480,7 +493,7 @@ def run_page(run: str):
     header = {k: v for k, v in loaded.header.items() if k not in ("type",)}
     return _render(
         "runs/run.html", index=loaded, name=run, table=t, rows=rows, stats=stats_of(loaded), about=_describe(loaded.header),
-        facts=_facts(loaded), live=_live(loaded), wall_s=((loaded.summary or {}).get("result") or {}).get("wall_s"), page_no=page, pages=pages, per=per, matched=len(order), total=len(t),
+        facts=_facts(loaded), live=_live(loaded), progress=progress_of(loaded), wall_s=((loaded.summary or {}).get("result") or {}).get("wall_s"), page_no=page, pages=pages, per=per, matched=len(order), total=len(t),
         sort=query["sort"], desc=query["desc"], q=args.get("q", ""), outcome=query["outcome"], cause=query["cause"],
         tag=query["tag"], category=query["category"], categories=sorted(t.categories), reachable=query["reachable"],
         families=_family_counts(t),
@@ -880,8 +893,10 @@ def compare(a: str, b: str):
             abort(400, f"unknown failure tag {_quoted(value)}; expected one of {', '.join(names)}")
     page, per = _page_args(request.args)
     refused, details = _refusal(run_a, run_b)
-    sides = [{"name": a, "index": run_a, "about": _describe(run_a.header), "stats": stats_of(run_a), "table": ta},
-             {"name": b, "index": run_b, "about": _describe(run_b.header), "stats": stats_of(run_b), "table": tb}]
+    sides = [{"name": a, "index": run_a, "about": _describe(run_a.header), "stats": stats_of(run_a), "table": ta,
+              "progress": progress_of(run_a)},
+             {"name": b, "index": run_b, "about": _describe(run_b.header), "stats": stats_of(run_b), "table": tb,
+              "progress": progress_of(run_b)}]
     context = {"a": a, "b": b, "sides": sides, "refused": refused, "details": details, "show": show,
                "tag_a": tag_a, "tag_b": tag_b, "method": METHOD.format(resamples=RESAMPLES, seed=0),
                "paired_columns": PAIRED_COLUMNS, "resamples": RESAMPLES}

@@ -258,10 +258,18 @@ def test_report_bundle_refuses_a_used_folder_and_bad_combinations(real_pair, tmp
 
 
 def test_a_bundle_of_a_run_still_being_written_does_not_reload(runs_dir, tmp_path):
+    from webshop_gym.runs.log import TrajectoryWriter
+
     lines = (runs_dir / "rule.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
     live = tmp_path / "live.jsonl"
-    live.write_text("".join(x for x in lines if '"type": "summary"' not in x), encoding="utf-8")
-    assert main(["report", str(live), "--bundle", str(tmp_path / "b")]) == 0
+    writer = TrajectoryWriter(live, append=False)  # eval's writer, still at work
+    try:
+        for line in lines:
+            if '"type": "summary"' not in line:
+                writer.write_line(line.rstrip("\n"))
+        assert main(["report", str(live), "--bundle", str(tmp_path / "b")]) == 0
+    finally:
+        writer.close()
     text = (tmp_path / "b" / "index.html").read_text(encoding="utf-8")
     assert "Still running" in text and "http-equiv" not in text
     header = json.loads(lines[0])

@@ -507,12 +507,15 @@ def export_record(episode: RunEpisode, table: IndexTable | None = None) -> dict:
     (0: never), ``queries`` (per search: ``step``, ``query``, ``pages_seen``, ``seen``: the
     target on those pages), ``attributes_matched`` (of the asked ones, from ``r_att``),
     ``missed_options`` (the asked options the purchase missed, ``name: value``).  The target's
-    rank in the engine's results needs the shop: the episode page gives it.
+    rank in the engine's results needs the shop: the episode page gives it.  An errored episode
+    (a served model's calls failed) has no ``reward`` and no ``success`` (``None``): its ``error`` says why.
     """
     out = episode.record()
     record = episode.log.record
     if "errored" in record:
         out["errored"] = record["errored"]
+    if episode.errored:  # the model's calls failed: no reward and no outcome, only the error
+        out["reward"] = out["success"] = None
     out["position"] = episode.position
     out["instruction"] = episode.instruction
     out["category"] = episode.category
@@ -538,13 +541,15 @@ def export_record(episode: RunEpisode, table: IndexTable | None = None) -> dict:
     return out
 
 
-#: The CSV's columns: eval's episode record flattened (reward_info.* one column each), then the viewer's.
+#: The CSV's columns: eval's episode record flattened (reward_info.*, tokens.*, protocol.* one column each: a
+#: protocol's planned episode, its item, sample, price seed and policy seed), then the viewer's.
 CSV_COLUMNS = ("goal_index", "reward", "success", "steps", "invalid_actions", "purchased", "truncated",
                "purchased_asin", "purchased_options", "purchased_price", "reward_info.r_type", "reward_info.r_att",
                "reward_info.w_att", "reward_info.query_match", "reward_info.category_match", "reward_info.title_score",
                "reward_info.r_option", "reward_info.w_option", "reward_info.r_price", "reward_info.w_price",
                "reachable", "reason", "errored", "error", "tokens.prompt", "tokens.completion", "requests", "retries",
-               "latency_s", *EXPORT_COLUMNS)
+               "latency_s", "protocol.item", "protocol.sample", "protocol.price_seed", "protocol.policy_seed",
+               *EXPORT_COLUMNS)
 
 
 def csv_value(value) -> str:
@@ -567,8 +572,10 @@ def csv_row(record: dict) -> list[str]:
     for column in CSV_COLUMNS:
         if column.startswith("reward_info."):
             cells.append(csv_value(info.get(column[len("reward_info."):])))
-        elif column.startswith("tokens."):
-            cells.append(csv_value((record.get("tokens") or {}).get(column[len("tokens."):])))
+        elif column.startswith(("tokens.", "protocol.")):  # a dict's field (None: no such dict)
+            part, key = column.split(".", 1)
+            found = record.get(part)
+            cells.append(csv_value(found.get(key) if isinstance(found, dict) else None))
         elif column == "causes":
             cells.append("; ".join(record.get("causes") or []))
         else:
