@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import base64
 import os
+import shutil
+import tempfile
+import weakref
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -156,6 +159,41 @@ def compare(a: RunSummary, b: RunSummary, resamples: int = RESAMPLES, seed: int 
     return Comparison(a, b, result, note)
 
 
+#: The prefix of the private folders a report merges shards into.
+SHARDS_FOLDER = "webshop-gym-shards-"
+
+
+def merged_here(run: Run) -> bool:
+    """Whether ``run`` is shards the report merged itself (no file of it is in the viewer's folder)."""
+    return run.path.name == "merged.jsonl" and run.path.parent.name.startswith(SHARDS_FOLDER)
+
+
+def _read_runs(files: list[Path]) -> tuple[list[tuple[str, Run]], list[str]]:
+    """The runs of a report, labelled, and notes: each file a run, the shards of one evaluation one run.
+
+    The one loader of a report: shards are merged into a private folder per group (the same
+    file ``--merged`` writes) and read from it by every table and export; the folder goes with
+    the merged run (removed when it is no longer used, or at exit).
+    """
+    made: list[str] = []
+
+    def folder() -> str:
+        made.append(tempfile.mkdtemp(prefix=SHARDS_FOLDER))
+        return made[-1]
+
+    try:
+        runs, notes = group_shards([(label, load_run(path, steps=False)) for label, path in zip(_labels(files), files)],
+                                   folder=folder)
+    except BaseException:
+        for path in made:
+            shutil.rmtree(path, ignore_errors=True)
+        raise
+    for _, run in runs:
+        if str(run.path.parent) in made:
+            weakref.finalize(run, shutil.rmtree, str(run.path.parent), True)
+    return runs, notes
+
+
 def build_report(paths: list[str | os.PathLike], resamples: int = RESAMPLES, seed: int = 0,
                  title: str | None = None, price_input: float | None = None,
                  price_output: float | None = None, viewer: str | None = None) -> Report:
@@ -167,7 +205,7 @@ def build_report(paths: list[str | os.PathLike], resamples: int = RESAMPLES, see
     ``serve --runs``) links failure examples to the viewer's episodes.
     """
     files = [Path(p) for p in paths]
-    runs, notes = group_shards([(label, load_run(path, steps=False)) for label, path in zip(_labels(files), files)])
+    runs, notes = _read_runs(files)
     rows = [summarize_run(label, run, resamples, seed) for label, run in runs]
     comparisons = [compare(rows[0], row, resamples, seed) for row in rows[1:]]
     for row in rows:
@@ -374,7 +412,7 @@ def failure_tags(report: Report, examples: int = 5) -> list[dict]:
         for tag in TAGS:
             if tag in tags:
                 link = None
-                if report.viewer:
+                if report.viewer and not merged_here(row.run):  # shards: the viewer serves each file apart
                     link = f"{report.viewer.rstrip('/')}/runs/{row.run.name}"
                 out.append({"run": row.label, "tag": tag, "episodes": len(tags[tag]), "examples": tags[tag][:examples],
                             "link": link})
