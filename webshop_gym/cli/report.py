@@ -30,6 +30,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="html (self-contained), md, or latex (the published-table rows, grouped by protocol, as "
                              "a booktabs tabular; no plots) (default: from --out's suffix, .md -> md, .tex -> latex, "
                              "else html; without --out md; html without --out only into a redirected stdout)")
+    parser.add_argument("--allow-incomplete", action="store_true",
+                        help="with --format latex: print the rows of runs that did not score their whole plan (cut "
+                             "short, a shard missing, episodes errored), each marked with a footnote saying why; "
+                             "without it such runs are refused (a published row must be the protocol's whole plan). "
+                             "Markdown and HTML always show them, marked, with scored / planned")
     parser.add_argument("--bootstrap", type=_resamples, default=RESAMPLES, metavar="N",
                         help=f"bootstrap resamples of each interval (default {RESAMPLES:,})")
     parser.add_argument("--seed", type=types.seed, default=0, metavar="SEED", help="seed of the bootstrap (default 0)")
@@ -108,8 +113,14 @@ def run(args: argparse.Namespace) -> int:
 
         if Path(args.merged).resolve() in {Path(r).resolve() for r in args.runs}:
             raise Error(f"--merged {args.merged} is one of the runs read: choose another file")
+    if args.allow_incomplete and fmt != "latex":
+        from webshop_gym.error import Error
+
+        raise Error("--allow-incomplete goes with --format latex (Markdown and HTML reports always show incomplete "
+                    "runs, marked, with scored / planned)")
     report = build_report(args.runs, resamples=args.bootstrap, seed=args.seed, title=args.title,
                           price_input=args.price_input, price_output=args.price_output, viewer=args.viewer_url or None)
+    text = to_latex(report, allow_incomplete=args.allow_incomplete) if fmt == "latex" else None  # refused: nothing written
     if args.merged:
         from webshop_gym.runs.shards import merge_shards
 
@@ -126,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
     if fmt == "html":
         text = to_html(report, plots)
     elif fmt == "latex":
-        text = to_latex(report)
+        pass  # made above, before anything was written
     else:
         images: dict[str, str] = {}
         if plots:

@@ -33,7 +33,9 @@ from webshop_gym.analysis.stats import (
 )
 from webshop_gym.analysis.taxonomy import CAUSES, FAMILY, SOLVED, TAG_RULES, TAGS
 from webshop_gym.protocols.play import display_name, protocol_difference
+from webshop_gym.error import Error
 from webshop_gym.render.html import template_environment
+from webshop_gym.reporting.completeness import ALLOW_FLAG, Completeness, completeness, latex_footnotes, refusal
 from webshop_gym.reporting.plots import PLOTS
 from webshop_gym.runs.index import CSV_COLUMNS, RunIndex, csv_row, seed_groups
 from webshop_gym.runs.run import Run, load_run, now_iso
@@ -66,6 +68,14 @@ class RunSummary:
     causes: Counter
     any_causes: Counter
     _index: Any = field(default=None, repr=False, compare=False)
+    _completeness: Completeness | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def completeness(self) -> Completeness:
+        """How much of its plan the run scored (:mod:`webshop_gym.reporting.completeness`)."""
+        if self._completeness is None:
+            self._completeness = completeness(self.run)
+        return self._completeness
 
     @property
     def figures(self) -> dict:
@@ -208,7 +218,14 @@ def build_report(paths: list[str | os.PathLike], resamples: int = RESAMPLES, see
     runs, notes = _read_runs(files)
     rows = [summarize_run(label, run, resamples, seed) for label, run in runs]
     comparisons = [compare(rows[0], row, resamples, seed) for row in rows[1:]]
+    for row in rows:  # what merging shards noted, per run: why a merged run is incomplete
+        own = [n[len(row.label) + 2:] for n in notes if n.startswith(row.label + ": ")]
+        row._completeness = completeness(row.run, own)
     for row in rows:
+        errored = int(row.figures["counts"].get("errored", 0))
+        if errored:
+            notes.append(f"{row.label}: {errored:,} of {errored + row.figures['episodes']:,} episodes errored (the "
+                         "model's calls failed): left out of Score, SR and every figure.")
         if not row.run.complete and "shards" not in row.run.header:  # merged shards: noted above
             notes.append(f"{row.label}: the run has no summary line (the evaluation did not finish): "
                          f"{len(row.run.episodes)} episodes.")
@@ -238,7 +255,8 @@ def tables(report: Report) -> dict[str, tuple[list[str], list[list[str]]]]:
     """The report's tables as (header, rows) of strings, shared by HTML and Markdown."""
     out: dict[str, tuple[list[str], list[list[str]]]] = {}
     header = ["run", "policy", "split", "episodes", "Score [95% CI]", "SR % [95% CI]", "SR % on reachable goals",
-              "mean steps", "valid %", "purchased %", "r_type", "r_att", "r_option", "r_price", "protocol (fingerprint)"]
+              "mean steps", "valid %", "purchased %", "r_type", "r_att", "r_option", "r_price", "done / planned",
+              "protocol (fingerprint)"]
     rows = []
     for row in report.rows:
         f, b, run = row.figures, row.figures["breakdown"], row.run
@@ -247,7 +265,9 @@ def tables(report: Report) -> dict[str, tuple[list[str], list[list[str]]]]:
         reachable = "-" if f.get("sr_reachable") is None else f"{_f(f['sr_reachable'])} ({f['unreachable']} unreachable)"
         rows.append([row.label, run.policy, run.split, episodes, _ci(row.score), _ci(row.sr), reachable,
                      _f(f["mean_steps"], 2), _f(f["valid_rate"]), _f(b["purchase_rate"]),
-                     *(_f(b[k], 3) for k in ("r_type", "r_att", "r_option", "r_price")), _protocol_cell(run)])
+                     *(_f(b[k], 3) for k in ("r_type", "r_att", "r_option", "r_price")),
+                     f"{len(run.episodes):,} / " + ("?" if run.planned is None else f"{run.planned:,}"),
+                     _protocol_cell(run) + _incomplete_mark(row)])
     out["runs"] = (header, rows)
     out["published"] = published_table(report)
     if report.comparisons:
@@ -326,6 +346,12 @@ def _protocol_cell(run: Run) -> str:
     return f"{display_name(record)} ({record.get('fingerprint')})"
 
 
+def _incomplete_mark(row: RunSummary) -> str:
+    """What the runs table adds to the protocol cell of a run that did not score its plan."""
+    c = row.completeness
+    return "" if c.complete else f" [incomplete: {c.words()}]"
+
+
 def protocol_groups(report: Report) -> list[dict]:
     """The runs grouped by protocol fingerprint, in order of first appearance.
 
@@ -337,7 +363,7 @@ def protocol_groups(report: Report) -> list[dict]:
     for row in report.rows:
         record = row.run.protocol
         key = None if record is None else record.get("fingerprint")
-        group = groups.setdefault(key, {"name": "-" if record is None else display_name(record), "fingerprint": key,
+        group = groups.setdefault((key, row.completeness.complete), {"name": "-" if record is None else display_name(record), "fingerprint": key,
                                         "rows": []})
         group["rows"].append(row)
     return list(groups.values())
@@ -346,13 +372,16 @@ def protocol_groups(report: Report) -> list[dict]:
 def published_table(report: Report) -> tuple[list[str], list[list[str]]]:
     """The rows in the shape published WebShop tables use, grouped by protocol, ready to paste.
 
-    Columns: the run (method), the protocol and its fingerprint, Score, SR with its 95% interval,
-    the valid-action rate, mean steps and, when a run played each goal several times
+    Columns: the run (method), the protocol and its fingerprint, scored / planned episodes, Score,
+    SR with its 95% interval, the valid-action rate, mean steps and, when a run played each goal several times
     (``eval --samples K``), mean@K and pass@K.  Figures come from the run's figures
     (:func:`webshop_gym.analysis.figures.summarize`), never recomputed here.
+    A run that did not score its whole plan (:mod:`webshop_gym.reporting.completeness`) gets no
+    fingerprint (``incomplete: 5 / 12 scored``) and a block of its own.
     """
     sampled = sorted({int((row.figures.get("protocol") or {}).get("samples", 1)) for row in report.rows} - {1})
-    header = ["method", "protocol", "fingerprint", "Score", "SR % [95% CI]", "valid %", "mean steps"]
+    header = ["method", "protocol", "fingerprint", "scored / planned", "Score", "SR % [95% CI]", "valid %",
+              "mean steps"]
     for k in sampled:
         header += [f"mean@{k}", f"pass@{k}"]
     rows = []
@@ -360,7 +389,9 @@ def published_table(report: Report) -> tuple[list[str], list[list[str]]]:
         for row in group["rows"]:
             f = row.figures
             pf = f.get("protocol") or {}
-            cells = [row.label, group["name"], group["fingerprint"] or "-", _f(f["score"]), _ci(row.sr),
+            c = row.completeness
+            fingerprint = (group["fingerprint"] or "-") if c.complete else f"incomplete: {c.cell()} scored"
+            cells = [row.label, group["name"], fingerprint, c.cell(), _f(f["score"]), _ci(row.sr),
                      _f(f["valid_rate"]), _f(f["mean_steps"], 2)]
             for k in sampled:
                 mine = pf.get("samples") == k
@@ -377,12 +408,25 @@ def _tex(text: str) -> str:
     return "".join(_LATEX_SPECIAL.get(c, c) for c in str(text)).replace("±", r"$\pm$").replace("−", "-")
 
 
-def to_latex(report: Report) -> str:
-    """The published-table rows (:func:`published_table`) as a LaTeX ``tabular`` (booktabs), one block per protocol."""
+def to_latex(report: Report, allow_incomplete: bool = False) -> str:
+    """The published-table rows (:func:`published_table`) as a LaTeX ``tabular`` (booktabs), one block per protocol.
+
+    Every note of the report is a comment above the table.  A run that did not score its whole
+    plan is refused (:class:`~webshop_gym.error.Error`, naming each and why) unless
+    ``allow_incomplete``: then its method cell carries a mark (``$^{a}$``) and a footnote after
+    the tabular (``\\par{\\footnotesize $^{a}$\\,...}``) says why.
+    """
     header, rows = published_table(report)
     groups = protocol_groups(report)
+    ordered = [row for group in groups for row in group["rows"]]  # the published rows' order
+    marks = latex_footnotes([(row.label, row.completeness) for row in ordered])
+    if marks and not allow_incomplete:
+        raise Error(refusal([(row.label, row.completeness) for row in ordered]))
     lines = [f"% {_tex(report.title)}: {len(report.rows)} run(s); {_tex(method(report))}; written {report.created}",
              "% Runs are comparable exactly when their protocol fingerprints are equal (one block per protocol).",
+             *(f"% Note: {_comment(note)}" for note in report.notes),
+             *(f"% Incomplete ({ALLOW_FLAG}): {_comment(row.label)}: {_comment(row.completeness.words())}"
+               for row in ordered if row.label in marks),
              r"\begin{tabular}{l" + "l" * 2 + "r" * (len(header) - 3) + "}", r"\toprule",
              " & ".join(_tex(h) for h in header) + r" \\", r"\midrule"]
     k = 0
@@ -390,10 +434,20 @@ def to_latex(report: Report) -> str:
         if g:
             lines.append(r"\midrule")
         for _ in group["rows"]:
-            lines.append(" & ".join(_tex(c) for c in rows[k]) + r" \\")
+            cells = [_tex(c) for c in rows[k]]
+            if ordered[k].label in marks:
+                cells[0] += f"$^{{{marks[ordered[k].label]}}}$"
+            lines.append(" & ".join(cells) + r" \\")
             k += 1
-    lines += [r"\bottomrule", r"\end{tabular}", ""]
-    return "\n".join(lines)
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    lines += [f"\\par{{\\footnotesize $^{{{marks[row.label]}}}$\\,{_tex(row.label)}: {_tex(row.completeness.words())}."
+              f" Not the protocol's row.}}" for row in ordered if row.label in marks]
+    return "\n".join([*lines, ""])
+
+
+def _comment(text: str) -> str:
+    """``text`` on one line of a LaTeX comment."""
+    return " ".join(str(text).split())
 
 
 def method(report: Report) -> str:

@@ -181,7 +181,7 @@ def _goals_text(asked: list) -> str:
 
 def _common_name(labels: list[str]) -> str:
     prefix = os.path.commonprefix(labels).rstrip("._-/ ")
-    return (prefix or labels[0]) + f" ({len(labels)} shards)"
+    return (prefix or labels[0]) + f" ({len(labels)} shard{'' if len(labels) == 1 else 's'})"
 
 
 def merge_shards(paths: Sequence[str | os.PathLike], out: str | os.PathLike) -> Run:
