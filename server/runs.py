@@ -71,6 +71,7 @@ from webshop_gym.runs.index import (
 )
 from webshop_gym.runs.liveness import STOPPED, writer_state
 from webshop_gym.runs.run import RunEpisode, planned_episodes
+from webshop_gym.runs.sharing import shareable, shareable_text
 from webshop_gym.utils.bytelru import ByteLRU
 from webshop_gym.utils.paths import default_shop_dir
 
@@ -170,10 +171,17 @@ def stats_of(index: RunIndex) -> dict:
     return found
 
 
+def _shared() -> bool:
+    """The pages are to be shared (a bundle, ``RUNS_SHARED``): no machine path, no server address on them."""
+    return bool(current_app.config.get("RUNS_SHARED"))
+
+
 def _describe(header: dict) -> dict:
     fp = header.get("fingerprint") or {}
     shop = header.get("shop") or {}
     path = str(shop.get("path") or "")
+    if _shared():
+        path = shareable_text(path)
     return {"shop": (Path(path).name or path or "?") + (f" ({fp['products']} products)" if fp.get("products") else ""),
             "shop_path": path, "goal_set": fp.get("goal_set") or "-",
             "goals": f"{fp.get('goals', '?')} {fp.get('goal_kind', '')}".strip() if fp else "-",
@@ -319,6 +327,10 @@ def index():
     if a and b:
         return redirect(url_for("runs.compare", a=a, b=b), code=303)
     rows = get_library().listing()
+    baseline = request.args.get("baseline", "")
+    readable = [row["name"] for row in rows if row["index"] is not None]
+    if baseline and baseline not in readable:
+        abort(404, f"There is no readable run called {_quoted(baseline)} to compare the others with.")
     for row in rows:
         ix = row["index"]
         if ix is None:
@@ -329,7 +341,8 @@ def index():
         row["complete"] = ix.summary is not None
         row["status"] = progress_of(ix)
     seeds = seed_groups([(r["name"], r["index"].header, r["table"].figures) for r in rows if r["index"] is not None])
-    return _render("runs/index.html", rows=rows, folder=str(get_library().folder), seeds=seeds,
+    return _render("runs/index.html", rows=rows, folder="" if _shared() else str(get_library().folder), seeds=seeds,
+                   baseline=baseline, compared=[name for name in readable if baseline and name != baseline],
                    protocols=_protocol_groups(rows), method=METHOD.format(resamples=RESAMPLES, seed=0))
 
 
@@ -491,6 +504,8 @@ def run_page(run: str):
     for j, c in enumerate(CAUSES):
         cause_counts[c] = int((t.causes >> j & 1).sum())
     header = {k: v for k, v in loaded.header.items() if k not in ("type",)}
+    if _shared():
+        header = shareable(header)
     return _render(
         "runs/run.html", index=loaded, name=run, table=t, rows=rows, stats=stats_of(loaded), about=_describe(loaded.header),
         facts=_facts(loaded), live=_live(loaded), progress=progress_of(loaded), wall_s=((loaded.summary or {}).get("result") or {}).get("wall_s"), page_no=page, pages=pages, per=per, matched=len(order), total=len(t),
@@ -581,7 +596,7 @@ def export(run: str, kind: str):
             writer = csv.writer(buffer, lineterminator="\n")
             writer.writerow(CSV_COLUMNS)
         for i in order.tolist():
-            record = export_record(loaded.episode(i), table)
+            record = export_record(loaded.episode(i), table, keep_paths)
             if kind == "jsonl":
                 yield json.dumps(record, ensure_ascii=False) + "\n"
             else:
@@ -593,6 +608,7 @@ def export(run: str, kind: str):
             yield buffer.getvalue()
 
     mimetype = "text/csv" if kind == "csv" else "application/x-ndjson"
+    keep_paths = request.args.get("paths") == "1" and not _shared()
     response = current_app.response_class(lines(), mimetype=mimetype)
     response.headers["Content-Disposition"] = f'attachment; filename="{run}-episodes.{kind}"'
     return response

@@ -17,6 +17,7 @@ import os
 import shutil
 import tempfile
 import weakref
+from urllib.parse import quote
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -117,14 +118,40 @@ class Report:
     created: str
     title: str = "WebShop evaluation report"
     notes: list[str] = field(default_factory=list)
-    viewer: str | None = None  # base URL of `serve --runs` for links to episodes
+    viewer: str | None = None  # base URL of `serve --runs` for links to episodes (asked for: --viewer-url)
+    bundle: dict[str, str] = field(default_factory=dict)  # per run label, its bundle folder relative to the report
     prices: tuple[float | None, float | None] = (None, None)
 
 
-def _labels(paths: list[Path]) -> list[str]:
+def labels_of(paths: list[Path], keep_paths: bool = False) -> list[str]:
+    """The runs' names in a report: file names without ``.jsonl``, and where two clash, as much of their folders
+    as tells them apart (``a/qwen``, ``b/qwen``; the whole path with ``keep_paths``; a file given twice: ``qwen (2)``)."""
     names = [p.name[:-6] if p.name.endswith(".jsonl") else p.stem for p in paths]
     clash = {n for n, c in Counter(names).items() if c > 1}
-    return [str(p) if n in clash else n for n, p in zip(names, paths)]
+    parts = [Path(os.path.abspath(p)).parts for p in paths]
+
+    def tail(i: int, k: int) -> str:
+        return "/".join((*parts[i][-k:-1], names[i]))
+
+    out: list[str] = []
+    for i, name in enumerate(names):
+        if name not in clash:
+            out.append(name)
+            continue
+        if keep_paths:
+            out.append(str(paths[i]))
+            continue
+        others = [j for j, m in enumerate(names) if m == name and parts[j] != parts[i]]
+        k = 2
+        while k < len(parts[i]) and any(tail(j, k) == tail(i, k) for j in others):
+            k += 1
+        out.append(tail(i, k))
+    seen: Counter = Counter()
+    for i, label in enumerate(out):  # the same file twice
+        seen[label] += 1
+        if seen[label] > 1:
+            out[i] = f"{label} ({seen[label]})"
+    return out
 
 
 def summarize_run(label: str, run: Run, resamples: int = RESAMPLES, seed: int = 0) -> RunSummary:
@@ -178,7 +205,7 @@ def merged_here(run: Run) -> bool:
     return run.path.name == "merged.jsonl" and run.path.parent.name.startswith(SHARDS_FOLDER)
 
 
-def _read_runs(files: list[Path]) -> tuple[list[tuple[str, Run]], list[str]]:
+def read_runs(files: list[Path], keep_paths: bool = False) -> tuple[list[tuple[str, Run]], list[str]]:
     """The runs of a report, labelled, and notes: each file a run, the shards of one evaluation one run.
 
     The one loader of a report: shards are merged into a private folder per group (the same
@@ -192,7 +219,7 @@ def _read_runs(files: list[Path]) -> tuple[list[tuple[str, Run]], list[str]]:
         return made[-1]
 
     try:
-        runs, notes = group_shards([(label, load_run(path, steps=False)) for label, path in zip(_labels(files), files)],
+        runs, notes = group_shards([(label, load_run(path, steps=False)) for label, path in zip(labels_of(files, keep_paths), files)],
                                    folder=folder)
     except BaseException:
         for path in made:
@@ -206,16 +233,17 @@ def _read_runs(files: list[Path]) -> tuple[list[tuple[str, Run]], list[str]]:
 
 def build_report(paths: list[str | os.PathLike], resamples: int = RESAMPLES, seed: int = 0,
                  title: str | None = None, price_input: float | None = None,
-                 price_output: float | None = None, viewer: str | None = None) -> Report:
+                 price_output: float | None = None, viewer: str | None = None, keep_paths: bool = False) -> Report:
     """Read the runs and compute the report (raises :class:`~webshop_gym.runs.log.LogError` for a bad file).
 
     Shards of one evaluation (``eval --shard i/n``) are read as one run
     (:func:`webshop_gym.runs.shards.group_shards`); ``price_input`` / ``price_output`` (per million
     prompt / completion tokens) give a served model's runs their cost; ``viewer`` (the base URL of
-    ``serve --runs``) links failure examples to the viewer's episodes.
+    ``serve --runs``) links failure examples to the viewer's episodes; ``keep_paths`` names clashing
+    runs by their whole paths (else by as much of their folders as tells them apart).
     """
     files = [Path(p) for p in paths]
-    runs, notes = _read_runs(files)
+    runs, notes = read_runs(files, keep_paths)
     rows = [summarize_run(label, run, resamples, seed) for label, run in runs]
     comparisons = [compare(rows[0], row, resamples, seed) for row in rows[1:]]
     for row in rows:  # what merging shards noted, per run: why a merged run is incomplete
@@ -456,20 +484,31 @@ def method(report: Report) -> str:
 
 
 def failure_tags(report: Report, examples: int = 5) -> list[dict]:
-    """Per run, per failure tag (:mod:`webshop_gym.analysis.diagnosis`): episodes and the first ``examples`` positions."""
+    """Per run, per failure tag (:mod:`webshop_gym.analysis.diagnosis`): episodes and the first ``examples`` positions.
+
+    ``hrefs``: a link per example (``None`` each when there is nowhere to link): the episode's
+    page in the bundle written with the report (``report.bundle``, relative), else in the viewer
+    at ``report.viewer`` (asked for with ``--viewer-url``; not for shards the report merged
+    itself, which the viewer serves apart), else none.
+    """
     out = []
     for row in report.rows:
         table = row.index().table()
         tags: dict[str, list[int]] = {}
         for i in range(len(table)):
             tags.setdefault(table.tag_name(i), []).append(i)
+        bundled = report.bundle.get(row.label)
         for tag in TAGS:
             if tag in tags:
-                link = None
-                if report.viewer and not merged_here(row.run):  # shards: the viewer serves each file apart
-                    link = f"{report.viewer.rstrip('/')}/runs/{row.run.name}"
-                out.append({"run": row.label, "tag": tag, "episodes": len(tags[tag]), "examples": tags[tag][:examples],
-                            "link": link})
+                shown = tags[tag][:examples]
+                if bundled is not None:
+                    hrefs = [f"{bundled}episodes/{p}/step-0.html" for p in shown]
+                elif report.viewer and not merged_here(row.run):
+                    hrefs = [f"{report.viewer.rstrip('/')}/runs/{quote(row.run.name)}/{p}" for p in shown]
+                else:
+                    hrefs = [None] * len(shown)
+                out.append({"run": row.label, "tag": tag, "episodes": len(tags[tag]), "examples": shown,
+                            "hrefs": hrefs})
     return out
 
 
@@ -522,8 +561,8 @@ def to_markdown(report: Report, images: dict[str, str] | None) -> str:
         lines += ["## Failure tags: episodes per tag, with examples", "", "| run | tag | episodes | examples |",
                   "|---|---|---|---|"]
         for t in tags:
-            if t["link"]:
-                shown = ", ".join(f"[#{p}]({t['link']}/{p})" for p in t["examples"])
+            if any(t["hrefs"]):
+                shown = ", ".join(f"[#{p}](<{h}>)" for p, h in zip(t["examples"], t["hrefs"]))
             else:
                 shown = ", ".join(f"#{p}" for p in t["examples"])
             lines.append(f"| {_md_cell(t['run'])} | {_md_cell(t['tag'])} | {t['episodes']} | {shown} |")
@@ -539,8 +578,13 @@ def to_markdown(report: Report, images: dict[str, str] | None) -> str:
 # -- exports -----------------------------------------------------------------------------------------
 
 
-def write_episodes(report: Report, csv_path: str | None = None, jsonl_path: str | None = None) -> None:
-    """Write the runs' episodes (``run``, then :func:`webshop_gym.runs.index.export_record`'s fields) as CSV / JSON lines."""
+def write_episodes(report: Report, csv_path: str | None = None, jsonl_path: str | None = None,
+                   keep_paths: bool = False) -> None:
+    """Write the runs' episodes (``run``, then :func:`webshop_gym.runs.index.export_record`'s fields) as CSV / JSON lines.
+
+    ``keep_paths``: keep server addresses and machine paths in the errors' texts (else cut:
+    :mod:`webshop_gym.runs.sharing`).
+    """
     import csv
     import json
 
@@ -552,7 +596,7 @@ def write_episodes(report: Report, csv_path: str | None = None, jsonl_path: str 
         if writer:
             writer.writerow(["run", *CSV_COLUMNS])
         for row in report.rows:
-            for record in row.index().iter_export():
+            for record in row.index().iter_export(keep_paths=keep_paths):
                 if writer:
                     writer.writerow([row.label, *csv_row(record)])
                 if json_handle:

@@ -56,6 +56,7 @@ from webshop_gym.runs.log import (
     decode_record,
 )
 from webshop_gym.runs.run import RunEpisode, _episode
+from webshop_gym.runs.sharing import shareable_text
 
 __all__ = ["CSV_COLUMNS", "EXPORT_COLUMNS", "IndexTable", "RunIndex", "csv_row", "csv_value", "export_record", "seed_groups",
            "setting_key"]
@@ -483,14 +484,14 @@ class RunIndex:
             ep.step_lines.append(number)
         return _episode(position, ep)
 
-    def export_record(self, position: int, episode: RunEpisode | None = None) -> dict:
+    def export_record(self, position: int, episode: RunEpisode | None = None, keep_paths: bool = False) -> dict:
         """Episode ``position`` as ``eval --json --episodes`` reports it, plus the viewer's columns."""
-        return export_record(episode or self.episode(position), self.table())
+        return export_record(episode or self.episode(position), self.table(), keep_paths)
 
-    def iter_export(self) -> Iterator[dict]:
+    def iter_export(self, keep_paths: bool = False) -> Iterator[dict]:
         """Every episode's :meth:`export_record`, reading the file once, in order (memory: one episode)."""
         for i in range(len(self._cols.start)):
-            yield self.export_record(i)
+            yield self.export_record(i, keep_paths=keep_paths)
 
 
 #: Columns of the per-episode export beyond ``eval --json --episodes``'s records: the viewer's, then the diagnosis.
@@ -498,7 +499,7 @@ EXPORT_COLUMNS = ("position", "instruction", "category", "tag", "causes", "famil
                   "opened_step", "queries", "attributes_matched", "missed_options")
 
 
-def export_record(episode: RunEpisode, table: IndexTable | None = None) -> dict:
+def export_record(episode: RunEpisode, table: IndexTable | None = None, keep_paths: bool = False) -> dict:
     """An episode as ``eval --json --episodes`` reports it, then the viewer's columns (:data:`EXPORT_COLUMNS`).
 
     The diagnosis columns come from the log alone (:func:`~webshop_gym.analysis.diagnosis.facts_of_steps`):
@@ -508,7 +509,8 @@ def export_record(episode: RunEpisode, table: IndexTable | None = None) -> dict:
     target on those pages), ``attributes_matched`` (of the asked ones, from ``r_att``),
     ``missed_options`` (the asked options the purchase missed, ``name: value``).  The target's
     rank in the engine's results needs the shop: the episode page gives it.  An errored episode
-    (a served model's calls failed) has no ``reward`` and no ``success`` (``None``): its ``error`` says why.
+    (a served model's calls failed) has no ``reward`` and no ``success`` (``None``): its ``error`` says why,
+    with server addresses and machine paths cut (:mod:`webshop_gym.runs.sharing`) unless ``keep_paths``.
     """
     out = episode.record()
     record = episode.log.record
@@ -516,6 +518,8 @@ def export_record(episode: RunEpisode, table: IndexTable | None = None) -> dict:
         out["errored"] = record["errored"]
     if episode.errored:  # the model's calls failed: no reward and no outcome, only the error
         out["reward"] = out["success"] = None
+    if isinstance(out.get("error"), str) and not keep_paths:
+        out["error"] = shareable_text(out["error"])
     out["position"] = episode.position
     out["instruction"] = episode.instruction
     out["category"] = episode.category
