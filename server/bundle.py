@@ -11,7 +11,7 @@ as a sort order or a filter, becomes plain text; forms are dropped).  No second 
 pages are the viewer's templates and replay.  The stylesheets the server inlines in every page
 are written once (``runs.css``, ``shop.css``) and linked, so the bundle's size grows with the
 episodes' steps, not with the CSS.  Shards of one evaluation are read as one run, as ``report``
-reads them (:func:`webshop_gym.reporting.report.read_runs`).
+reads them (:func:`webshop_gym.reporting.loading.read_runs`).
 
 Layout of ``DIR`` for one run::
 
@@ -247,9 +247,12 @@ def _relink(text: str, url: str, own: str, site: _Site, css: list[tuple[str, str
 
 
 def _write(root: Path, file: str, data: bytes) -> None:
-    """Write ``data`` to ``root / file``, never through a link: a link in the way (the file, or a folder on its
-    path inside ``root``) is removed and replaced by a real file or folder; the file is opened without following
-    one (``O_NOFOLLOW``), so one planted meanwhile fails the write instead of redirecting it."""
+    """Write ``data`` to ``root / file``, never through a link.
+
+    A link in the way (the file, or a folder on its path inside ``root``) is removed and replaced
+    by a real file or folder; the file is opened without following one (``O_NOFOLLOW``), so one
+    planted meanwhile fails the write instead of redirecting it.
+    """
     if not os.path.lexists(root):  # created with the first file: a bundle that fails at once leaves nothing
         root.mkdir(parents=True)
     parts = file.split("/")
@@ -282,7 +285,7 @@ def _write(root: Path, file: str, data: bytes) -> None:
 
 
 def _names(labels: Sequence[str]) -> list[str]:
-    """The runs' names in the bundle: their report labels as file names ("/" and "\\" as "-"), each once."""
+    """The runs' names in the bundle: their report labels as file names (slashes as ``-``), each once."""
     out: list[str] = []
     for label in labels:
         name = re.sub(r"[/\\\x00]", "-", label)
@@ -298,10 +301,10 @@ def _names(labels: Sequence[str]) -> list[str]:
 def _runs(paths: Sequence[Path], keep_paths: bool) -> tuple[list[tuple[str, Path]], list]:
     """The runs to bundle: ``(label, file)`` each, shards of one evaluation merged as ``report`` merges them."""
     if not any(_is_shard(p) for p in paths):
-        from webshop_gym.reporting.report import labels_of
+        from webshop_gym.reporting.loading import labels_of
 
         return list(zip(labels_of(list(paths), keep_paths), paths)), []
-    from webshop_gym.reporting.report import read_runs
+    from webshop_gym.reporting.loading import read_runs
 
     runs, _ = read_runs(list(paths), keep_paths)
     return [(label, run.path) for label, run in runs], [run for _, run in runs]  # the runs keep merged files alive

@@ -14,14 +14,11 @@ from __future__ import annotations
 
 import base64
 import os
-import shutil
-import tempfile
-import weakref
-from urllib.parse import quote
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from webshop_gym.analysis.figures import billed, cost, paired_positions, pairing_key, pairing_order
 from webshop_gym.analysis.intervals import METHOD, score_interval, sr_interval
@@ -33,14 +30,20 @@ from webshop_gym.analysis.stats import (
     paired_cells,
 )
 from webshop_gym.analysis.taxonomy import CAUSES, FAMILY, SOLVED, TAG_RULES, TAGS
-from webshop_gym.protocols.play import display_name, protocol_difference
 from webshop_gym.error import Error
+from webshop_gym.protocols.play import display_name, protocol_difference
 from webshop_gym.render.html import template_environment
-from webshop_gym.reporting.completeness import ALLOW_FLAG, Completeness, completeness, latex_footnotes, refusal
+from webshop_gym.reporting.completeness import (
+    ALLOW_FLAG,
+    Completeness,
+    completeness,
+    latex_footnotes,
+    refusal,
+)
+from webshop_gym.reporting.loading import merged_here, read_runs
 from webshop_gym.reporting.plots import PLOTS
 from webshop_gym.runs.index import CSV_COLUMNS, RunIndex, csv_row, seed_groups
-from webshop_gym.runs.run import Run, load_run, now_iso
-from webshop_gym.runs.shards import group_shards
+from webshop_gym.runs.run import Run, now_iso
 
 __all__ = ["Report", "RunSummary", "build_report", "protocol_groups", "published_table", "to_html", "to_latex",
            "to_markdown"]
@@ -123,37 +126,6 @@ class Report:
     prices: tuple[float | None, float | None] = (None, None)
 
 
-def labels_of(paths: list[Path], keep_paths: bool = False) -> list[str]:
-    """The runs' names in a report: file names without ``.jsonl``, and where two clash, as much of their folders
-    as tells them apart (``a/qwen``, ``b/qwen``; the whole path with ``keep_paths``; a file given twice: ``qwen (2)``)."""
-    names = [p.name[:-6] if p.name.endswith(".jsonl") else p.stem for p in paths]
-    clash = {n for n, c in Counter(names).items() if c > 1}
-    parts = [Path(os.path.abspath(p)).parts for p in paths]
-
-    def tail(i: int, k: int) -> str:
-        return "/".join((*parts[i][-k:-1], names[i]))
-
-    out: list[str] = []
-    for i, name in enumerate(names):
-        if name not in clash:
-            out.append(name)
-            continue
-        if keep_paths:
-            out.append(str(paths[i]))
-            continue
-        others = [j for j, m in enumerate(names) if m == name and parts[j] != parts[i]]
-        k = 2
-        while k < len(parts[i]) and any(tail(j, k) == tail(i, k) for j in others):
-            k += 1
-        out.append(tail(i, k))
-    seen: Counter = Counter()
-    for i, label in enumerate(out):  # the same file twice
-        seen[label] += 1
-        if seen[label] > 1:
-            out[i] = f"{label} ({seen[label]})"
-    return out
-
-
 def summarize_run(label: str, run: Run, resamples: int = RESAMPLES, seed: int = 0) -> RunSummary:
     """A run's report row (errored episodes of a served model are left out: they are counted apart)."""
     scored = [e for e in run.episodes if not e.errored]
@@ -194,41 +166,6 @@ def compare(a: RunSummary, b: RunSummary, resamples: int = RESAMPLES, seed: int 
     note = "" if len(common) == len(goals_a) == len(goals_b) else f"paired on the {len(common)} goals both runs played"
     result = paired([goals_a[g].reward for g in common], [goals_b[g].reward for g in common], resamples, seed)
     return Comparison(a, b, result, note)
-
-
-#: The prefix of the private folders a report merges shards into.
-SHARDS_FOLDER = "webshop-gym-shards-"
-
-
-def merged_here(run: Run) -> bool:
-    """Whether ``run`` is shards the report merged itself (no file of it is in the viewer's folder)."""
-    return run.path.name == "merged.jsonl" and run.path.parent.name.startswith(SHARDS_FOLDER)
-
-
-def read_runs(files: list[Path], keep_paths: bool = False) -> tuple[list[tuple[str, Run]], list[str]]:
-    """The runs of a report, labelled, and notes: each file a run, the shards of one evaluation one run.
-
-    The one loader of a report: shards are merged into a private folder per group (the same
-    file ``--merged`` writes) and read from it by every table and export; the folder goes with
-    the merged run (removed when it is no longer used, or at exit).
-    """
-    made: list[str] = []
-
-    def folder() -> str:
-        made.append(tempfile.mkdtemp(prefix=SHARDS_FOLDER))
-        return made[-1]
-
-    try:
-        runs, notes = group_shards([(label, load_run(path, steps=False)) for label, path in zip(labels_of(files, keep_paths), files)],
-                                   folder=folder)
-    except BaseException:
-        for path in made:
-            shutil.rmtree(path, ignore_errors=True)
-        raise
-    for _, run in runs:
-        if str(run.path.parent) in made:
-            weakref.finalize(run, shutil.rmtree, str(run.path.parent), True)
-    return runs, notes
 
 
 def build_report(paths: list[str | os.PathLike], resamples: int = RESAMPLES, seed: int = 0,
@@ -437,12 +374,12 @@ def _tex(text: str) -> str:
 
 
 def to_latex(report: Report, allow_incomplete: bool = False) -> str:
-    """The published-table rows (:func:`published_table`) as a LaTeX ``tabular`` (booktabs), one block per protocol.
+    r"""The published-table rows (:func:`published_table`) as a LaTeX ``tabular`` (booktabs), one block per protocol.
 
     Every note of the report is a comment above the table.  A run that did not score its whole
     plan is refused (:class:`~webshop_gym.error.Error`, naming each and why) unless
     ``allow_incomplete``: then its method cell carries a mark (``$^{a}$``) and a footnote after
-    the tabular (``\\par{\\footnotesize $^{a}$\\,...}``) says why.
+    the tabular (``\par{\footnotesize $^{a}$\,...}``) says why.
     """
     header, rows = published_table(report)
     groups = protocol_groups(report)
