@@ -161,3 +161,21 @@ def test_a_cut_protocol_run_is_incomplete_too(runs, tmp_path):
     [row] = _by_header(tables(report)["published"]).values()
     assert row["method"] == "part.0 (1 shard)"
     assert row["scored / planned"] == "4 / 12" and row["fingerprint"].startswith("incomplete")
+
+
+def test_a_verl_agent_run_cut_after_50_of_256_episodes_is_not_its_row(real_dir, tmp_path, capsys):
+    """The issue's first example, on the real 1k shop: ``--protocol verl-agent`` cut after 50 episodes."""
+    whole = tmp_path / "verl.jsonl"
+    assert main(["eval", "--protocol", "verl-agent", "--shop", str(real_dir), "--quiet", "--out", str(whole)]) == 0
+    lines = whole.read_text(encoding="utf-8").splitlines(keepends=True)
+    starts = [i for i, x in enumerate(lines) if '"type": "episode"' in x]
+    cut = tmp_path / "verl-cut.jsonl"
+    cut.write_text("".join(lines[: starts[50]]), encoding="utf-8")
+    report = build_report([whole, cut], resamples=100)
+    published = _by_header(tables(report)["published"])
+    fingerprint = report.rows[0].run.protocol["fingerprint"]
+    assert published["verl"]["scored / planned"] == "256 / 256" and published["verl"]["fingerprint"] == fingerprint
+    assert published["verl-cut"]["scored / planned"] == "50 / 256"
+    assert published["verl-cut"]["fingerprint"] == "incomplete: 50 / 256 scored"
+    assert main(["report", str(whole), str(cut), "--format", "latex"]) == 2
+    assert "verl-cut (50 of 256 planned episodes scored: no summary line" in capsys.readouterr().err
