@@ -61,6 +61,7 @@ from webshop_gym.analysis.taxonomy import CAUSES, FAMILIES, FAMILY
 from webshop_gym.error import Error
 from webshop_gym.protocols.play import ADHOC, display_name, protocol_difference
 from webshop_gym.render.html import Nav, stylesheet
+from webshop_gym.reporting.completeness import completeness_of
 from webshop_gym.runs.index import (
     CSV_COLUMNS,
     IndexTable,
@@ -208,6 +209,8 @@ def _protocol_groups(rows: list[dict]) -> list[dict]:
                                                                    "fingerprint": about["protocol_fingerprint"],
                                                                    "runs": []})
         group["runs"].append(row["name"])
+        if not completeness_of(row["table"].figures, row["index"].header, row["index"].summary is not None).complete:
+            group.setdefault("incomplete", []).append(row["name"])  # not the protocol's figure: marked
     return list(groups.values())
 
 

@@ -179,3 +179,13 @@ def test_a_verl_agent_run_cut_after_50_of_256_episodes_is_not_its_row(real_dir, 
     assert published["verl-cut"]["fingerprint"] == "incomplete: 50 / 256 scored"
     assert main(["report", str(whole), str(cut), "--format", "latex"]) == 2
     assert "verl-cut (50 of 256 planned episodes scored: no summary line" in capsys.readouterr().err
+
+
+def test_the_viewer_marks_incomplete_runs_beside_their_fingerprint(runs, make_viewer):
+    from bs4 import BeautifulSoup
+
+    client = make_viewer(runs)
+    soup = BeautifulSoup(client.get("/runs/").get_data(as_text=True), "html.parser")
+    marked = {a.get_text(): a.find_next_sibling() for tr in soup.select("#protocols tbody tr") for a in tr.select("a")}
+    flagged = {name for name, tag in marked.items() if tag is not None and "incomplete" in tag.get("class", [])}
+    assert flagged == {"cut", "errored", "part.0", "part.2"}  # a shard alone is a part of the plan

@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from webshop_gym.runs.run import Run
+from webshop_gym.runs.run import Run, planned_episodes
 
-__all__ = ["Completeness", "completeness", "latex_footnotes", "refusal"]
+__all__ = ["Completeness", "completeness", "completeness_of", "latex_footnotes", "refusal"]
 
 #: The flag that lets ``report --format latex`` print incomplete runs (marked, footnoted).
 ALLOW_FLAG = "--allow-incomplete"
@@ -61,13 +61,17 @@ def completeness(run: Run, notes: Sequence[str] = ()) -> Completeness:
         run: the run (shards of one evaluation merged: its header has ``shards``).
         notes: what merging its shards noted (missing shards, shards without a summary line).
     """
-    figures = run.figures
+    return completeness_of(run.figures, run.header, run.complete, notes)
+
+
+def completeness_of(figures: dict, header: dict, finished: bool, notes: Sequence[str] = ()) -> Completeness:
+    """How much of its plan a run scored, from its figures, its run line and whether its summary line is there."""
     scored = int(figures.get("episodes") or 0)
     errored = int((figures.get("counts") or {}).get("errored") or figures.get("errored") or 0)
-    planned = run.planned
+    planned = planned_episodes(header)
     reasons = []
-    if not run.complete:
-        if "shards" in run.header and notes:
+    if not finished:
+        if "shards" in header and notes:
             reasons += list(notes)
         else:
             reasons.append("no summary line (the evaluation did not finish)")
