@@ -3,8 +3,9 @@
 Routes (``<run>`` is a run file's name in ``DIR`` without ``.jsonl``, ``<episode>`` the
 episode's position in the file, from 0):
 
-* ``GET /runs/``: the runs (shop, goal set, policy, prompt, split, Score and SR with their
-  intervals, date), settings that differ only by seed aggregated, and a form to compare two.
+* ``GET /runs/``: the runs (state, done / planned, shop, goal set, policy, prompt, split, Score
+  and SR with their intervals, date), settings that differ only by seed aggregated, and a form to
+  compare two (``?baseline=NAME``: every other run's comparison with ``NAME``, listed).
 * ``GET /runs/<run>``: the run's settings, figures and failure tags, and its episodes, a page
   at a time, sorted and filtered on the server (query ``sort``, ``desc``, ``q``, ``outcome``,
   ``cause``, ``tag``, ``category``, ``page``, ``per``).
