@@ -219,3 +219,15 @@ def test_the_user_asks_for_paths_with_keep_paths(served, tmp_path, capsys, defau
     assert main(["report", str(folder / "a" / "qwen.jsonl"), "--keep-paths", "--format", "md"]) == 0
     capsys.readouterr()
     shutil.rmtree(out)
+
+
+@pytest.mark.parametrize("text, shared", [
+    ("/home/me/shops/webshop-1k", "webshop-1k"), ("http://10.0.0.5:8000/v1", "(server address)"),
+    ("hf:/models/qwen7b", "hf:qwen7b"), ("C:\\Users\\me\\run.jsonl", "run.jsonl"), ("~/runs/a.jsonl", "a.jsonl"),
+    ("cannot load /a/b/c (missing)", "cannot load c (missing)"), ("runs/qwen.jsonl", "runs/qwen.jsonl"),
+    ("status 500: internal error", "status 500: internal error"), ("3/4 inch, and/or", "3/4 inch, and/or")])
+def test_what_is_shared_cuts_paths_and_addresses_and_nothing_else(text, shared):
+    from webshop_gym.runs.sharing import shareable, shareable_text
+
+    assert shareable_text(text) == shared
+    assert shareable({"a": [text, 3, None]}) == {"a": [shared, 3, None]}
