@@ -1,24 +1,36 @@
-"""A run you can share: ``webshop-gym report RUN.jsonl --bundle DIR`` writes the viewer's pages as static files.
+"""Runs you can share: ``webshop-gym report RUN [RUN ...] --bundle DIR`` writes the viewer's pages as static files.
 
-The bundle is the run viewer itself, saved: the app of ``serve --runs`` is built over the run
-(:func:`webshop_gym.server.create_app` with ``RUNS``), every page of the run is fetched from it
-with Flask's test client (the run page, every episode's diagnosis and stepper at every step, the
-env's pages the viewer re-creates by replaying the logged actions, long model answers, the
-exports, the arrow-keys script), and each page's links are rewritten to relative links between
-the files (a link to a page that is not in the bundle, such as a sort order or a filter, becomes
-plain text; forms are dropped).  No second renderer: the pages are the viewer's templates and
-replay.  The stylesheets the server inlines in every page are written once (``runs.css``,
-``shop.css``) and linked, so the bundle's size grows with the episodes' steps, not with the CSS.
+The bundle is the run viewer itself, saved: the app of ``serve --runs`` is built over the runs
+(:func:`webshop_gym.server.create_app` with ``RUNS``), every page of them is fetched from it
+with Flask's test client (each run page, every goal's page, every episode's diagnosis and stepper
+at every step, the env's pages the viewer re-creates by replaying the logged actions, long model
+answers, the exports, the arrow-keys script; with several runs, the list of runs and the
+comparison of each run with the first, goal by goal and side by side), and each page's links are
+rewritten to relative links between the files (a link to a page that is not in the bundle, such
+as a sort order or a filter, becomes plain text; forms are dropped).  No second renderer: the
+pages are the viewer's templates and replay.  The stylesheets the server inlines in every page
+are written once (``runs.css``, ``shop.css``) and linked, so the bundle's size grows with the
+episodes' steps, not with the CSS.  Shards of one evaluation are read as one run, as ``report``
+reads them (:func:`webshop_gym.reporting.loading.read_runs`).
 
-Layout of ``DIR``::
+Layout of ``DIR`` for one run::
 
-    index.html                the run page (all episodes; index-2.html, ... past 1,000)
+    index.html                the run page (all episodes; index-2.html, ... past 1,000; index-goals-2.html, ...:
+                              a sampled run's later goal pages; index-flipping.html, ...: its goal filters)
     runs.css, shop.css        the viewer's and the env's stylesheets (inlined by the server, linked here)
     steps.js                  the episode page's arrow-keys script
     episodes.csv, .jsonl      the exports
+    goals/<g>/play-<k>.html   goal g's page at its k-th play
     episodes/<i>/step-<k>.html    episode i before action k + 1 (step-0: its diagnosis, first page)
     episodes/<i>/page-<k>.html    the env's page after k actions, as the stepper frames it
     episodes/<i>/...              the env's done page, whole model answers and long prompt messages (.txt)
+
+For several runs, ``index.html`` is the list of runs with their comparisons, each run's files are
+under ``runs/<name>/`` (laid out as above) and the comparison of run ``b`` with the first run
+``a`` under ``compare/<a>/vs/<b>/`` (``index.html``, its filters, and ``goals/<g>/play-<k>.html``
+side by side).  The pages hold no machine path and no server address (``RUNS_SHARED``) unless
+``keep_paths``.  ``--force`` writes into a non-empty ``DIR``: a link inside it (a file or a
+folder of the bundle's names) is replaced, never followed.
 
 Open ``index.html`` from the file system or put the folder on any static host: nothing is loaded
 from anywhere else.
@@ -27,27 +39,35 @@ from anywhere else.
 from __future__ import annotations
 
 import html
+import json
+import os
 import posixpath
 import re
+import stat
 import sys
 import tempfile
 import time
 from collections import deque
+from collections.abc import Sequence
 from pathlib import Path
-from urllib.parse import parse_qs, unquote, urljoin, urlsplit
+from urllib.parse import parse_qs, quote, unquote, urlencode, urljoin, urlsplit
 
 from webshop_gym.server import create_app
 from webshop_gym.server.runs import bp as runs_bp
 from webshop_gym.server.runs import viewer_css
 
+from webshop_gym.analysis.taxonomy import SOLVED, TAGS
 from webshop_gym.error import Error
 from webshop_gym.render.html import stylesheet
 
 __all__ = ["BundleError", "write_bundle"]
 
-#: Episodes per page of the bundle's run page (the viewer's most).
+#: Episodes per page of the bundle's run pages and goals per page of its comparisons (the viewer's most).
 PER = 1000
 SUFFIX = ".jsonl"
+#: A sampled run's goal filters the bundle keeps (the run page's ``goals``).
+GOAL_FILTERS = ("flipping", "always", "never")
+SHOWS = ("differ", "a", "b")
 
 _ATTRIBUTE = re.compile(r'\b(href|src)="([^"]*)"')
 _FORM = re.compile(r"<form\b[^>]*>(.*?)</form>", flags=re.S | re.I)
@@ -66,47 +86,128 @@ def _check_folder(folder: Path, force: bool) -> None:
         raise BundleError(f"--bundle {folder} is not empty: choose a new folder, or pass --force to write into it")
 
 
+def _number(query: dict, key: str, default: int = 1) -> int | None:
+    value = query.get(key, str(default))
+    return int(value) if value.isdigit() else None
+
+
 class _Site:
-    """The URLs of one run's viewer pages and the bundle's file for each (``None``: not in the bundle)."""
+    """The viewer URLs a bundle holds: for each, its file and the one URL it is fetched from (``None``: not held).
 
-    def __init__(self, name: str, prefix: str):
-        self.name = name
-        self.run = f"{prefix}/{name}"
+    Args:
+        names: the runs' names in the viewer (the first is the baseline of comparisons).
+        prefix: the run viewer's URL prefix (``/runs``).
+    """
+
+    def __init__(self, names: Sequence[str], prefix: str):
+        self.names = list(names)
+        self.prefix = prefix
         self.static = f"{prefix}/static/"
+        self.single = len(self.names) == 1
 
-    def file_for(self, url: str) -> str | None:
+    def folder(self, name: str) -> str:
+        """The folder of run ``name``'s files in the bundle (``""``: the bundle's root, for one run)."""
+        return "" if self.single else f"runs/{name}/"
+
+    def start(self) -> str:
+        """The URL of the bundle's ``index.html``."""
+        if self.single:
+            return f"{self.prefix}/{quote(self.names[0])}?per={PER}"
+        return f"{self.prefix}/?{urlencode({'baseline': self.names[0]})}"
+
+    def place(self, url: str) -> tuple[str, str] | None:
+        """``(file, URL to fetch)`` of a viewer URL the bundle holds, else ``None``."""
         parts = urlsplit(url)
         if parts.scheme or parts.netloc:
             return None
         path, query = unquote(parts.path), {k: v[-1] for k, v in parse_qs(parts.query).items()}
         if path.startswith(self.static):
             rest = path[len(self.static):]
-            return rest if re.fullmatch(r"[A-Za-z0-9_.-]+", rest) and not query else None
-        if path == self.run:
-            if set(query) <= {"page", "per"} and query.get("per", str(PER)) == str(PER):
-                page = query.get("page", "1")
-                return "index.html" if page == "1" else f"index-{page}.html" if page.isdigit() else None
+            return (rest, path) if re.fullmatch(r"[A-Za-z0-9_.-]+", rest) and not query else None
+        if path in (self.prefix, self.prefix + "/"):
+            if self.single or query.get("baseline", self.names[0]) != self.names[0] or set(query) - {"baseline"}:
+                return None  # the list of runs (its "Runs" links too) is the bundle's index
+            return "index.html", self.start()
+        if not path.startswith(self.prefix + "/"):
             return None
-        if not path.startswith(self.run + "/"):
+        rest = path[len(self.prefix) + 1:]
+        for name in self.names:  # the longest name first would matter only for names sharing a prefix and "/"
+            if rest == name:
+                return self._run_page(name, query)
+            if rest.startswith(name + "/"):
+                found = self._in_run(name, rest[len(name) + 1:], query)
+                if found is not None:
+                    return found
+        return None
+
+    def _run_page(self, name: str, query: dict) -> tuple[str, str] | None:
+        if set(query) - {"page", "per", "gpage", "goals"} or query.get("per", str(PER)) != str(PER):
             return None
-        rest = path[len(self.run) + 1:]
+        page, gpage, goals = _number(query, "page"), _number(query, "gpage"), query.get("goals", "")
+        if page is None or gpage is None or (goals and goals not in GOAL_FILTERS):
+            return None
+        if gpage > 1 or goals:  # a goal page or filter shows the episodes' first page (one file each)
+            page = 1
+        file = "index" + (f"-{page}" if page > 1 else "") + (f"-{goals}" if goals else "") + (
+            f"-goals-{gpage}" if gpage > 1 else "") + ".html"
+        args = {"per": PER, "page": page if page > 1 else None, "goals": goals or None,
+                "gpage": gpage if gpage > 1 else None}
+        url = f"{self.prefix}/{quote(name)}?" + urlencode({k: v for k, v in args.items() if v is not None})
+        return self.folder(name) + file, url
+
+    def _in_run(self, name: str, rest: str, query: dict) -> tuple[str, str] | None:
+        base, here = f"{self.prefix}/{quote(name)}", self.folder(name)
         if rest in ("episodes.csv", "episodes.jsonl"):
-            return rest if not query else None
+            return (here + rest, f"{base}/{rest}") if not query else None
         m = re.fullmatch(r"(\d+)", rest)
         if m and set(query) <= {"step"}:
-            step = query.get("step", "0")
-            return f"episodes/{int(m[1])}/step-{int(step)}.html" if step.isdigit() else None
+            step = _number(query, "step", 0)
+            return None if step is None else (f"{here}episodes/{int(m[1])}/step-{step}.html",
+                                              f"{base}/{int(m[1])}?step={step}")
         m = re.fullmatch(r"(\d+)/page/(\d+)", rest)
         if m and set(query) <= {"mark"}:
             kind = "page" if query.get("mark") == "1" else "raw" if not query else None
-            return f"episodes/{int(m[1])}/{kind}-{int(m[2])}.html" if kind else None
+            return None if kind is None else (f"{here}episodes/{int(m[1])}/{kind}-{int(m[2])}.html",
+                                              f"{base}/{int(m[1])}/page/{int(m[2])}" + ("?mark=1" if query else ""))
         m = re.fullmatch(r"(\d+)/prompt/(\d+)", rest)  # a served model's long prompt message (not the whole JSON)
         if m and set(query) == {"message"} and query["message"].isdigit():
-            return f"episodes/{int(m[1])}/prompt-{int(m[2])}-message-{int(query['message'])}.txt"
+            return (f"{here}episodes/{int(m[1])}/prompt-{int(m[2])}-message-{int(query['message'])}.txt",
+                    f"{base}/{int(m[1])}/prompt/{int(m[2])}?message={int(query['message'])}")
         m = re.fullmatch(r"(\d+)/answer/(\d+)", rest)
         if m and set(query) <= {"part"} and query.get("part", "response") in ("response", "reasoning"):
-            return f"episodes/{int(m[1])}/{query.get('part', 'response')}-{int(m[2])}.txt"
+            part = query.get("part", "response")
+            return (f"{here}episodes/{int(m[1])}/{part}-{int(m[2])}.txt",
+                    f"{base}/{int(m[1])}/answer/{int(m[2])}?part={part}")
+        m = re.fullmatch(r"goal/(\d+)", rest)
+        if m and set(query) <= {"play"}:
+            play = _number(query, "play", 0)
+            return None if play is None else (f"{here}goals/{int(m[1])}/play-{play}.html",
+                                              f"{base}/goal/{int(m[1])}" + (f"?play={play}" if play else ""))
+        m = re.fullmatch(r"vs/(.+?)(?:/(\d+))?", rest)
+        if m and not self.single and m[1] in self.names and name == self.names[0] != m[1]:
+            folder = f"compare/{name}/vs/{m[1]}/"
+            if m[2] is None:
+                return self._comparison(folder, f"{base}/vs/{quote(m[1])}", query)
+            play = _number(query, "play", 0)
+            if set(query) <= {"play"} and play is not None:  # each run's same play side by side
+                return (f"{folder}goals/{int(m[2])}/play-{play}.html",
+                        f"{base}/vs/{quote(m[1])}/{int(m[2])}" + (f"?play={play}" if play else ""))
         return None
+
+    def _comparison(self, folder: str, base: str, query: dict) -> tuple[str, str] | None:
+        if set(query) - {"show", "tag_a", "tag_b", "page", "per"} or query.get("per", str(PER)) != str(PER):
+            return None
+        show, page = query.get("show", "all"), _number(query, "page")
+        tags = [*TAGS, SOLVED]
+        tag_a, tag_b = query.get("tag_a", ""), query.get("tag_b", "")
+        if page is None or show not in ("all", *SHOWS) or (tag_a or tag_b) and (show != "all" or tag_a not in tags
+                                                                                  or tag_b not in tags):
+            return None  # a tag cell's goals are kept for all goals only (the transition table links those)
+        file = "index" + (f"-{show}" if show != "all" else "") + (
+            f"-tags-{tags.index(tag_a)}-{tags.index(tag_b)}" if tag_a else "") + (f"-{page}" if page > 1 else "")
+        args = {"show": show if show != "all" else None, "tag_a": tag_a or None, "tag_b": tag_b or None,
+                "per": PER, "page": page if page > 1 else None}
+        return f"{folder}{file}.html", f"{base}?" + urlencode({k: v for k, v in args.items() if v is not None})
 
 
 def _relink(text: str, url: str, own: str, site: _Site, css: list[tuple[str, str]], queue: deque, seen: set) -> str:
@@ -118,18 +219,21 @@ def _relink(text: str, url: str, own: str, site: _Site, css: list[tuple[str, str
         if value.startswith("#") or value.startswith("data:"):
             return match[0]
         target = urljoin(url, value)
-        file = site.file_for(target)
-        if file is None:
+        found = site.place(target)
+        if found is None:
             return ""  # a page the bundle does not hold: the link becomes text
+        file, fetch = found
         if file not in seen:
             seen.add(file)
-            queue.append((target, file))
+            queue.append((fetch, file))
         fragment = urlsplit(value).fragment
-        relative = posixpath.relpath(file, here or ".") + (f"#{fragment}" if fragment else "")
+        relative = quote(posixpath.relpath(file, here or ".")) + (f"#{fragment}" if fragment else "")
         return f'{name}="{html.escape(relative, quote=True)}"'
 
-    # No server behind the forms: their controls go, what they showed (counts, export links) stays.
-    text = _FORM.sub(lambda m: f'<div class="filters">{_CONTROLS.sub("", m[1]).strip()}</div>' if
+    # No server behind the forms: their controls go, what they showed (counts, export links) stays; the form
+    # that compares two runs goes whole (the bundle's list of runs links their comparisons).
+    text = _FORM.sub(lambda m: "" if 'class="compare' in m[0][: m[0].index(">")] else
+                     f'<div class="filters">{_CONTROLS.sub("", m[1]).strip()}</div>' if
                      _CONTROLS.sub("", m[1]).strip() else "", _REFRESH.sub("", text))
     text = _ATTRIBUTE.sub(attribute, text)
     for sheet, file in css:  # the stylesheets inlined in every page, written once and linked
@@ -142,40 +246,125 @@ def _relink(text: str, url: str, own: str, site: _Site, css: list[tuple[str, str
     return text
 
 
-def write_bundle(run: str | Path, folder: str | Path, force: bool = False, log=None) -> dict:
-    """Write ``run``'s viewer pages as a self-contained static folder ``folder``.
+def _write(root: Path, file: str, data: bytes) -> None:
+    """Write ``data`` to ``root / file``, never through a link.
+
+    A link in the way (the file, or a folder on its path inside ``root``) is removed and replaced
+    by a real file or folder; the file is opened without following one (``O_NOFOLLOW``), so one
+    planted meanwhile fails the write instead of redirecting it.
+    """
+    if not os.path.lexists(root):  # created with the first file: a bundle that fails at once leaves nothing
+        root.mkdir(parents=True)
+    parts = file.split("/")
+    folder = root
+    for part in parts[:-1]:
+        folder = folder / part
+        try:
+            mode = os.lstat(folder).st_mode
+        except FileNotFoundError:
+            folder.mkdir()
+            continue
+        if stat.S_ISLNK(mode) or not stat.S_ISDIR(mode):
+            if not stat.S_ISLNK(mode) and not stat.S_ISREG(mode):
+                raise BundleError(f"{folder} is in the way of the bundle's folder {part} (not a file or a link)")
+            folder.unlink()  # a link (followed nowhere) or a file where the bundle needs a folder
+            folder.mkdir()
+    path = folder / parts[-1]
+    try:
+        mode = os.lstat(path).st_mode
+        if stat.S_ISDIR(mode):
+            raise BundleError(f"{path} is a folder where the bundle writes a file: remove it, or choose another DIR")
+        if stat.S_ISLNK(mode):
+            path.unlink()
+    except FileNotFoundError:
+        pass
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    fd = os.open(path, flags, 0o644)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+
+
+def _names(labels: Sequence[str]) -> list[str]:
+    """The runs' names in the bundle: their report labels as file names (slashes as ``-``), each once."""
+    out: list[str] = []
+    for label in labels:
+        name = re.sub(r"[/\\\x00]", "-", label)
+        if name.strip(".") == "":
+            name = "run"
+        base, k = name, 2
+        while name in out:
+            name, k = f"{base}-{k}", k + 1
+        out.append(name)
+    return out
+
+
+def _runs(paths: Sequence[Path], keep_paths: bool) -> tuple[list[tuple[str, Path]], list]:
+    """The runs to bundle: ``(label, file)`` each, shards of one evaluation merged as ``report`` merges them."""
+    if not any(_is_shard(p) for p in paths):
+        from webshop_gym.reporting.loading import labels_of
+
+        return list(zip(labels_of(list(paths), keep_paths), paths)), []
+    from webshop_gym.reporting.loading import read_runs
+
+    runs, _ = read_runs(list(paths), keep_paths)
+    return [(label, run.path) for label, run in runs], [run for _, run in runs]  # the runs keep merged files alive
+
+
+def _is_shard(path: Path) -> bool:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            first = json.loads(handle.readline() or "{}")
+    except (OSError, ValueError):
+        return False
+    return isinstance(first, dict) and isinstance(first.get("shard"), list)
+
+
+def write_bundle(runs: str | Path | Sequence[str | Path], folder: str | Path, force: bool = False, log=None,
+                 keep_paths: bool = False) -> dict:
+    """Write the runs' viewer pages as a self-contained static folder ``folder``.
 
     Args:
-        run: a run file (``eval --out``).
+        runs: a run file (``eval --out``), or several (the first is the baseline of comparisons;
+            shards of one evaluation are one run).
         folder: the bundle's folder: created; an existing non-empty one only with ``force``
-            (its files of the same names are replaced, others left).
+            (its files of the same names are replaced, links among them replaced, others left).
         force: write into a non-empty folder.
         log: where the summary line goes (default: stderr; ``False``: nowhere).
+        keep_paths: keep machine paths and server addresses on the pages (for your own use).
 
     Returns:
-        ``{"files", "bytes", "seconds", "episodes"}``.
+        ``{"files", "bytes", "seconds", "episodes", "folders"}``: ``folders`` gives, per run label,
+        the folder of its files in the bundle (URL-quoted, ``""`` or ending in ``/``).
 
     Raises:
-        BundleError: the folder is not empty (without ``force``), or a page of the run fails.
+        BundleError: the folder is not empty (without ``force``), or a page of the runs fails.
     """
     started = time.perf_counter()
-    source, out = Path(run).resolve(), Path(folder)
-    if not source.is_file():
-        raise BundleError(f"{run} is not a run file")
+    given = [runs] if isinstance(runs, (str, os.PathLike)) else list(runs)
+    sources, out = [Path(r).resolve() for r in given], Path(folder)
+    if not sources:
+        raise BundleError("--bundle needs a run file")
+    for source, name in zip(sources, given):
+        if not source.is_file():
+            raise BundleError(f"{name} is not a run file")
     _check_folder(out, force)
-    name = source.name[: -len(SUFFIX)] if source.name.endswith(SUFFIX) and len(source.name) > len(SUFFIX) else source.name
-    if name.strip(".") == "" or "/" in name:
-        name = "run"
+    labelled, keep_alive = _runs(sources, keep_paths)
+    names = _names([label for label, _ in labelled])
+    if len(names) == 1 and len(sources) == 1:  # one run: named after its file, as the viewer names it
+        single = sources[0].name
+        names = [single[: -len(SUFFIX)] if single.endswith(SUFFIX) and len(single) > len(SUFFIX) else single]
+        if names[0].strip(".") == "" or "/" in names[0]:
+            names = ["run"]
     with tempfile.TemporaryDirectory(prefix="webshop-gym-bundle-") as tmp:
-        (Path(tmp) / f"{name}{SUFFIX}").symlink_to(source)
-        app = create_app({"TESTING": True, "RUNS": tmp, "MAX_SESSIONS": 1,
+        for name, (_, path) in zip(names, labelled):
+            (Path(tmp) / f"{name}{SUFFIX}").symlink_to(Path(path).resolve())
+        app = create_app({"TESTING": True, "RUNS": tmp, "MAX_SESSIONS": 1, "RUNS_SHARED": not keep_paths,
                           "RUNS_INDEX_INLINE_BYTES": 1 << 62})  # index within the request: no 202 page
         try:
             client = app.test_client()
-            site = _Site(name, runs_bp.url_prefix.rstrip("/"))
+            site = _Site(names, runs_bp.url_prefix.rstrip("/"))
             css = [(viewer_css(), "runs.css"), (stylesheet(), "shop.css")]
-            first = f"{site.run}?per={PER}"
-            queue: deque = deque([(first, "index.html")])
+            queue: deque = deque([(site.start(), "index.html")])
             seen = {"index.html"}
             files = size = 0
             while queue:
@@ -185,39 +374,33 @@ def write_bundle(run: str | Path, folder: str | Path, force: bool = False, log=N
                     if response.status_code != 200:  # the error page's one line
                         found = re.search(r"<h2>.*?</h2>\s*<p>(.*?)</p>", response.get_data(as_text=True), re.S)
                         reason = html.unescape(re.sub(r"<[^>]+>|\s+", " ", found[1]).strip()) if found else ""
-                        reason = reason.replace(str(Path(tmp) / f"{name}{SUFFIX}"), str(run))  # not our symlink
-                        raise BundleError(f"{run}: the viewer's page {url} failed ({response.status_code}): "
-                                          f"{reason or response.status}")
+                        for name, source in zip(names, given):  # not our symlinks
+                            reason = reason.replace(str(Path(tmp) / f"{name}{SUFFIX}"), str(source))
+                        raise BundleError(f"{', '.join(map(str, given))}: the viewer's page {url} failed "
+                                          f"({response.status_code}): {reason or response.status}")
                     data = response.get_data()
                     if response.mimetype == "text/html":
                         data = _relink(data.decode("utf-8"), url, file, site, css, queue, seen).encode("utf-8")
                 finally:
                     response.close()
-                if file == "index.html":  # the episode pages of the run page's other pages
-                    episodes = app.extensions["webshop_gym_runs"].load(name).episodes
-                    for page in range(2, -(-episodes // PER) + 1):
-                        target = f"{site.run}?per={PER}&page={page}"
-                        if site.file_for(target) not in seen:
-                            seen.add(site.file_for(target))
-                            queue.append((target, site.file_for(target)))
-                path = out / file
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_bytes(data)
+                _write(out, file, data)
                 files += 1
                 size += len(data)
             for sheet, file in css:
-                (out / file).write_text(sheet, encoding="utf-8")
+                _write(out, file, sheet.encode("utf-8"))
                 files += 1
                 size += len(sheet.encode("utf-8"))
-            episodes = app.extensions["webshop_gym_runs"].load(name).episodes
+            library = app.extensions["webshop_gym_runs"]
+            episodes = sum(library.load(name).episodes for name in names)
         finally:
             app.extensions["webshop_gym"].close()
             app.extensions["webshop_gym_runs"].close()
+    del keep_alive
     seconds = time.perf_counter() - started
-    summary = {"files": files, "bytes": size, "seconds": seconds, "episodes": episodes}
+    summary = {"files": files, "bytes": size, "seconds": seconds, "episodes": episodes,
+               "folders": {label: quote(site.folder(name)) for (label, _), name in zip(labelled, names)}}
     if log is not False:
         print(f"webshop-gym report: wrote the bundle {out}{'' if str(out).endswith('/') else '/'} "
-              f"({episodes:,} episodes, {files:,} files, {size / 1e6:.1f} MB, {seconds:.1f} s); "
-              f"open {out / 'index.html'}", file=log or sys.stderr)
+              f"({len(names)} run{'' if len(names) == 1 else 's'}, {episodes:,} episodes, {files:,} files, "
+              f"{size / 1e6:.1f} MB, {seconds:.1f} s); open {out / 'index.html'}", file=log or sys.stderr)
     return summary
-

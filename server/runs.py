@@ -3,8 +3,9 @@
 Routes (``<run>`` is a run file's name in ``DIR`` without ``.jsonl``, ``<episode>`` the
 episode's position in the file, from 0):
 
-* ``GET /runs/``: the runs (shop, goal set, policy, prompt, split, Score and SR with their
-  intervals, date), settings that differ only by seed aggregated, and a form to compare two.
+* ``GET /runs/``: the runs (state, done / planned, shop, goal set, policy, prompt, split, Score
+  and SR with their intervals, date), settings that differ only by seed aggregated, and a form to
+  compare two (``?baseline=NAME``: every other run's comparison with ``NAME``, listed).
 * ``GET /runs/<run>``: the run's settings, figures and failure tags, and its episodes, a page
   at a time, sorted and filtered on the server (query ``sort``, ``desc``, ``q``, ``outcome``,
   ``cause``, ``tag``, ``category``, ``page``, ``per``).
@@ -61,6 +62,7 @@ from webshop_gym.analysis.taxonomy import CAUSES, FAMILIES, FAMILY
 from webshop_gym.error import Error
 from webshop_gym.protocols.play import ADHOC, display_name, protocol_difference
 from webshop_gym.render.html import Nav, stylesheet
+from webshop_gym.reporting.completeness import completeness_of
 from webshop_gym.runs.index import (
     CSV_COLUMNS,
     IndexTable,
@@ -69,7 +71,9 @@ from webshop_gym.runs.index import (
     export_record,
     seed_groups,
 )
-from webshop_gym.runs.run import RunEpisode
+from webshop_gym.runs.liveness import STOPPED, writer_state
+from webshop_gym.runs.run import RunEpisode, planned_episodes
+from webshop_gym.runs.sharing import shareable, shareable_text
 from webshop_gym.utils.bytelru import ByteLRU
 from webshop_gym.utils.paths import default_shop_dir
 
@@ -169,10 +173,17 @@ def stats_of(index: RunIndex) -> dict:
     return found
 
 
+def _shared() -> bool:
+    """The pages are to be shared (a bundle, ``RUNS_SHARED``): no machine path, no server address on them."""
+    return bool(current_app.config.get("RUNS_SHARED"))
+
+
 def _describe(header: dict) -> dict:
     fp = header.get("fingerprint") or {}
     shop = header.get("shop") or {}
     path = str(shop.get("path") or "")
+    if _shared():
+        path = shareable_text(path)
     return {"shop": (Path(path).name or path or "?") + (f" ({fp['products']} products)" if fp.get("products") else ""),
             "shop_path": path, "goal_set": fp.get("goal_set") or "-",
             "goals": f"{fp.get('goals', '?')} {fp.get('goal_kind', '')}".strip() if fp else "-",
@@ -199,6 +210,8 @@ def _protocol_groups(rows: list[dict]) -> list[dict]:
                                                                    "fingerprint": about["protocol_fingerprint"],
                                                                    "runs": []})
         group["runs"].append(row["name"])
+        if not completeness_of(row["table"].figures, row["index"].header, row["index"].summary is not None).complete:
+            group.setdefault("incomplete", []).append(row["name"])  # not the protocol's figure: marked
     return list(groups.values())
 
 
@@ -318,6 +331,10 @@ def index():
     if a and b:
         return redirect(url_for("runs.compare", a=a, b=b), code=303)
     rows = get_library().listing()
+    baseline = request.args.get("baseline", "")
+    readable = [row["name"] for row in rows if row["index"] is not None]
+    if baseline and baseline not in readable:
+        abort(404, f"There is no readable run called {_quoted(baseline)} to compare the others with.")
     for row in rows:
         ix = row["index"]
         if ix is None:
@@ -326,8 +343,10 @@ def index():
         row["table"] = ix.table()
         row["stats"] = stats_of(ix)
         row["complete"] = ix.summary is not None
+        row["status"] = progress_of(ix)
     seeds = seed_groups([(r["name"], r["index"].header, r["table"].figures) for r in rows if r["index"] is not None])
-    return _render("runs/index.html", rows=rows, folder=str(get_library().folder), seeds=seeds,
+    return _render("runs/index.html", rows=rows, folder="" if _shared() else str(get_library().folder), seeds=seeds,
+                   baseline=baseline, compared=[name for name in readable if baseline and name != baseline],
                    protocols=_protocol_groups(rows), method=METHOD.format(resamples=RESAMPLES, seed=0))
 
 
@@ -431,16 +450,27 @@ def _page_args(args) -> tuple[int, int]:
 LIVE_REFRESH = 5
 
 
+def progress_of(index: RunIndex) -> dict:
+    """How far a run got: ``done`` episodes of the ``planned`` ones and its ``state``.
+
+    ``state``: ``"complete"`` (its summary line is there), ``"running"`` (a writer holds the file),
+    ``"stopped"`` (no summary line and no writer: it will not grow), or ``"incomplete"`` (no
+    summary line; whether a writer is at work cannot be told here).
+    """
+    state = "complete" if index.summary is not None else (writer_state(index.path) or "incomplete")
+    return {"done": index.episodes, "planned": planned_episodes(index.header), "state": state}
+
+
 def _live(index: RunIndex) -> dict | None:
     """A run still being written (no summary line yet): how far it got, for the page to say and reload.
 
-    ``None`` once the summary line arrived.  ``total``: the goals the run line announces
-    (``num_goals``), ``done``: episodes indexed so far, ``refresh``: seconds between reloads.
+    ``None`` once the summary line arrived, or when the run stopped (no writer holds its file).
+    ``total``: the episodes planned, ``done``: episodes indexed so far, ``refresh``: seconds between reloads.
     """
-    if index.summary is not None:
+    progress = progress_of(index)
+    if progress["state"] in ("complete", STOPPED):
         return None
-    total = index.header.get("num_goals")
-    return {"done": index.episodes, "total": int(total) if isinstance(total, int) else None, "refresh": LIVE_REFRESH}
+    return {"done": progress["done"], "total": progress["planned"], "refresh": LIVE_REFRESH}
 
 
 @bp.get("/<run>/")
@@ -464,7 +494,7 @@ def run_page(run: str):
     t = loaded.table()
     shown = order[(page - 1) * per : page * per].tolist()
     rows = [{"position": i, "goal": int(t.goal[i]), "instruction": t.instructions[i], "reward": float(t.reward[i]),
-             "success": bool(t.success[i]), "steps": int(t.steps[i]), "invalid": int(t.invalid[i]),
+             "success": bool(t.success[i]), "errored": bool(t.errored[i]), "steps": int(t.steps[i]), "invalid": int(t.invalid[i]),
              "causes": t.cause_names(i), "tag": t.tag_name(i), "family": t.family(i),
              "reachable": int(t.reachable[i]), "category": t.categories[int(t.category[i])],
              "goal_url": url_for("runs.goal_page", run=run, goal=int(t.goal[i]), **({"play": k} if (k := play_of(t, i)) else {}))}
@@ -478,9 +508,11 @@ def run_page(run: str):
     for j, c in enumerate(CAUSES):
         cause_counts[c] = int((t.causes >> j & 1).sum())
     header = {k: v for k, v in loaded.header.items() if k not in ("type",)}
+    if _shared():
+        header = shareable(header)
     return _render(
         "runs/run.html", index=loaded, name=run, table=t, rows=rows, stats=stats_of(loaded), about=_describe(loaded.header),
-        facts=_facts(loaded), live=_live(loaded), wall_s=((loaded.summary or {}).get("result") or {}).get("wall_s"), page_no=page, pages=pages, per=per, matched=len(order), total=len(t),
+        facts=_facts(loaded), live=_live(loaded), progress=progress_of(loaded), wall_s=((loaded.summary or {}).get("result") or {}).get("wall_s"), page_no=page, pages=pages, per=per, matched=len(order), total=len(t),
         sort=query["sort"], desc=query["desc"], q=args.get("q", ""), outcome=query["outcome"], cause=query["cause"],
         tag=query["tag"], category=query["category"], categories=sorted(t.categories), reachable=query["reachable"],
         families=_family_counts(t),
@@ -568,7 +600,7 @@ def export(run: str, kind: str):
             writer = csv.writer(buffer, lineterminator="\n")
             writer.writerow(CSV_COLUMNS)
         for i in order.tolist():
-            record = export_record(loaded.episode(i), table)
+            record = export_record(loaded.episode(i), table, keep_paths)
             if kind == "jsonl":
                 yield json.dumps(record, ensure_ascii=False) + "\n"
             else:
@@ -580,6 +612,7 @@ def export(run: str, kind: str):
             yield buffer.getvalue()
 
     mimetype = "text/csv" if kind == "csv" else "application/x-ndjson"
+    keep_paths = request.args.get("paths") == "1" and not _shared()
     response = current_app.response_class(lines(), mimetype=mimetype)
     response.headers["Content-Disposition"] = f'attachment; filename="{run}-episodes.{kind}"'
     return response
@@ -880,8 +913,10 @@ def compare(a: str, b: str):
             abort(400, f"unknown failure tag {_quoted(value)}; expected one of {', '.join(names)}")
     page, per = _page_args(request.args)
     refused, details = _refusal(run_a, run_b)
-    sides = [{"name": a, "index": run_a, "about": _describe(run_a.header), "stats": stats_of(run_a), "table": ta},
-             {"name": b, "index": run_b, "about": _describe(run_b.header), "stats": stats_of(run_b), "table": tb}]
+    sides = [{"name": a, "index": run_a, "about": _describe(run_a.header), "stats": stats_of(run_a), "table": ta,
+              "progress": progress_of(run_a)},
+             {"name": b, "index": run_b, "about": _describe(run_b.header), "stats": stats_of(run_b), "table": tb,
+              "progress": progress_of(run_b)}]
     context = {"a": a, "b": b, "sides": sides, "refused": refused, "details": details, "show": show,
                "tag_a": tag_a, "tag_b": tag_b, "method": METHOD.format(resamples=RESAMPLES, seed=0),
                "paired_columns": PAIRED_COLUMNS, "resamples": RESAMPLES}

@@ -25,7 +25,7 @@ from webshop_gym.runs.run import load_run
 def report_html(runs_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("report") / "report.html"
     args = ["report", *(str(runs_dir / f"{n}.jsonl") for n in ("rule", "random", "oracle")), "--out", str(out),
-            "--bootstrap", "2000"]
+            "--bootstrap", "2000", "--viewer-url", "http://127.0.0.1:3000"]  # links to the viewer: asked for
     assert main(args) == 0
     return BeautifulSoup(out.read_text(encoding="utf-8"), "html.parser")
 
@@ -216,6 +216,7 @@ def test_report_failure_tags_link_to_the_viewer(runs_dir, report_html):
         index.refresh()
         table = index.table()
         assert int(count) == sum(table.tag_name(i) == tag for i in range(len(table)))
+        assert tr.select("a.example")
         for a in tr.select("a.example"):
             assert a["href"].startswith(f"http://127.0.0.1:3000/runs/{run}/")
             assert table.tag_name(int(a["href"].rsplit("/", 1)[1])) == tag

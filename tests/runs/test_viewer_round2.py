@@ -149,23 +149,29 @@ def test_eval_printout_and_exports_agree_with_the_viewer(make_viewer, real_runs,
 
 
 def test_a_live_run_says_how_far_it_got_until_its_summary_arrives(make_viewer, runs_dir, tmp_path):
-    lines = (runs_dir / "rule.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    from webshop_gym.runs.log import TrajectoryWriter
+
+    lines = (runs_dir / "rule.jsonl").read_text(encoding="utf-8").splitlines()
     live = tmp_path / "live.jsonl"
-    live.write_text(lines[0], encoding="utf-8")  # the run line only
-    client = make_viewer(tmp_path)
-    soup = soup_of(client.get("/runs/live"))
-    assert soup.select_one("#live").text.startswith("Started, no episode yet.")
-    assert soup.select_one('meta[http-equiv="refresh"]') is not None
-    body = [x for x in lines[1:] if '"type": "summary"' not in x]
-    episodes = [x for x in body if '"type": "episode"' in x]
-    with open(live, "a", encoding="utf-8") as handle:
-        handle.writelines(body[: body.index(episodes[3])])  # three episodes written
-    soup = soup_of(client.get("/runs/live"))
-    header = json.loads(lines[0])
-    assert soup.select_one("#live").text.startswith(f"Still running: 3 of {header['num_goals']} episodes done")
-    assert "Score" in soup.select_one("#live").text
-    with open(live, "a", encoding="utf-8") as handle:
-        handle.writelines(lines[1 + body.index(episodes[3]):])  # the rest and the summary line
+    writer = TrajectoryWriter(live, append=False)  # eval's writer: it holds the file while it writes
+    try:
+        writer.write_line(lines[0])  # the run line only
+        client = make_viewer(tmp_path)
+        soup = soup_of(client.get("/runs/live"))
+        assert soup.select_one("#live").text.startswith("Started, no episode yet.")
+        assert soup.select_one('meta[http-equiv="refresh"]') is not None
+        body = [x for x in lines[1:] if '"type": "summary"' not in x]
+        episodes = [x for x in body if '"type": "episode"' in x]
+        for line in body[: body.index(episodes[3])]:  # three episodes written
+            writer.write_line(line)
+        soup = soup_of(client.get("/runs/live"))
+        header = json.loads(lines[0])
+        assert soup.select_one("#live").text.startswith(f"Still running: 3 of {header['num_goals']} episodes done")
+        assert "Score" in soup.select_one("#live").text
+        for line in lines[1 + body.index(episodes[3]):]:  # the rest and the summary line
+            writer.write_line(line)
+    finally:
+        writer.close()
     soup = soup_of(client.get("/runs/live"))
     assert soup.select_one("#live") is None and soup.select_one('meta[http-equiv="refresh"]') is None
 

@@ -174,7 +174,9 @@ def diagnose(episode, shop=None, searches: Sequence[dict] | None = None) -> dict
 
     Returns:
         A dict the episode template shows: ``tag``, ``target``, ``bought``, ``options``,
-        ``attributes``, ``type``, ``price``, ``queries``, ``seen_step``, ``opened`` ...
+        ``attributes``, ``type``, ``price``, ``queries``, ``seen_step``, ``opened``,
+        ``target_offered`` (the target's options, name -> values, as its page offers them;
+        ``None`` without the shop) ...
     """
     record = episode.log.record
     target = dict(record.get("target") or {})
@@ -213,6 +215,13 @@ def diagnose(episode, shop=None, searches: Sequence[dict] | None = None) -> dict
                      "price": price, "same": bool(bought_asin) and bought_asin.upper() == str(target.get("asin", "")).upper()}
     out["price"] = {"paid": price, "cap": upper,
                     "ok": None if price is None or upper is None else float(price) <= float(upper)}
+    out["target_offered"] = None  # the target's options as its page offered them (what the agent could click)
+    target_asin = str(target.get("asin") or "")
+    if shop is not None and target_asin:
+        row = shop.catalog.row_of(target_asin)
+        row = row if row >= 0 else shop.catalog.row_of(target_asin.upper())
+        if row >= 0:
+            out["target_offered"] = {str(k): [str(v) for v in values] for k, values in shop.catalog.options_of(row).items()}
     offered = _offered_values(shop, bought_row) if bought_row >= 0 else None
     out["options"] = option_misses(out["bought"]["options"], target.get("options"), offered) if episode.purchased else []
     if episode.purchased and bought_row >= 0:

@@ -30,6 +30,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="html (self-contained), md, or latex (the published-table rows, grouped by protocol, as "
                              "a booktabs tabular; no plots) (default: from --out's suffix, .md -> md, .tex -> latex, "
                              "else html; without --out md; html without --out only into a redirected stdout)")
+    parser.add_argument("--allow-incomplete", action="store_true",
+                        help="with --format latex: print the rows of runs that did not score their whole plan (cut "
+                             "short, a shard missing, episodes errored), each marked with a footnote saying why; "
+                             "without it such runs are refused (a published row must be the protocol's whole plan). "
+                             "Markdown and HTML always show them, marked, with scored / planned")
     parser.add_argument("--bootstrap", type=_resamples, default=RESAMPLES, metavar="N",
                         help=f"bootstrap resamples of each interval (default {RESAMPLES:,})")
     parser.add_argument("--seed", type=types.seed, default=0, metavar="SEED", help="seed of the bootstrap (default 0)")
@@ -42,21 +47,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="price per million prompt tokens: served models' runs show their cost")
     parser.add_argument("--price-output", metavar="USD", type=types.price,
                         help="price per million completion tokens")
-    parser.add_argument("--viewer-url", default="http://127.0.0.1:3000", metavar="URL",
-                        help="link failure examples to this `webshop-gym serve --runs` (default http://127.0.0.1:3000; "
-                             "'' for no links)")
+    parser.add_argument("--viewer-url", default=None, metavar="URL",
+                        help="link failure examples to this `webshop-gym serve --runs` (e.g. http://127.0.0.1:3000; "
+                             "default: no links, or with --bundle relative links into the bundle: a report to share "
+                             "holds no server address unless you give one)")
     parser.add_argument("--csv", metavar="FILE", type=types.output_file,
                         help="also write every run's episodes as CSV (eval --json --episodes' fields, then the "
                              "viewer's columns; a first column names the run)")
     parser.add_argument("--jsonl", metavar="FILE", type=types.output_file,
                         help="also write every run's episodes as JSON lines (idem)")
     parser.add_argument("--bundle", metavar="DIR", type=types.output_dir,
-                        help="write the run (one RUN) as a static folder to share: the viewer's run page, every "
-                             "episode's diagnosis and pages, relative links, no server or network needed (open "
-                             "DIR/index.html); DIR must be new or empty (see --force). Nothing goes to stdout "
-                             "unless --out is given too")
+                        help="write the runs as a static folder to share: the viewer's pages of each run, every "
+                             "episode's diagnosis and pages, every goal, and with several runs the list of runs and "
+                             "each run's comparison with the first; relative links, no server or network needed "
+                             "(open DIR/index.html); DIR must be new or empty (see --force). Nothing goes to stdout "
+                             "unless --out is given too (a report written into DIR links its examples into it)")
     parser.add_argument("--force", action="store_true",
-                        help="with --bundle: write into a non-empty DIR (files of the same names are replaced)")
+                        help="with --bundle: write into a non-empty DIR (files of the same names are replaced; a "
+                             "link inside DIR is replaced, never followed)")
+    parser.add_argument("--keep-paths", action="store_true",
+                        help="keep machine paths and server addresses (the run line's files and folders, the model "
+                             "server's URL) in the report, its exports and the bundle: for your own use. By default "
+                             "what you share shows a path by its last part and an address as '(server address)'")
 
 
 def _resamples(text: str) -> int:
@@ -68,18 +80,16 @@ def _resamples(text: str) -> int:
     return value
 
 
-def _bundle(args: argparse.Namespace) -> None:
-    """``--bundle DIR``: the one run's viewer pages as a static folder (:mod:`webshop_gym.server.bundle`)."""
-    from webshop_gym.error import DependencyNotInstalled, Error
+def _bundle(args: argparse.Namespace) -> dict:
+    """``--bundle DIR``: the runs' viewer pages as a static folder (:mod:`webshop_gym.server.bundle`)."""
+    from webshop_gym.error import DependencyNotInstalled
 
-    if len(args.runs) != 1:
-        raise Error(f"--bundle writes one run: give one RUN file, got {len(args.runs)}")
     try:  # Flask (the server extra) is loaded for --bundle only
         from webshop_gym.server.bundle import write_bundle
     except ImportError as exc:
         raise DependencyNotInstalled(f"--bundle renders the run viewer's pages and needs Flask ({exc}); install it "
                                      "with: pip install 'webshop-gym[server]'") from exc
-    write_bundle(args.runs[0], args.bundle, force=args.force)
+    return write_bundle(args.runs, args.bundle, force=args.force, keep_paths=args.keep_paths)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -88,8 +98,9 @@ def run(args: argparse.Namespace) -> int:
         from webshop_gym.error import Error
 
         raise Error("--force goes with --bundle DIR (it lets the bundle write into a non-empty folder)")
+    bundled = None
     if args.bundle:
-        _bundle(args)
+        bundled = _bundle(args)
         if not (args.out or args.csv or args.jsonl or args.merged):
             return 0
     if args.format is not None:
@@ -108,15 +119,26 @@ def run(args: argparse.Namespace) -> int:
 
         if Path(args.merged).resolve() in {Path(r).resolve() for r in args.runs}:
             raise Error(f"--merged {args.merged} is one of the runs read: choose another file")
+    if args.allow_incomplete and fmt != "latex":
+        from webshop_gym.error import Error
+
+        raise Error("--allow-incomplete goes with --format latex (Markdown and HTML reports always show incomplete "
+                    "runs, marked, with scored / planned)")
     report = build_report(args.runs, resamples=args.bootstrap, seed=args.seed, title=args.title,
-                          price_input=args.price_input, price_output=args.price_output, viewer=args.viewer_url or None)
+                          price_input=args.price_input, price_output=args.price_output, viewer=args.viewer_url or None,
+                          keep_paths=args.keep_paths)
+    if bundled is not None and not args.viewer_url:  # the report's examples link into the bundle, relatively
+        where = Path(os.path.relpath(Path(args.bundle).resolve(), Path(args.out or ".").resolve().parent)).as_posix()
+        report.bundle = {label: ("" if where == "." else where + "/") + folder
+                         for label, folder in bundled["folders"].items()}
+    text = to_latex(report, allow_incomplete=args.allow_incomplete) if fmt == "latex" else None  # refused: nothing written
     if args.merged:
         from webshop_gym.runs.shards import merge_shards
 
         merge_shards(args.runs, args.merged)
         print(f"webshop-gym report: wrote the merged run {args.merged}", file=sys.stderr)
     if args.csv or args.jsonl:
-        write_episodes(report, csv_path=args.csv, jsonl_path=args.jsonl)
+        write_episodes(report, csv_path=args.csv, jsonl_path=args.jsonl, keep_paths=args.keep_paths)
     plots: dict[str, bytes] | None = None
     if not args.no_plots and fmt != "latex" and (fmt == "html" or args.out):
         from webshop_gym.reporting.plots import draw_all
@@ -126,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
     if fmt == "html":
         text = to_html(report, plots)
     elif fmt == "latex":
-        text = to_latex(report)
+        pass  # made above, before anything was written
     else:
         images: dict[str, str] = {}
         if plots:

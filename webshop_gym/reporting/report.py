@@ -18,6 +18,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from webshop_gym.analysis.figures import billed, cost, paired_positions, pairing_key, pairing_order
 from webshop_gym.analysis.intervals import METHOD, score_interval, sr_interval
@@ -29,12 +30,20 @@ from webshop_gym.analysis.stats import (
     paired_cells,
 )
 from webshop_gym.analysis.taxonomy import CAUSES, FAMILY, SOLVED, TAG_RULES, TAGS
+from webshop_gym.error import Error
 from webshop_gym.protocols.play import display_name, protocol_difference
 from webshop_gym.render.html import template_environment
+from webshop_gym.reporting.completeness import (
+    ALLOW_FLAG,
+    Completeness,
+    completeness,
+    latex_footnotes,
+    refusal,
+)
+from webshop_gym.reporting.loading import merged_here, read_runs
 from webshop_gym.reporting.plots import PLOTS
 from webshop_gym.runs.index import CSV_COLUMNS, RunIndex, csv_row, seed_groups
-from webshop_gym.runs.run import Run, load_run, now_iso
-from webshop_gym.runs.shards import group_shards
+from webshop_gym.runs.run import Run, now_iso
 
 __all__ = ["Report", "RunSummary", "build_report", "protocol_groups", "published_table", "to_html", "to_latex",
            "to_markdown"]
@@ -63,6 +72,14 @@ class RunSummary:
     causes: Counter
     any_causes: Counter
     _index: Any = field(default=None, repr=False, compare=False)
+    _completeness: Completeness | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def completeness(self) -> Completeness:
+        """How much of its plan the run scored (:mod:`webshop_gym.reporting.completeness`)."""
+        if self._completeness is None:
+            self._completeness = completeness(self.run)
+        return self._completeness
 
     @property
     def figures(self) -> dict:
@@ -104,14 +121,9 @@ class Report:
     created: str
     title: str = "WebShop evaluation report"
     notes: list[str] = field(default_factory=list)
-    viewer: str | None = None  # base URL of `serve --runs` for links to episodes
+    viewer: str | None = None  # base URL of `serve --runs` for links to episodes (asked for: --viewer-url)
+    bundle: dict[str, str] = field(default_factory=dict)  # per run label, its bundle folder relative to the report
     prices: tuple[float | None, float | None] = (None, None)
-
-
-def _labels(paths: list[Path]) -> list[str]:
-    names = [p.name[:-6] if p.name.endswith(".jsonl") else p.stem for p in paths]
-    clash = {n for n, c in Counter(names).items() if c > 1}
-    return [str(p) if n in clash else n for n, p in zip(names, paths)]
 
 
 def summarize_run(label: str, run: Run, resamples: int = RESAMPLES, seed: int = 0) -> RunSummary:
@@ -158,19 +170,27 @@ def compare(a: RunSummary, b: RunSummary, resamples: int = RESAMPLES, seed: int 
 
 def build_report(paths: list[str | os.PathLike], resamples: int = RESAMPLES, seed: int = 0,
                  title: str | None = None, price_input: float | None = None,
-                 price_output: float | None = None, viewer: str | None = None) -> Report:
+                 price_output: float | None = None, viewer: str | None = None, keep_paths: bool = False) -> Report:
     """Read the runs and compute the report (raises :class:`~webshop_gym.runs.log.LogError` for a bad file).
 
     Shards of one evaluation (``eval --shard i/n``) are read as one run
     (:func:`webshop_gym.runs.shards.group_shards`); ``price_input`` / ``price_output`` (per million
     prompt / completion tokens) give a served model's runs their cost; ``viewer`` (the base URL of
-    ``serve --runs``) links failure examples to the viewer's episodes.
+    ``serve --runs``) links failure examples to the viewer's episodes; ``keep_paths`` names clashing
+    runs by their whole paths (else by as much of their folders as tells them apart).
     """
     files = [Path(p) for p in paths]
-    runs, notes = group_shards([(label, load_run(path, steps=False)) for label, path in zip(_labels(files), files)])
+    runs, notes = read_runs(files, keep_paths)
     rows = [summarize_run(label, run, resamples, seed) for label, run in runs]
     comparisons = [compare(rows[0], row, resamples, seed) for row in rows[1:]]
+    for row in rows:  # what merging shards noted, per run: why a merged run is incomplete
+        own = [n[len(row.label) + 2:] for n in notes if n.startswith(row.label + ": ")]
+        row._completeness = completeness(row.run, own)
     for row in rows:
+        errored = int(row.figures["counts"].get("errored", 0))
+        if errored:
+            notes.append(f"{row.label}: {errored:,} of {errored + row.figures['episodes']:,} episodes errored (the "
+                         "model's calls failed): left out of Score, SR and every figure.")
         if not row.run.complete and "shards" not in row.run.header:  # merged shards: noted above
             notes.append(f"{row.label}: the run has no summary line (the evaluation did not finish): "
                          f"{len(row.run.episodes)} episodes.")
@@ -200,7 +220,8 @@ def tables(report: Report) -> dict[str, tuple[list[str], list[list[str]]]]:
     """The report's tables as (header, rows) of strings, shared by HTML and Markdown."""
     out: dict[str, tuple[list[str], list[list[str]]]] = {}
     header = ["run", "policy", "split", "episodes", "Score [95% CI]", "SR % [95% CI]", "SR % on reachable goals",
-              "mean steps", "valid %", "purchased %", "r_type", "r_att", "r_option", "r_price", "protocol (fingerprint)"]
+              "mean steps", "valid %", "purchased %", "r_type", "r_att", "r_option", "r_price", "done / planned",
+              "protocol (fingerprint)"]
     rows = []
     for row in report.rows:
         f, b, run = row.figures, row.figures["breakdown"], row.run
@@ -209,7 +230,9 @@ def tables(report: Report) -> dict[str, tuple[list[str], list[list[str]]]]:
         reachable = "-" if f.get("sr_reachable") is None else f"{_f(f['sr_reachable'])} ({f['unreachable']} unreachable)"
         rows.append([row.label, run.policy, run.split, episodes, _ci(row.score), _ci(row.sr), reachable,
                      _f(f["mean_steps"], 2), _f(f["valid_rate"]), _f(b["purchase_rate"]),
-                     *(_f(b[k], 3) for k in ("r_type", "r_att", "r_option", "r_price")), _protocol_cell(run)])
+                     *(_f(b[k], 3) for k in ("r_type", "r_att", "r_option", "r_price")),
+                     f"{len(run.episodes):,} / " + ("?" if run.planned is None else f"{run.planned:,}"),
+                     _protocol_cell(run) + _incomplete_mark(row)])
     out["runs"] = (header, rows)
     out["published"] = published_table(report)
     if report.comparisons:
@@ -288,6 +311,12 @@ def _protocol_cell(run: Run) -> str:
     return f"{display_name(record)} ({record.get('fingerprint')})"
 
 
+def _incomplete_mark(row: RunSummary) -> str:
+    """What the runs table adds to the protocol cell of a run that did not score its plan."""
+    c = row.completeness
+    return "" if c.complete else f" [incomplete: {c.words()}]"
+
+
 def protocol_groups(report: Report) -> list[dict]:
     """The runs grouped by protocol fingerprint, in order of first appearance.
 
@@ -299,7 +328,7 @@ def protocol_groups(report: Report) -> list[dict]:
     for row in report.rows:
         record = row.run.protocol
         key = None if record is None else record.get("fingerprint")
-        group = groups.setdefault(key, {"name": "-" if record is None else display_name(record), "fingerprint": key,
+        group = groups.setdefault((key, row.completeness.complete), {"name": "-" if record is None else display_name(record), "fingerprint": key,
                                         "rows": []})
         group["rows"].append(row)
     return list(groups.values())
@@ -308,13 +337,16 @@ def protocol_groups(report: Report) -> list[dict]:
 def published_table(report: Report) -> tuple[list[str], list[list[str]]]:
     """The rows in the shape published WebShop tables use, grouped by protocol, ready to paste.
 
-    Columns: the run (method), the protocol and its fingerprint, Score, SR with its 95% interval,
-    the valid-action rate, mean steps and, when a run played each goal several times
+    Columns: the run (method), the protocol and its fingerprint, scored / planned episodes, Score,
+    SR with its 95% interval, the valid-action rate, mean steps and, when a run played each goal several times
     (``eval --samples K``), mean@K and pass@K.  Figures come from the run's figures
     (:func:`webshop_gym.analysis.figures.summarize`), never recomputed here.
+    A run that did not score its whole plan (:mod:`webshop_gym.reporting.completeness`) gets no
+    fingerprint (``incomplete: 5 / 12 scored``) and a block of its own.
     """
     sampled = sorted({int((row.figures.get("protocol") or {}).get("samples", 1)) for row in report.rows} - {1})
-    header = ["method", "protocol", "fingerprint", "Score", "SR % [95% CI]", "valid %", "mean steps"]
+    header = ["method", "protocol", "fingerprint", "scored / planned", "Score", "SR % [95% CI]", "valid %",
+              "mean steps"]
     for k in sampled:
         header += [f"mean@{k}", f"pass@{k}"]
     rows = []
@@ -322,7 +354,9 @@ def published_table(report: Report) -> tuple[list[str], list[list[str]]]:
         for row in group["rows"]:
             f = row.figures
             pf = f.get("protocol") or {}
-            cells = [row.label, group["name"], group["fingerprint"] or "-", _f(f["score"]), _ci(row.sr),
+            c = row.completeness
+            fingerprint = (group["fingerprint"] or "-") if c.complete else f"incomplete: {c.cell()} scored"
+            cells = [row.label, group["name"], fingerprint, c.cell(), _f(f["score"]), _ci(row.sr),
                      _f(f["valid_rate"]), _f(f["mean_steps"], 2)]
             for k in sampled:
                 mine = pf.get("samples") == k
@@ -339,12 +373,25 @@ def _tex(text: str) -> str:
     return "".join(_LATEX_SPECIAL.get(c, c) for c in str(text)).replace("±", r"$\pm$").replace("−", "-")
 
 
-def to_latex(report: Report) -> str:
-    """The published-table rows (:func:`published_table`) as a LaTeX ``tabular`` (booktabs), one block per protocol."""
+def to_latex(report: Report, allow_incomplete: bool = False) -> str:
+    r"""The published-table rows (:func:`published_table`) as a LaTeX ``tabular`` (booktabs), one block per protocol.
+
+    Every note of the report is a comment above the table.  A run that did not score its whole
+    plan is refused (:class:`~webshop_gym.error.Error`, naming each and why) unless
+    ``allow_incomplete``: then its method cell carries a mark (``$^{a}$``) and a footnote after
+    the tabular (``\par{\footnotesize $^{a}$\,...}``) says why.
+    """
     header, rows = published_table(report)
     groups = protocol_groups(report)
+    ordered = [row for group in groups for row in group["rows"]]  # the published rows' order
+    marks = latex_footnotes([(row.label, row.completeness) for row in ordered])
+    if marks and not allow_incomplete:
+        raise Error(refusal([(row.label, row.completeness) for row in ordered]))
     lines = [f"% {_tex(report.title)}: {len(report.rows)} run(s); {_tex(method(report))}; written {report.created}",
              "% Runs are comparable exactly when their protocol fingerprints are equal (one block per protocol).",
+             *(f"% Note: {_comment(note)}" for note in report.notes),
+             *(f"% Incomplete ({ALLOW_FLAG}): {_comment(row.label)}: {_comment(row.completeness.words())}"
+               for row in ordered if row.label in marks),
              r"\begin{tabular}{l" + "l" * 2 + "r" * (len(header) - 3) + "}", r"\toprule",
              " & ".join(_tex(h) for h in header) + r" \\", r"\midrule"]
     k = 0
@@ -352,10 +399,20 @@ def to_latex(report: Report) -> str:
         if g:
             lines.append(r"\midrule")
         for _ in group["rows"]:
-            lines.append(" & ".join(_tex(c) for c in rows[k]) + r" \\")
+            cells = [_tex(c) for c in rows[k]]
+            if ordered[k].label in marks:
+                cells[0] += f"$^{{{marks[ordered[k].label]}}}$"
+            lines.append(" & ".join(cells) + r" \\")
             k += 1
-    lines += [r"\bottomrule", r"\end{tabular}", ""]
-    return "\n".join(lines)
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    lines += [f"\\par{{\\footnotesize $^{{{marks[row.label]}}}$\\,{_tex(row.label)}: {_tex(row.completeness.words())}."
+              f" Not the protocol's row.}}" for row in ordered if row.label in marks]
+    return "\n".join([*lines, ""])
+
+
+def _comment(text: str) -> str:
+    """``text`` on one line of a LaTeX comment."""
+    return " ".join(str(text).split())
 
 
 def method(report: Report) -> str:
@@ -364,20 +421,31 @@ def method(report: Report) -> str:
 
 
 def failure_tags(report: Report, examples: int = 5) -> list[dict]:
-    """Per run, per failure tag (:mod:`webshop_gym.analysis.diagnosis`): episodes and the first ``examples`` positions."""
+    """Per run, per failure tag (:mod:`webshop_gym.analysis.diagnosis`): episodes and the first ``examples`` positions.
+
+    ``hrefs``: a link per example (``None`` each when there is nowhere to link): the episode's
+    page in the bundle written with the report (``report.bundle``, relative), else in the viewer
+    at ``report.viewer`` (asked for with ``--viewer-url``; not for shards the report merged
+    itself, which the viewer serves apart), else none.
+    """
     out = []
     for row in report.rows:
         table = row.index().table()
         tags: dict[str, list[int]] = {}
         for i in range(len(table)):
             tags.setdefault(table.tag_name(i), []).append(i)
+        bundled = report.bundle.get(row.label)
         for tag in TAGS:
             if tag in tags:
-                link = None
-                if report.viewer:
-                    link = f"{report.viewer.rstrip('/')}/runs/{row.run.name}"
-                out.append({"run": row.label, "tag": tag, "episodes": len(tags[tag]), "examples": tags[tag][:examples],
-                            "link": link})
+                shown = tags[tag][:examples]
+                if bundled is not None:
+                    hrefs = [f"{bundled}episodes/{p}/step-0.html" for p in shown]
+                elif report.viewer and not merged_here(row.run):
+                    hrefs = [f"{report.viewer.rstrip('/')}/runs/{quote(row.run.name)}/{p}" for p in shown]
+                else:
+                    hrefs = [None] * len(shown)
+                out.append({"run": row.label, "tag": tag, "episodes": len(tags[tag]), "examples": shown,
+                            "hrefs": hrefs})
     return out
 
 
@@ -430,8 +498,8 @@ def to_markdown(report: Report, images: dict[str, str] | None) -> str:
         lines += ["## Failure tags: episodes per tag, with examples", "", "| run | tag | episodes | examples |",
                   "|---|---|---|---|"]
         for t in tags:
-            if t["link"]:
-                shown = ", ".join(f"[#{p}]({t['link']}/{p})" for p in t["examples"])
+            if any(t["hrefs"]):
+                shown = ", ".join(f"[#{p}](<{h}>)" for p, h in zip(t["examples"], t["hrefs"]))
             else:
                 shown = ", ".join(f"#{p}" for p in t["examples"])
             lines.append(f"| {_md_cell(t['run'])} | {_md_cell(t['tag'])} | {t['episodes']} | {shown} |")
@@ -447,8 +515,13 @@ def to_markdown(report: Report, images: dict[str, str] | None) -> str:
 # -- exports -----------------------------------------------------------------------------------------
 
 
-def write_episodes(report: Report, csv_path: str | None = None, jsonl_path: str | None = None) -> None:
-    """Write the runs' episodes (``run``, then :func:`webshop_gym.runs.index.export_record`'s fields) as CSV / JSON lines."""
+def write_episodes(report: Report, csv_path: str | None = None, jsonl_path: str | None = None,
+                   keep_paths: bool = False) -> None:
+    """Write the runs' episodes (``run``, then :func:`webshop_gym.runs.index.export_record`'s fields) as CSV / JSON lines.
+
+    ``keep_paths``: keep server addresses and machine paths in the errors' texts (else cut:
+    :mod:`webshop_gym.runs.sharing`).
+    """
     import csv
     import json
 
@@ -460,7 +533,7 @@ def write_episodes(report: Report, csv_path: str | None = None, jsonl_path: str 
         if writer:
             writer.writerow(["run", *CSV_COLUMNS])
         for row in report.rows:
-            for record in row.index().iter_export():
+            for record in row.index().iter_export(keep_paths=keep_paths):
                 if writer:
                     writer.writerow([row.label, *csv_row(record)])
                 if json_handle:

@@ -56,6 +56,7 @@ from webshop_gym.runs.log import (
     decode_record,
 )
 from webshop_gym.runs.run import RunEpisode, _episode
+from webshop_gym.runs.sharing import shareable_text
 
 __all__ = ["CSV_COLUMNS", "EXPORT_COLUMNS", "IndexTable", "RunIndex", "csv_row", "csv_value", "export_record", "seed_groups",
            "setting_key"]
@@ -483,14 +484,14 @@ class RunIndex:
             ep.step_lines.append(number)
         return _episode(position, ep)
 
-    def export_record(self, position: int, episode: RunEpisode | None = None) -> dict:
+    def export_record(self, position: int, episode: RunEpisode | None = None, keep_paths: bool = False) -> dict:
         """Episode ``position`` as ``eval --json --episodes`` reports it, plus the viewer's columns."""
-        return export_record(episode or self.episode(position), self.table())
+        return export_record(episode or self.episode(position), self.table(), keep_paths)
 
-    def iter_export(self) -> Iterator[dict]:
+    def iter_export(self, keep_paths: bool = False) -> Iterator[dict]:
         """Every episode's :meth:`export_record`, reading the file once, in order (memory: one episode)."""
         for i in range(len(self._cols.start)):
-            yield self.export_record(i)
+            yield self.export_record(i, keep_paths=keep_paths)
 
 
 #: Columns of the per-episode export beyond ``eval --json --episodes``'s records: the viewer's, then the diagnosis.
@@ -498,7 +499,7 @@ EXPORT_COLUMNS = ("position", "instruction", "category", "tag", "causes", "famil
                   "opened_step", "queries", "attributes_matched", "missed_options")
 
 
-def export_record(episode: RunEpisode, table: IndexTable | None = None) -> dict:
+def export_record(episode: RunEpisode, table: IndexTable | None = None, keep_paths: bool = False) -> dict:
     """An episode as ``eval --json --episodes`` reports it, then the viewer's columns (:data:`EXPORT_COLUMNS`).
 
     The diagnosis columns come from the log alone (:func:`~webshop_gym.analysis.diagnosis.facts_of_steps`):
@@ -507,12 +508,18 @@ def export_record(episode: RunEpisode, table: IndexTable | None = None) -> dict:
     (0: never), ``queries`` (per search: ``step``, ``query``, ``pages_seen``, ``seen``: the
     target on those pages), ``attributes_matched`` (of the asked ones, from ``r_att``),
     ``missed_options`` (the asked options the purchase missed, ``name: value``).  The target's
-    rank in the engine's results needs the shop: the episode page gives it.
+    rank in the engine's results needs the shop: the episode page gives it.  An errored episode
+    (a served model's calls failed) has no ``reward`` and no ``success`` (``None``): its ``error`` says why,
+    with server addresses and machine paths cut (:mod:`webshop_gym.runs.sharing`) unless ``keep_paths``.
     """
     out = episode.record()
     record = episode.log.record
     if "errored" in record:
         out["errored"] = record["errored"]
+    if episode.errored:  # the model's calls failed: no reward and no outcome, only the error
+        out["reward"] = out["success"] = None
+    if isinstance(out.get("error"), str) and not keep_paths:
+        out["error"] = shareable_text(out["error"])
     out["position"] = episode.position
     out["instruction"] = episode.instruction
     out["category"] = episode.category
@@ -538,13 +545,15 @@ def export_record(episode: RunEpisode, table: IndexTable | None = None) -> dict:
     return out
 
 
-#: The CSV's columns: eval's episode record flattened (reward_info.* one column each), then the viewer's.
+#: The CSV's columns: eval's episode record flattened (reward_info.*, tokens.*, protocol.* one column each: a
+#: protocol's planned episode, its item, sample, price seed and policy seed), then the viewer's.
 CSV_COLUMNS = ("goal_index", "reward", "success", "steps", "invalid_actions", "purchased", "truncated",
                "purchased_asin", "purchased_options", "purchased_price", "reward_info.r_type", "reward_info.r_att",
                "reward_info.w_att", "reward_info.query_match", "reward_info.category_match", "reward_info.title_score",
                "reward_info.r_option", "reward_info.w_option", "reward_info.r_price", "reward_info.w_price",
                "reachable", "reason", "errored", "error", "tokens.prompt", "tokens.completion", "requests", "retries",
-               "latency_s", *EXPORT_COLUMNS)
+               "latency_s", "protocol.item", "protocol.sample", "protocol.price_seed", "protocol.policy_seed",
+               *EXPORT_COLUMNS)
 
 
 def csv_value(value) -> str:
@@ -567,8 +576,10 @@ def csv_row(record: dict) -> list[str]:
     for column in CSV_COLUMNS:
         if column.startswith("reward_info."):
             cells.append(csv_value(info.get(column[len("reward_info."):])))
-        elif column.startswith("tokens."):
-            cells.append(csv_value((record.get("tokens") or {}).get(column[len("tokens."):])))
+        elif column.startswith(("tokens.", "protocol.")):  # a dict's field (None: no such dict)
+            part, key = column.split(".", 1)
+            found = record.get(part)
+            cells.append(csv_value(found.get(key) if isinstance(found, dict) else None))
         elif column == "causes":
             cells.append("; ".join(record.get("causes") or []))
         else:

@@ -38,6 +38,7 @@ import gymnasium as gym
 import numpy as np
 
 from webshop_gym.error import DataError
+from webshop_gym.runs.liveness import hold_writer_lock
 
 __all__ = [
     "episode_lines",
@@ -134,6 +135,9 @@ def shop_record(shop, human_goals: bool | None = None, price_seed: int | None = 
 class TrajectoryWriter:
     """Writes event lines to a JSONL file, flushing after every line (thread-safe).
 
+    The file stays locked as its writer's until :meth:`close` (or the process's end): readers
+    tell a log being written from a stopped one (:func:`webshop_gym.runs.liveness.writer_state`).
+
     Args:
         path: the log file (created with its folder when ``append``).
         fsync: also ask the OS to write each line to disk (survives a machine crash).
@@ -145,6 +149,7 @@ class TrajectoryWriter:
         if append:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self._handle = open(self.path, "a" if append else "w", encoding="utf-8")  # noqa: SIM115
+        hold_writer_lock(self._handle)
         self._lock = threading.Lock()
         self.fsync = fsync
 

@@ -46,6 +46,7 @@ __all__ = [
     "RunWriter",
     "load_run",
     "model_outputs",
+    "planned_episodes",
     "summary_difference",
 ]
 
@@ -348,9 +349,29 @@ class Run:
         """The evaluation finished (its summary line is there)."""
         return self.summary is not None
 
+    @property
+    def planned(self) -> int | None:
+        """The episodes its evaluation planned (:func:`planned_episodes`; ``None``: the run line does not say)."""
+        return planned_episodes(self.header)
+
     def by_goal(self) -> dict[int, RunEpisode]:
         """Episodes by goal index (the last one when a goal repeats)."""
         return {e.goal_index: e for e in self.episodes}
+
+
+def planned_episodes(header: dict | None) -> int | None:
+    """How many episodes a run's evaluation planned (``None``: its run line does not say).
+
+    The protocol's plan when the run line records one (every goal, price seed and sample; the
+    whole plan in every shard of it), else the run line's ``num_goals`` (runs written before
+    protocols were recorded).
+    """
+    header = header or {}
+    record = header.get("protocol")
+    for value in ((record or {}).get("episodes") if isinstance(record, dict) else None, header.get("num_goals")):
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+    return None
 
 
 def _episode(position: int, ep: Episode) -> RunEpisode:

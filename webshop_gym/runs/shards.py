@@ -12,22 +12,27 @@ A protocol's run (``--protocol``, ``--samples``) is sharded by its plan: shard `
 ``i``-th block of the plan's episodes, each identified by its ordinal (its goal, price seed and
 sample), and every shard records the whole plan's protocol.  Its shards merge in plan order, and
 shards of different protocols (fingerprints) refuse to merge, saying how the protocols differ.
+
+One loader: a report over shard files (:func:`group_shards` with a ``folder``) writes their merged
+run file there with the code of :func:`merge_shards` and reads everything (figures, failure tags,
+examples, exports) from that one file, so a report over the shards equals the report over the
+``--merged`` file, table by table and export by export.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from webshop_gym.analysis.figures import summarize
 from webshop_gym.error import Error
 from webshop_gym.protocols.play import ADHOC, protocol_difference
-from webshop_gym.runs.log import dumps_line, episode_lines
+from webshop_gym.runs.log import FORMAT_VERSION, dumps_line, episode_lines
 from webshop_gym.runs.run import Run, RunEpisode, load_run, now_iso
 
-__all__ = ["episode_key", "group_shards", "merge_runs", "merge_shards", "shard_key"]
+__all__ = ["episode_key", "group_shards", "merge_runs", "merge_shards", "shard_key", "write_merged"]
 
 #: Run-line fields that differ between the shards of one evaluation.
 _PER_SHARD = ("run", "created", "shard", "goals", "num_goals", "arguments", "concurrency", "num_envs", "num_workers",
@@ -122,8 +127,19 @@ def episode_key(episode: RunEpisode) -> int:
     return episode.goal_index if ordinal is None else ordinal
 
 
-def group_shards(labelled: Sequence[tuple[str, Run]]) -> tuple[list[tuple[str, Run]], list[str]]:
-    """Merge the shards among ``(label, run)`` pairs (in the place of the first shard of each); other runs stay."""
+def group_shards(labelled: Sequence[tuple[str, Run]], folder: Callable[[], str | os.PathLike] | None = None,
+                 steps: bool = False) -> tuple[list[tuple[str, Run]], list[str]]:
+    """Merge the shards among ``(label, run)`` pairs (in the place of the first shard of each); other runs stay.
+
+    Args:
+        labelled: the runs read, with their labels.
+        folder: called once per group of shards, gives a folder to write the group's merged run
+            file in (``merged.jsonl``; its summary line only when every shard is there and
+            finished, :func:`write_merged`); the group is read back from that file, the one file
+            every reader of the merged run then reads.  ``None``: the group is merged in memory
+            (its ``path`` is the first shard's).
+        steps: with ``folder``, read the merged file with every step (``load_run``'s ``steps``).
+    """
     groups: dict[str, list[int]] = {}
     asked: dict[str, tuple[str, list]] = {}
     for i, (label, run) in enumerate(labelled):
@@ -150,6 +166,10 @@ def group_shards(labelled: Sequence[tuple[str, Run]]) -> tuple[list[tuple[str, R
         except ValueError as exc:
             raise Error(f"{name}: {exc}") from None
         notes += [f"{name}: {p}" for p in problems]
+        if folder is not None:
+            path = Path(folder()) / "merged.jsonl"
+            write_merged([labelled[k][1] for k in members], merged, path)
+            merged = load_run(path, steps=steps)
         out.append((name, merged))
     return out, notes
 
@@ -161,7 +181,7 @@ def _goals_text(asked: list) -> str:
 
 def _common_name(labels: list[str]) -> str:
     prefix = os.path.commonprefix(labels).rstrip("._-/ ")
-    return (prefix or labels[0]) + f" ({len(labels)} shards)"
+    return (prefix or labels[0]) + f" ({len(labels)} shard{'' if len(labels) == 1 else 's'})"
 
 
 def merge_shards(paths: Sequence[str | os.PathLike], out: str | os.PathLike) -> Run:
@@ -180,19 +200,36 @@ def merge_shards(paths: Sequence[str | os.PathLike], out: str | os.PathLike) -> 
     if notes:
 
         raise Error(f"cannot merge: {'; '.join(notes)}")
-    lines: dict[str, list[str]] = {}
-    for path in paths:
-        lines.update({k: v for k, v in episode_lines(path).items() if k != "run"})
-    header = {"type": "run", "format": runs[0].header.get("format", 2), "run": runs[0].header.get("run"),
+    write_merged(runs, merged, out)
+    return load_run(out)
+
+
+def write_merged(runs: Sequence[Run], merged: Run, out: str | os.PathLike) -> None:
+    """Write ``merged`` (:func:`merge_runs` of the shard files ``runs``) as one run file ``out``.
+
+    The run line of the merged run, each episode's lines as its shard wrote them, in the merged
+    order, and a summary line when the merged run has one (every shard there and finished).
+    Shards are read one at a time (a shard's lines in memory at most), in the order their
+    episodes come; the file appears whole (written beside it, then renamed).
+    """
+    source = {e.log.episode: run.path for run in runs for e in run.episodes}
+    first = runs[0].header
+    header = {"type": "run", "format": first.get("format", FORMAT_VERSION), "run": first.get("run"),
               **{k: v for k, v in merged.header.items() if k not in ("type", "format", "run")}}
-    tmp = Path(str(out) + ".tmp")
+    out = Path(out)
+    tmp = out.with_name(out.name + ".tmp")
+    lines: dict[str, list[str]] = {}
+    loaded = None
     with open(tmp, "w", encoding="utf-8") as handle:
         handle.write(dumps_line(header) + "\n")
         for e in merged.episodes:
+            path = source[e.log.episode]
+            if path != loaded:  # shards are contiguous blocks: each is read once
+                lines, loaded = episode_lines(path), path
             for line in lines[e.log.episode]:
                 handle.write(line + "\n")
-        result = dict(merged.summary["result"]) if merged.summary else dict(merged.figures)
-        handle.write(dumps_line({"type": "summary", "run": header["run"], "finished": now_iso(), "result": result})
-                     + "\n")
+        if merged.summary is not None:
+            result = dict(merged.summary["result"])
+            handle.write(dumps_line({"type": "summary", "run": header["run"], "finished": now_iso(), "result": result})
+                         + "\n")
     os.replace(tmp, out)
-    return load_run(out)
