@@ -780,3 +780,42 @@ def test_cli_without_openenv_names_the_extra(monkeypatch, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("webshop-gym openenv: error: the OpenEnv server needs OpenEnv")
     assert err[0].endswith("pip install 'webshop-gym[openenv]'")
+
+
+# -- the prompt helpers' edges (issue 46) ---------------------------------------------------------
+
+
+def test_a_reply_parsed_without_an_observation_is_never_reported_admissible():
+    from webshop_gym.integrations.openenv import parse_action
+
+    parsed = parse_action("<think>look</think><answer>search[red shoes]</answer>", None)
+    assert parsed.action == "search[red shoes]" and parsed.format_ok
+    assert parsed.valid is False and "no observation" in parsed.reason
+    action, valid = parse_action("<answer>click[buy now]</answer>")
+    assert (action, valid) == ("click[buy now]", False)
+
+
+@pytest.mark.parametrize("entry, message", [
+    ({"action": "search[x]"}, r"history\[1\].*observation"),
+    ({"observation": "Search", "action": 3}, r"history\[1\].*action must be a string, got int"),
+    ({"observation": ["Search"], "action": "search[x]"}, r"history\[1\].*observation must be a string, got list"),
+    ({"observation": "Search", "action": "search[x]", "response": 5}, r"history\[1\].*response"),
+    ({"observation": "Search", "action": "search[x]", "valid_actions": "search[<query>]"}, r"history\[1\].*valid_actions"),
+    ({"observation": "Search", "action": "search[x]", "valid_actions": [1, 2]}, r"history\[1\].*valid_actions"),
+    (42, r"history\[1\] must be a Turn or a dict"),
+    (("only one",), r"history\[1\] must be a Turn or a dict"),
+    (object(), r"history\[1\] must be a Turn or a dict"),
+])
+def test_bad_history_entries_get_one_clear_error(entry, message):
+    from webshop_gym.agents.prompts import Turn
+    from webshop_gym.integrations.openenv import build_prompt, prompt_messages
+
+    obs = {"text": "WebShop [SEP] Instruction: [SEP] i need bacon [SEP] Search", "instruction": "i need bacon",
+           "admissible_actions": ["search[<query>]"], "steps": 2}
+    good = Turn("WebShop [SEP] Instruction: [SEP] i need bacon [SEP] Search", "search[bacon]")
+    for fmt in ("think-answer", "react", "verl-agent"):
+        for build in (prompt_messages, build_prompt):
+            with pytest.raises(InvalidArgument, match=message):
+                build(obs, fmt, [good, entry])
+    with pytest.raises(InvalidArgument, match="history must be a sequence"):
+        prompt_messages(obs, "think-answer", 7)
