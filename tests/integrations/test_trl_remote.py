@@ -159,3 +159,97 @@ def test_grpo_trains_two_steps_against_the_remote_shop_with_the_in_process_rewar
     assert len(remote_rewards) == 8 and all(actions[-1] == "click[buy now]" for _, actions, _ in remote_rewards)
     assert remote_rewards == local_rewards and any(value > 0 for _, _, value in remote_rewards)
     assert remote_logged == pytest.approx(local_logged) and len(remote_logged) == 2
+
+
+# -- capacity and sessions of dropped instances (issue 46) ----------------------------------------
+
+
+def test_at_capacity_the_remote_env_says_so_and_names_the_limit(serve, default_shop):
+    from webshop_gym.integrations.trl import ServerFull
+
+    full = serve(default_shop, max_envs=2)
+    holding = [WebShopRemoteToolEnv(url=full) for _ in range(2)]
+    for env in holding:
+        env.reset(goal_index=1)
+    third = WebShopRemoteToolEnv(url=full)
+    with pytest.raises(ServerFull) as refused:
+        third.reset(goal_index=1)
+    message = str(refused.value)
+    assert "2/2 sessions" in message and "--max-envs" in message and full in message
+    assert "\n" not in message and "Traceback" not in message
+    assert isinstance(refused.value, RuntimeError)  # still a RuntimeError for callers that catch it
+    holding[0].close()
+    deadline = time.monotonic() + 10
+    while True:  # the server frees the slot once it sees the socket close
+        try:
+            assert third.reset(goal_index=1).startswith("\n\nInstruction: ")
+            break
+        except ServerFull:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+    for env in (holding[1], third):
+        env.close()
+
+
+def _in_use(app) -> int:
+    return app.state.webshop_pool.in_use
+
+
+@pytest.fixture()
+def counted(default_shop):
+    """A server whose slot pool the test can read: (app, url)."""
+    app = create_app(default_shop, idle_timeout=None, max_envs=8)
+    listener = Listener(app, "127.0.0.1", 0)
+    thread = threading.Thread(target=listener.run, daemon=True)
+    thread.start()
+    for _ in range(200):
+        if listener.server.started:
+            break
+        time.sleep(0.05)
+    yield app, f"http://127.0.0.1:{listener.port}"
+    listener.stop()
+    thread.join(10)
+
+
+def _wait_until(predicate, timeout=10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
+
+
+def test_an_instance_dropped_without_close_releases_its_session_when_collected(counted):
+    import gc
+
+    app, url = counted
+    envs = [WebShopRemoteToolEnv(url=url) for _ in range(3)]
+    for env in envs:
+        env.reset(goal_index=2)
+        env.search("boots")
+    assert _wait_until(lambda: _in_use(app) == 3)
+    del env
+    envs.pop()  # one instance dropped without close()
+    gc.collect()
+    assert _wait_until(lambda: _in_use(app) == 2), "a collected instance must hand its session back"
+    envs.clear()
+    gc.collect()
+    assert _wait_until(lambda: _in_use(app) == 0)
+
+
+def test_instances_alive_at_process_exit_release_their_sessions(counted):
+    import subprocess
+    import sys
+
+    app, url = counted
+    script = ("from webshop_gym.integrations.trl import WebShopRemoteToolEnv\n"
+              f"keep = [WebShopRemoteToolEnv(url={url!r}) for _ in range(3)]\n"
+              "for env in keep:\n    env.reset(goal_index=3)\n"
+              "print('ready', flush=True)\n"
+              "import os, time\n"
+              "time.sleep(0.5)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "ready" in done.stdout, done.stderr[-2000:]
+    assert done.stderr == ""
+    assert _wait_until(lambda: _in_use(app) == 0, timeout=5), "sessions of a finished process must be released"

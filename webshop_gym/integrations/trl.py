@@ -42,7 +42,9 @@ webshop_gym.integrations.trl.InadmissibleAction: click('buy now') is not admissi
 from __future__ import annotations
 
 import os
+import re
 import threading
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +71,8 @@ from webshop_gym.error import (
 from webshop_gym.protocols import ProtocolSplit, goal_ids
 from webshop_gym.utils.checks import check_bool
 
-__all__ = ["TASK_PROMPT", "EpisodeLost", "InadmissibleAction", "WebShopRemoteToolEnv", "WebShopToolEnv", "shared_shop",
+__all__ = ["TASK_PROMPT", "EpisodeLost", "InadmissibleAction", "ServerFull", "WebShopRemoteToolEnv", "WebShopToolEnv",
+           "shared_shop",
            "unfinished_episodes",
            "webshop_dataset"]
 
@@ -324,9 +327,57 @@ class EpisodeLost(Error, ConnectionError):
     """The connection to a remote shop dropped and the episode could not be re-established."""
 
 
+class ServerFull(Error, RuntimeError):
+    """The remote shop holds as many sessions as its ``--max-envs`` allows; the message names the limit."""
+
+
+def _server_full(url: str, message: str) -> ServerFull:
+    """The one-line error of a session refused at capacity (OpenEnv's ``CAPACITY_REACHED`` frame)."""
+    found = re.search(r"(\d+)/(\d+) sessions", message)
+    held = f"{found.group(1)}/{found.group(2)} sessions" if found else "its maximum of sessions"
+    limit = found.group(2) if found else "N"
+    return ServerFull(f"the shop server at {url} is full: it holds {held}, the limit it was started with "
+                      f"(webshop-gym openenv --max-envs {limit}); close() the instances you no longer use, or "
+                      "restart the server with a larger --max-envs")
+
+
+RELEASE_TIMEOUT = 5.0
+"""Seconds a collected instance (or the process exit) waits for its session's close handshake."""
+
+
+class _Session:
+    """An instance's OpenEnv client, held apart from the instance so that a finalizer can close it."""
+
+    __slots__ = ("client",)
+
+    def __init__(self) -> None:
+        self.client = None
+
+
+def _release(session: _Session) -> None:
+    """Close a session's socket (an instance collected without ``close()``, or the process exiting).
+
+    The server sees the close at once and hands the session's slot back, instead of holding it
+    until its idle timeout.  Never raises; never waits on the event-loop thread itself.
+    """
+    client, session.client = session.client, None
+    if client is None or not _LOOP:
+        return
+    import asyncio
+
+    loop = _LOOP[0]
+    try:
+        future = asyncio.run_coroutine_threadsafe(client._close_async(), loop)
+        if _LOOP_THREAD and threading.current_thread() is not _LOOP_THREAD[0]:
+            future.result(RELEASE_TIMEOUT)
+    except Exception:  # noqa: BLE001 - the socket or the loop may be gone already
+        pass
+
+
 _LOOP_LOCK = threading.Lock()
 _LOOP: list = []
 """The one background event loop (and its thread) that carries every remote instance's WebSocket."""
+_LOOP_THREAD: list[threading.Thread] = []
 
 
 def _client_loop():
@@ -338,6 +389,7 @@ def _client_loop():
             thread = threading.Thread(target=loop.run_forever, name="webshop-remote-tools", daemon=True)
             thread.start()
             _LOOP.append(loop)
+            _LOOP_THREAD.append(thread)
         return _LOOP[0]
 
 
@@ -388,7 +440,10 @@ class WebShopRemoteToolEnv(WebShopToolEnv):
         self.url = url.rstrip("/")
         self._timeout = float(timeout)
         self._reconnects = reconnects
-        self._client = None
+        # TRL never calls close(): a collected instance, or one alive when the process exits, closes
+        # its socket through this finalizer, so the server frees its session at once.
+        self._session = _Session()
+        weakref.finalize(self, _release, self._session)
         self._max_steps = None
         self._split = split
         self._seed = seed
@@ -449,12 +504,25 @@ class WebShopRemoteToolEnv(WebShopToolEnv):
         """The episode's goal (``None`` before the first reset)."""
         return self.info.get("goal_index") if self._started else None
 
+    @property
+    def _client(self):
+        """This instance's OpenEnv client (``None`` until the first request, and after :meth:`close`)."""
+        return self._session.client
+
+    @_client.setter
+    def _client(self, client) -> None:
+        self._session.client = client
+
     def close(self) -> None:
-        """Close the session (TRL never calls it; the server also evicts idle sessions)."""
+        """Close the session.
+
+        TRL never calls it: an instance closes its session by itself when it is collected or when
+        the process exits, and the server evicts idle sessions too.
+        """
         if self._client is not None:
             client, self._client = self._client, None
             try:
-                self._run(client.close())
+                self._run(client._close_async())  # on the loop that holds its socket (close() would use another)
             except Exception:  # noqa: BLE001 - the socket may be gone already
                 pass
 
@@ -473,6 +541,9 @@ class WebShopRemoteToolEnv(WebShopToolEnv):
             try:
                 return self._run(self._request(self._client, method, arguments))
             except Exception as exc:
+                if isinstance(exc, RuntimeError) and "CAPACITY_REACHED" in str(exc):
+                    self.close()  # the server refused the session: no socket to keep
+                    raise _server_full(self.url, str(exc)) from None
                 if not self._dropped(exc) or attempt == (1 if retry else 0):
                     raise
                 self.close()
