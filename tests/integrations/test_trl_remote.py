@@ -253,3 +253,53 @@ def test_instances_alive_at_process_exit_release_their_sessions(counted):
     assert done.returncode == 0 and "ready" in done.stdout, done.stderr[-2000:]
     assert done.stderr == ""
     assert _wait_until(lambda: _in_use(app) == 0, timeout=5), "sessions of a finished process must be released"
+
+
+# -- the goal dataset from the server (issue 45) -------------------------------------------------
+
+
+def test_the_dataset_comes_from_the_server_without_a_local_shop(url, monkeypatch):
+    import webshop_gym.integrations.trl as trl
+
+    local = {split: webshop_dataset(split, limit=4, as_dataset=False) for split in ("train", "test", "eval")}
+    local_protocol = webshop_dataset("train", protocol="webshop-gym", limit=5, as_dataset=False)
+
+    def no_shop(*args, **kwargs):
+        raise AssertionError("webshop_dataset(url=...) loaded a shop")
+
+    monkeypatch.setattr(trl, "shared_shop", no_shop)
+    monkeypatch.setattr(trl, "load_shop", no_shop)
+    for split, rows in local.items():
+        assert webshop_dataset(split, url=url, limit=4, as_dataset=False) == rows
+    assert webshop_dataset("train", protocol="webshop-gym", url=url, limit=5, as_dataset=False) == local_protocol
+    remote = webshop_dataset("test", url=url, limit=3)  # a datasets.Dataset, as TRL takes it
+    env = WebShopRemoteToolEnv(url=url)
+    for row in remote:
+        assert env.reset(**row).startswith("\n\nInstruction: " + row["instruction"])
+    env.close()
+    from webshop_gym.error import TestGoalsRefused
+
+    with pytest.raises(TestGoalsRefused, match="test goals"):
+        webshop_dataset("test", protocol="webshop-gym", url=url)
+    assert len(webshop_dataset("test", protocol="webshop-gym", url=url, allow_test_goals=True, as_dataset=False)) == 500
+    with pytest.raises(InvalidArgument, match="refused split 'verl-agent:train'.*needs the 1k release"):
+        webshop_dataset("train", protocol="verl-agent", url=url, allow_test_goals=True)
+    with pytest.raises(InvalidArgument, match="the shop settings are the server's"):
+        webshop_dataset("train", url=url, human_goals=True)
+    from webshop_gym.integrations.remote_tasks import RemoteShopError
+
+    with pytest.raises(RemoteShopError, match="cannot read the goals of http://127.0.0.1:9"):
+        webshop_dataset("train", url="http://127.0.0.1:9", as_dataset=False)
+
+
+def test_a_protocol_s_train_goals_that_overlap_its_test_goals_are_refused_remotely_as_locally(serve, real_dir):
+    real = load_shop(real_dir, progress=False)
+    there = serve(real)
+    from webshop_gym.error import TestGoalsRefused
+
+    with pytest.raises(TestGoalsRefused, match="'verl-agent:train' holds"):
+        webshop_dataset("train", protocol="verl-agent", url=there)
+    with pytest.raises(TestGoalsRefused, match="'verl-agent:train' holds"):
+        webshop_dataset("train", protocol="verl-agent", shop=real)
+    assert webshop_dataset("train", protocol="verl-agent-500", url=there, as_dataset=False) == \
+        webshop_dataset("train", protocol="verl-agent-500", shop=real, as_dataset=False)

@@ -427,8 +427,9 @@ class WebShopRemoteToolEnv(WebShopToolEnv):
                 f"url must be the http:// address of a webshop-gym openenv server (or set WEBSHOP_GYM_OPENENV_URL), got {url!r}")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
             raise InvalidArgument(f"seed must be an integer >= 0 or None, got {seed!r}")
-        if split is not None and split not in ("train", "eval", "test"):
-            raise InvalidArgument(f"split must be train, eval, test or None, got {split!r}")
+        if split is not None and (not isinstance(split, str) or (split not in ("train", "eval", "test")
+                                                                 and not split.endswith((":train", ":test")))):
+            raise InvalidArgument(f"split must be train, eval, test, a protocol's NAME:train or None, got {split!r}")
         if isinstance(reconnects, bool) or not isinstance(reconnects, int) or reconnects < 0:
             raise InvalidArgument(f"reconnects must be an integer >= 0, got {reconnects!r}")
         try:  # OpenEnv's client is an optional dependency of this class only
@@ -651,6 +652,7 @@ def webshop_dataset(
     limit: int | None = None,
     prompt: str = TASK_PROMPT,
     as_dataset: bool | None = None,
+    url: str | None = None,
 ):
     """The goals of a split as TRL rows: ``prompt``, ``goal_index`` and ``instruction``.
 
@@ -676,6 +678,10 @@ def webshop_dataset(
         as_dataset: ``True``: a ``datasets.Dataset`` (raises when ``datasets`` is missing);
             ``False``: a list of dicts; ``None`` (default): a ``Dataset`` when ``datasets`` is
             installed, else the list.
+        url: a ``webshop-gym openenv`` server: the goals are read from it (OpenEnv's task API),
+            with its shop settings, and no shop is loaded here; for :class:`WebShopRemoteToolEnv`
+            on the same server.  ``shop``, ``goals``, ``human_goals`` and ``price_seed`` are then
+            the server's and must not be given.
 
     Returns:
         A ``datasets.Dataset`` or a list of row dicts, in goal order.
@@ -684,6 +690,15 @@ def webshop_dataset(
         raise InvalidArgument(f"limit must be an integer >= 0 or None, got {limit!r}")
     if not isinstance(prompt, str):
         raise InvalidArgument(f"prompt must be a string, got {prompt!r}")
+    if url is not None:
+        if shop is not None or goals is not None or human_goals or price_seed != 0:
+            raise InvalidArgument("with url=..., the shop settings are the server's: leave shop, goals, human_goals "
+                                  "and price_seed out (start `webshop-gym openenv` with them instead)")
+        from webshop_gym.integrations.remote_tasks import remote_goals
+
+        chosen = remote_goals(url, split, protocol=protocol, allow_test_goals=check_bool(
+            "allow_test_goals", allow_test_goals), limit=limit)
+        return _rows(chosen, prompt, as_dataset)
     loaded = shared_shop(shop, goals=goals, human_goals=human_goals, price_seed=price_seed)
     if protocol is not None:
         if split not in ("train", "test"):
@@ -695,10 +710,13 @@ def webshop_dataset(
     if limit is not None:
         goal_range = goal_range[:limit]
     instructions = loaded.goals.instruction
-    rows = [
-        {"prompt": [{"role": "user", "content": prompt}], "goal_index": int(i), "instruction": instructions[i]}
-        for i in goal_range
-    ]
+    return _rows([(int(i), instructions[i]) for i in goal_range], prompt, as_dataset)
+
+
+def _rows(goals: list[tuple[int, str]], prompt: str, as_dataset: bool | None):
+    """TRL rows of ``(goal_index, instruction)`` pairs: a ``datasets.Dataset`` or a list (see :func:`webshop_dataset`)."""
+    rows = [{"prompt": [{"role": "user", "content": prompt}], "goal_index": goal, "instruction": instruction}
+            for goal, instruction in goals]
     if as_dataset is False:
         return rows
     try:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from gymnasium.utils import seeding
@@ -45,6 +46,7 @@ from webshop_gym.agents.tools import (
 from webshop_gym.core.actions import MAX_ACTION_LENGTH
 from webshop_gym.engine import Engine
 from webshop_gym.error import EpisodeFinished, Error, InvalidArgument
+from webshop_gym.protocols import goal_ids
 from webshop_gym.shop import Shop
 from webshop_gym.utils.checks import check_goal_index, check_seed
 
@@ -110,6 +112,21 @@ class SlotPool:
         self._pending: list[tuple[WebShopEnvironment, str, asyncio.Future]] = []
         self._flush_scheduled = False
         self.stats = {"sessions": 0, "episodes": 0, "steps": 0, "batches": 0}
+        self._splits: dict[str, range | Sequence[int]] = {}
+
+    def split_goals(self, split: str) -> range | Sequence[int]:
+        """The goals of a split: ``test``, ``eval``, ``train``, or a protocol's ``NAME:train``/``NAME:test``.
+
+        A protocol's goals come from :func:`~webshop_gym.protocols.goal_ids` (the shop must be the
+        protocol's), test goals included: the client that builds a training set refuses those
+        itself.  Computed once per split.
+        """
+        goals = self._splits.get(split)
+        if goals is None:
+            goals = self.shop.goals.split_range(split) if split in SPLITS else goal_ids(
+                self.shop, split, allow_test_goals=True)
+            self._splits[split] = goals
+        return goals
 
     @property
     def num_slots(self) -> int:
@@ -233,8 +250,9 @@ class WebShopEnvironment(Environment[WebShopAction, WebShopObservation, WebShopS
                 the goal itself (the split's ``seed``-th with ``split``).
             episode_id: a name for the episode (default: a random UUID), echoed in the state.
             goal_index: the goal to play (an index into the server's goal set).
-            split: draw the goal from ``test`` (the first 500 goals), ``eval`` or ``train``;
-                with ``index``, take the split's ``index``-th goal instead.
+            split: draw the goal from ``test`` (the first 500 goals), ``eval``, ``train`` or a
+                protocol's ``NAME:train``/``NAME:test``; with ``index``, take the split's
+                ``index``-th goal instead.
             index: position within ``split`` (OpenEnv's task API: ``reset(split=, index=)``).
             **unknown: any other argument is an error naming the known ones (OpenEnv hands
                 ``reset`` every key of the frame, because it takes ``**unknown``): a misspelt
@@ -445,11 +463,12 @@ class WebShopEnvironment(Environment[WebShopAction, WebShopObservation, WebShopS
 
     # -- helpers ---------------------------------------------------------------------------------
 
-    def _split_range(self, split: str) -> range:
-        if not isinstance(split, str) or split not in SPLITS:
+    def _split_range(self, split: str) -> range | Sequence[int]:
+        if not isinstance(split, str) or (split not in SPLITS and ":" not in split):
             shown = _short(split) if isinstance(split, str) else f"{_short(split)} ({type(split).__name__})"
-            raise InvalidArgument(f"split must be one of {', '.join(SPLITS)} (test = the first 500 goals), got {shown}")
-        return self.pool.shop.goals.split_range(split)
+            raise InvalidArgument(f"split must be one of {', '.join(SPLITS)} (test = the first 500 goals) or a "
+                                  f"protocol's NAME:train / NAME:test, got {shown}")
+        return self.pool.split_goals(split)
 
     def _check_open(self) -> None:
         if self._closed:
