@@ -129,7 +129,7 @@ def test_grpo_trains_two_steps_against_the_remote_shop_with_the_in_process_rewar
 
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
 
-    def train(factory, name):
+    def train(factory, dataset, name):
         rewards, logs = [], []
 
         class Logs(TrainerCallback):
@@ -146,7 +146,7 @@ def test_grpo_trains_two_steps_against_the_remote_shop_with_the_in_process_rewar
         cls = factory.func if isinstance(factory, functools.partial) else factory
         monkeypatch.setattr(cls, "get_reward", recording)
         trainer = GRPOTrainer(model=tiny.build_model(tokenizer, tiny.ToolCallConstraint(tokenizer)),
-                              args=grpo_config(tmp_path / name), train_dataset=webshop_dataset("train", limit=2),
+                              args=grpo_config(tmp_path / name), train_dataset=dataset,
                               processing_class=tokenizer, environment_factory=factory, callbacks=[Logs()])
         trainer.train()
         monkeypatch.undo()
@@ -154,8 +154,10 @@ def test_grpo_trains_two_steps_against_the_remote_shop_with_the_in_process_rewar
         assert trainer.state.global_step == 2
         return rewards, [e["reward"] for e in logs if "reward" in e]
 
-    remote_rewards, remote_logged = train(functools.partial(WebShopRemoteToolEnv, url=url), "remote")
-    local_rewards, local_logged = train(WebShopToolEnv, "local")
+    # the remote trainer's dataset comes from the server too (docs/training.md's line for this route)
+    remote_rewards, remote_logged = train(functools.partial(WebShopRemoteToolEnv, url=url),
+                                          webshop_dataset("train", url=url, limit=2), "remote")
+    local_rewards, local_logged = train(WebShopToolEnv, webshop_dataset("train", limit=2), "local")
     assert len(remote_rewards) == 8 and all(actions[-1] == "click[buy now]" for _, actions, _ in remote_rewards)
     assert remote_rewards == local_rewards and any(value > 0 for _, _, value in remote_rewards)
     assert remote_logged == pytest.approx(local_logged) and len(remote_logged) == 2
