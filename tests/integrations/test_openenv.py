@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import default_sigint
+from tests.helpers import default_sigint, wait_until
 
 pytest.importorskip("openenv", reason="OpenEnv is not installed: pip install 'webshop-gym[openenv]'")
 
@@ -63,13 +63,7 @@ def default_server(serve, default_shop):
     return serve(shop=default_shop, max_envs=80, idle_timeout=None)
 
 
-def _wait(predicate, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
+_wait = wait_until
 
 
 # -- routes and OpenEnv's own validator ----------------------------------------------------------
@@ -185,7 +179,7 @@ def test_wrong_typed_reset_arguments_are_named_over_the_websocket(default_server
     *errors, played = asyncio.run(scenario())
     assert [e["data"]["code"] for e in errors] == ["EXECUTION_ERROR"] * 6
     messages = [e["data"]["message"] for e in errors]
-    assert messages[0] == "split must be one of test, eval, train (test = the first 500 goals), got ['a'] (list)"
+    assert messages[0] == "split must be one of test, eval, train (test = the first 500 goals) or a protocol's NAME:train / NAME:test, got ['a'] (list)"
     assert messages[1].startswith("split must be one of") and "(dict)" in messages[1]
     assert messages[2] == "seed must be an integer >= 0 or None, got inf (float)"
     assert messages[3].startswith("goal_index must be an integer") and "nan (float)" in messages[3]

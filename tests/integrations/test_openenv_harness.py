@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
-import threading
-import time
 
 import pytest
 
@@ -23,45 +20,27 @@ from openenv.core.harness.collect import _model_step_loop, build_model_step  # n
 from openenv.core.llm_client import OpenAIClient  # noqa: E402
 from openenv.core.mcp_client import MCPToolClient  # noqa: E402
 
-from tests.openai_server import ChatServer, ToolCalls  # noqa: E402
+from tests.helpers import ServedApp, wait_until  # noqa: E402
+from tests.openai_server import ChatServer, ToolCalls, scripted_tool_calls  # noqa: E402
 from webshop_gym.agents.tools import tool_schemas  # noqa: E402
 from webshop_gym.cli.app import main as cli  # noqa: E402
 from webshop_gym.error import InvalidArgument  # noqa: E402
 from webshop_gym.integrations.openenv import WebShopSessionFactory  # noqa: E402
-from webshop_gym.integrations.openenv.app import Listener, create_app  # noqa: E402
+from webshop_gym.integrations.openenv.app import create_app  # noqa: E402
 from webshop_gym.integrations.trl import WebShopToolEnv  # noqa: E402
 from webshop_gym.runs.log import read_log  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def shop_server(default_shop):
-    app = create_app(default_shop, idle_timeout=None, max_envs=16)
-    listener = Listener(app, "127.0.0.1", 0)
-    thread = threading.Thread(target=listener.run, daemon=True)
-    thread.start()
-    for _ in range(200):
-        if listener.server.started:
-            break
-        time.sleep(0.05)
-    yield app, f"http://127.0.0.1:{listener.port}"
-    listener.stop()
-    thread.join(10)
+    server = ServedApp(create_app(default_shop, idle_timeout=None, max_envs=16))
+    yield server.app, server.url
+    server.stop()
 
 
 def _tool_script(messages: list[dict]):
-    """A tool-calling model: search; click a label no page has; then a product, "buy now" and one more call."""
-    turn = sum(m["role"] == "assistant" for m in messages)
-    first = next(m["content"] for m in messages if m["role"] == "user")
-    if turn == 0:
-        instruction = re.search(r"Instruction: (.*)", first).group(1)
-        return ToolCalls([("search", {"query": instruction.split(", and price")[0]})], content="Let me search.")
-    if turn == 1:
-        return ToolCalls([("click", {"label": "Lowest Price Ever"})])
-    labels = [json.loads(found.group(1)) for m in messages
-              if (found := re.search(r"click\(label\) with label one of (\[.*?\])", str(m.get("content"))))]
-    products = [x for x in labels[1] if re.fullmatch(r"b[0-9a-z]{9}", x)]  # the results page
-    return ToolCalls([("click", {"label": products[0]}), ("click", {"label": "buy now"}),
-                      ("click", {"label": "buy now"})])
+    """Search; click a label no page has; then a product, "buy now" and one more call."""
+    return scripted_tool_calls(messages, [ToolCalls([("click", {"label": "Lowest Price Ever"})])])
 
 
 def _seen(request: dict) -> list[tuple[str, str]]:
@@ -146,7 +125,4 @@ def test_tasks_are_goal_indices_rows_or_splits(shop_server, default_shop):
             factory.create(task=bad)
     with pytest.raises(InvalidArgument, match="base_url"):
         WebShopSessionFactory("localhost:8000")
-    deadline = time.monotonic() + 10
-    while app.state.webshop_pool.in_use and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert app.state.webshop_pool.in_use == 0  # closed sessions hand their slots back
+    assert wait_until(lambda: app.state.webshop_pool.in_use == 0)  # closed sessions hand their slots back

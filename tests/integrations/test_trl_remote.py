@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import functools
-import threading
 import time
 
 import pytest
 
 pytest.importorskip("openenv", reason="OpenEnv is not installed: pip install 'webshop-gym[openenv]'")
 
+from tests.helpers import ServedApp, wait_until  # noqa: E402
 from tests.integrations.test_trl import TRL_DEPRECATION, grpo_config, tiny_trl  # noqa: E402,F401
 from webshop_gym import load_shop  # noqa: E402
 from webshop_gym.error import InvalidArgument  # noqa: E402
-from webshop_gym.integrations.openenv.app import Listener, create_app  # noqa: E402
+from webshop_gym.integrations.openenv.app import create_app  # noqa: E402
 from webshop_gym.integrations.trl import (  # noqa: E402
     EpisodeFinished,
     EpisodeLost,
@@ -26,23 +26,15 @@ from webshop_gym.integrations.trl import (  # noqa: E402
 
 @pytest.fixture(scope="module")
 def serve():
-    listeners = []
+    served = []
 
     def start(shop, **kwargs):
-        listener = Listener(create_app(shop, idle_timeout=None, **kwargs), "127.0.0.1", 0)
-        thread = threading.Thread(target=listener.run, daemon=True)
-        thread.start()
-        for _ in range(200):
-            if listener.server.started:
-                break
-            time.sleep(0.05)
-        listeners.append((listener, thread))
-        return f"http://127.0.0.1:{listener.port}"
+        served.append(ServedApp(create_app(shop, idle_timeout=None, **kwargs)))
+        return served[-1].url
 
     yield start
-    for listener, thread in listeners:
-        listener.stop()
-        thread.join(10)
+    for server in served:
+        server.stop()
 
 
 @pytest.fixture(scope="module")
@@ -200,26 +192,9 @@ def _in_use(app) -> int:
 @pytest.fixture()
 def counted(default_shop):
     """A server whose slot pool the test can read: (app, url)."""
-    app = create_app(default_shop, idle_timeout=None, max_envs=8)
-    listener = Listener(app, "127.0.0.1", 0)
-    thread = threading.Thread(target=listener.run, daemon=True)
-    thread.start()
-    for _ in range(200):
-        if listener.server.started:
-            break
-        time.sleep(0.05)
-    yield app, f"http://127.0.0.1:{listener.port}"
-    listener.stop()
-    thread.join(10)
-
-
-def _wait_until(predicate, timeout=10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
+    server = ServedApp(create_app(default_shop, idle_timeout=None, max_envs=8))
+    yield server.app, server.url
+    server.stop()
 
 
 def test_an_instance_dropped_without_close_releases_its_session_when_collected(counted):
@@ -230,14 +205,14 @@ def test_an_instance_dropped_without_close_releases_its_session_when_collected(c
     for env in envs:
         env.reset(goal_index=2)
         env.search("boots")
-    assert _wait_until(lambda: _in_use(app) == 3)
+    assert wait_until(lambda: _in_use(app) == 3)
     del env
     envs.pop()  # one instance dropped without close()
     gc.collect()
-    assert _wait_until(lambda: _in_use(app) == 2), "a collected instance must hand its session back"
+    assert wait_until(lambda: _in_use(app) == 2), "a collected instance must hand its session back"
     envs.clear()
     gc.collect()
-    assert _wait_until(lambda: _in_use(app) == 0)
+    assert wait_until(lambda: _in_use(app) == 0)
 
 
 def test_instances_alive_at_process_exit_release_their_sessions(counted):
@@ -254,7 +229,7 @@ def test_instances_alive_at_process_exit_release_their_sessions(counted):
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "ready" in done.stdout, done.stderr[-2000:]
     assert done.stderr == ""
-    assert _wait_until(lambda: _in_use(app) == 0, timeout=5), "sessions of a finished process must be released"
+    assert wait_until(lambda: _in_use(app) == 0, timeout=5), "sessions of a finished process must be released"
 
 
 # -- the goal dataset from the server (issue 45) -------------------------------------------------

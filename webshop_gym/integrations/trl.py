@@ -68,6 +68,7 @@ from webshop_gym.error import (
     InvalidAction,
     InvalidArgument,
 )
+from webshop_gym.integrations.remote_tasks import remote_goals
 from webshop_gym.protocols import ProtocolSplit, goal_ids
 from webshop_gym.utils.checks import check_bool
 
@@ -694,8 +695,6 @@ def webshop_dataset(
         if shop is not None or goals is not None or human_goals or price_seed != 0:
             raise InvalidArgument("with url=..., the shop settings are the server's: leave shop, goals, human_goals "
                                   "and price_seed out (start `webshop-gym openenv` with them instead)")
-        from webshop_gym.integrations.remote_tasks import remote_goals
-
         chosen = remote_goals(url, split, protocol=protocol, allow_test_goals=check_bool(
             "allow_test_goals", allow_test_goals), limit=limit)
         return _rows(chosen, prompt, as_dataset)
