@@ -7,7 +7,9 @@ import logging
 
 import pytest
 
-pytest.importorskip("gem", reason="gem-llm is not installed: pip install 'webshop-gym[gem]'")
+# our module first: it imports gem and undoes the logging set-up gem's import does (a bare `import gem`
+# would leave every later test of this worker logging INFO to stderr)
+pytest.importorskip("webshop_gym.integrations.gem", reason="gem-llm is not installed: pip install 'webshop-gym[gem]'")
 
 import gem  # noqa: E402
 
