@@ -254,6 +254,12 @@ def test_the_dataset_comes_from_the_server_without_a_local_shop(url, monkeypatch
     for row in remote:
         assert env.reset(**row).startswith("\n\nInstruction: " + row["instruction"])
     env.close()
+    drawn = WebShopRemoteToolEnv(url=url, split="webshop-gym:train", seed=3)  # rows without goal_index
+    train_goals = {r["goal_index"] for r in webshop_dataset("train", protocol="webshop-gym", url=url, as_dataset=False)}
+    for _ in range(3):
+        drawn.reset()
+        assert drawn.goal_index in train_goals
+    drawn.close()
     from webshop_gym.error import TestGoalsRefused
 
     with pytest.raises(TestGoalsRefused, match="test goals"):
