@@ -3,7 +3,8 @@
 #
 #   ./install.sh          core + Flask server + test tools (+ Debian's Chromium for the browser test)
 #   ./install.sh --all    also the optional extras whose tests need them: Hugging Face (torch), Ray, TRL,
-#                         OpenEnv; and .venv-verifiers, a second environment with webshop-gym[verifiers]
+#                         OpenEnv, SkyRL-gym, GEM (Python < 3.12), build and twine for the release checks;
+#                         and .venv-verifiers, a second environment with webshop-gym[verifiers]
 #                         (verifiers 0.4 needs mcp 2, OpenEnv mcp < 2: they cannot share one)
 #   ./install.sh --verifiers   only .venv-verifiers
 #

@@ -86,3 +86,36 @@ def default_sigint() -> None:
 def ignore_sigint() -> None:
     """``preexec_fn`` for a child started as a shell starts a background job: SIGINT ignored."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def wait_until(predicate, timeout: float = 10.0) -> bool:
+    """Poll ``predicate`` every 50 ms until it is true or ``timeout`` seconds passed; return its last value."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
+
+
+class ServedApp:
+    """An ASGI app served by ``webshop_gym.integrations.openenv.app.Listener`` on a free port, in a thread."""
+
+    def __init__(self, app):
+        import threading
+
+        from webshop_gym.integrations.openenv.app import Listener
+
+        self.app = app
+        self.listener = Listener(app, "127.0.0.1", 0)
+        self.thread = threading.Thread(target=self.listener.run, daemon=True)
+        self.thread.start()
+        wait_until(lambda: self.listener.server.started)
+        self.url = f"http://127.0.0.1:{self.listener.port}"
+
+    def stop(self) -> None:
+        """Stop the server and wait for its thread."""
+        self.listener.stop()
+        self.thread.join(10)

@@ -54,6 +54,24 @@ def scripted_answer(messages: list[dict], fmt: str = "think-answer") -> str:
     return f"<think>next step</think><answer>{action}</answer>"
 
 
+def scripted_tool_calls(messages: list[dict], detours: Sequence = ()):
+    """A tool-calling model: search the instruction; then the ``detours`` answers, one per turn (text, or
+    :class:`ToolCalls`); then the first product of the results, "buy now", and one more "buy now" in one answer
+    (a call after the purchase, which is never stepped)."""
+    turn = sum(m["role"] == "assistant" for m in messages)
+    first = next(m["content"] for m in messages if m["role"] == "user")
+    if turn == 0:
+        instruction = re.search(r"Instruction: (.*)", first).group(1)
+        return ToolCalls([("search", {"query": instruction.split(", and price")[0]})], content="Let me search.")
+    if turn <= len(detours):
+        return detours[turn - 1]
+    labels = [json.loads(found.group(1)) for m in messages
+              if (found := re.search(r"click\(label\) with label one of (\[.*?\])", str(m.get("content"))))]
+    products = [x for x in labels[0] if re.fullmatch(r"b[0-9a-z]{9}", x)]  # the results page
+    return ToolCalls([("click", {"label": products[0]}), ("click", {"label": "buy now"}),
+                      ("click", {"label": "buy now"})])
+
+
 class ChatServer:
     """The server (start with ``with ChatServer(...) as server`` or :meth:`start`/:meth:`stop`).
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import default_sigint
+from tests.helpers import default_sigint, wait_until
 
 pytest.importorskip("openenv", reason="OpenEnv is not installed: pip install 'webshop-gym[openenv]'")
 
@@ -63,13 +63,7 @@ def default_server(serve, default_shop):
     return serve(shop=default_shop, max_envs=80, idle_timeout=None)
 
 
-def _wait(predicate, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
+_wait = wait_until
 
 
 # -- routes and OpenEnv's own validator ----------------------------------------------------------
@@ -185,7 +179,7 @@ def test_wrong_typed_reset_arguments_are_named_over_the_websocket(default_server
     *errors, played = asyncio.run(scenario())
     assert [e["data"]["code"] for e in errors] == ["EXECUTION_ERROR"] * 6
     messages = [e["data"]["message"] for e in errors]
-    assert messages[0] == "split must be one of test, eval, train (test = the first 500 goals), got ['a'] (list)"
+    assert messages[0] == "split must be one of test, eval, train (test = the first 500 goals) or a protocol's NAME:train / NAME:test, got ['a'] (list)"
     assert messages[1].startswith("split must be one of") and "(dict)" in messages[1]
     assert messages[2] == "seed must be an integer >= 0 or None, got inf (float)"
     assert messages[3].startswith("goal_index must be an integer") and "nan (float)" in messages[3]
@@ -780,3 +774,42 @@ def test_cli_without_openenv_names_the_extra(monkeypatch, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("webshop-gym openenv: error: the OpenEnv server needs OpenEnv")
     assert err[0].endswith("pip install 'webshop-gym[openenv]'")
+
+
+# -- the prompt helpers' edges (issue 46) ---------------------------------------------------------
+
+
+def test_a_reply_parsed_without_an_observation_is_never_reported_admissible():
+    from webshop_gym.integrations.openenv import parse_action
+
+    parsed = parse_action("<think>look</think><answer>search[red shoes]</answer>", None)
+    assert parsed.action == "search[red shoes]" and parsed.format_ok
+    assert parsed.valid is False and "no observation" in parsed.reason
+    action, valid = parse_action("<answer>click[buy now]</answer>")
+    assert (action, valid) == ("click[buy now]", False)
+
+
+@pytest.mark.parametrize("entry, message", [
+    ({"action": "search[x]"}, r"history\[1\].*observation"),
+    ({"observation": "Search", "action": 3}, r"history\[1\].*action must be a string, got int"),
+    ({"observation": ["Search"], "action": "search[x]"}, r"history\[1\].*observation must be a string, got list"),
+    ({"observation": "Search", "action": "search[x]", "response": 5}, r"history\[1\].*response"),
+    ({"observation": "Search", "action": "search[x]", "valid_actions": "search[<query>]"}, r"history\[1\].*valid_actions"),
+    ({"observation": "Search", "action": "search[x]", "valid_actions": [1, 2]}, r"history\[1\].*valid_actions"),
+    (42, r"history\[1\] must be a Turn or a dict"),
+    (("only one",), r"history\[1\] must be a Turn or a dict"),
+    (object(), r"history\[1\] must be a Turn or a dict"),
+])
+def test_bad_history_entries_get_one_clear_error(entry, message):
+    from webshop_gym.agents.prompts import Turn
+    from webshop_gym.integrations.openenv import build_prompt, prompt_messages
+
+    obs = {"text": "WebShop [SEP] Instruction: [SEP] i need bacon [SEP] Search", "instruction": "i need bacon",
+           "admissible_actions": ["search[<query>]"], "steps": 2}
+    good = Turn("WebShop [SEP] Instruction: [SEP] i need bacon [SEP] Search", "search[bacon]")
+    for fmt in ("think-answer", "react", "verl-agent"):
+        for build in (prompt_messages, build_prompt):
+            with pytest.raises(InvalidArgument, match=message):
+                build(obs, fmt, [good, entry])
+    with pytest.raises(InvalidArgument, match="history must be a sequence"):
+        prompt_messages(obs, "think-answer", 7)

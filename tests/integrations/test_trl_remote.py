@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import functools
-import threading
 import time
 
 import pytest
 
 pytest.importorskip("openenv", reason="OpenEnv is not installed: pip install 'webshop-gym[openenv]'")
 
+from tests.helpers import ServedApp, wait_until  # noqa: E402
 from tests.integrations.test_trl import TRL_DEPRECATION, grpo_config, tiny_trl  # noqa: E402,F401
 from webshop_gym import load_shop  # noqa: E402
 from webshop_gym.error import InvalidArgument  # noqa: E402
-from webshop_gym.integrations.openenv.app import Listener, create_app  # noqa: E402
+from webshop_gym.integrations.openenv.app import create_app  # noqa: E402
 from webshop_gym.integrations.trl import (  # noqa: E402
     EpisodeFinished,
     EpisodeLost,
@@ -26,23 +26,15 @@ from webshop_gym.integrations.trl import (  # noqa: E402
 
 @pytest.fixture(scope="module")
 def serve():
-    listeners = []
+    served = []
 
     def start(shop, **kwargs):
-        listener = Listener(create_app(shop, idle_timeout=None, **kwargs), "127.0.0.1", 0)
-        thread = threading.Thread(target=listener.run, daemon=True)
-        thread.start()
-        for _ in range(200):
-            if listener.server.started:
-                break
-            time.sleep(0.05)
-        listeners.append((listener, thread))
-        return f"http://127.0.0.1:{listener.port}"
+        served.append(ServedApp(create_app(shop, idle_timeout=None, **kwargs)))
+        return served[-1].url
 
     yield start
-    for listener, thread in listeners:
-        listener.stop()
-        thread.join(10)
+    for server in served:
+        server.stop()
 
 
 @pytest.fixture(scope="module")
@@ -129,7 +121,7 @@ def test_grpo_trains_two_steps_against_the_remote_shop_with_the_in_process_rewar
 
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
 
-    def train(factory, name):
+    def train(factory, dataset, name):
         rewards, logs = [], []
 
         class Logs(TrainerCallback):
@@ -146,7 +138,7 @@ def test_grpo_trains_two_steps_against_the_remote_shop_with_the_in_process_rewar
         cls = factory.func if isinstance(factory, functools.partial) else factory
         monkeypatch.setattr(cls, "get_reward", recording)
         trainer = GRPOTrainer(model=tiny.build_model(tokenizer, tiny.ToolCallConstraint(tokenizer)),
-                              args=grpo_config(tmp_path / name), train_dataset=webshop_dataset("train", limit=2),
+                              args=grpo_config(tmp_path / name), train_dataset=dataset,
                               processing_class=tokenizer, environment_factory=factory, callbacks=[Logs()])
         trainer.train()
         monkeypatch.undo()
@@ -154,8 +146,143 @@ def test_grpo_trains_two_steps_against_the_remote_shop_with_the_in_process_rewar
         assert trainer.state.global_step == 2
         return rewards, [e["reward"] for e in logs if "reward" in e]
 
-    remote_rewards, remote_logged = train(functools.partial(WebShopRemoteToolEnv, url=url), "remote")
-    local_rewards, local_logged = train(WebShopToolEnv, "local")
+    # the remote trainer's dataset comes from the server too (docs/training.md's line for this route)
+    remote_rewards, remote_logged = train(functools.partial(WebShopRemoteToolEnv, url=url),
+                                          webshop_dataset("train", url=url, limit=2), "remote")
+    local_rewards, local_logged = train(WebShopToolEnv, webshop_dataset("train", limit=2), "local")
     assert len(remote_rewards) == 8 and all(actions[-1] == "click[buy now]" for _, actions, _ in remote_rewards)
     assert remote_rewards == local_rewards and any(value > 0 for _, _, value in remote_rewards)
     assert remote_logged == pytest.approx(local_logged) and len(remote_logged) == 2
+
+
+# -- capacity and sessions of dropped instances (issue 46) ----------------------------------------
+
+
+def test_at_capacity_the_remote_env_says_so_and_names_the_limit(serve, default_shop):
+    from webshop_gym.integrations.trl import ServerFull
+
+    full = serve(default_shop, max_envs=2)
+    holding = [WebShopRemoteToolEnv(url=full) for _ in range(2)]
+    for env in holding:
+        env.reset(goal_index=1)
+    third = WebShopRemoteToolEnv(url=full)
+    with pytest.raises(ServerFull) as refused:
+        third.reset(goal_index=1)
+    message = str(refused.value)
+    assert "2/2 sessions" in message and "--max-envs" in message and full in message
+    assert "\n" not in message and "Traceback" not in message
+    assert isinstance(refused.value, RuntimeError)  # still a RuntimeError for callers that catch it
+    holding[0].close()
+    deadline = time.monotonic() + 10
+    while True:  # the server frees the slot once it sees the socket close
+        try:
+            assert third.reset(goal_index=1).startswith("\n\nInstruction: ")
+            break
+        except ServerFull:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+    for env in (holding[1], third):
+        env.close()
+
+
+def _in_use(app) -> int:
+    return app.state.webshop_pool.in_use
+
+
+@pytest.fixture()
+def counted(default_shop):
+    """A server whose slot pool the test can read: (app, url)."""
+    server = ServedApp(create_app(default_shop, idle_timeout=None, max_envs=8))
+    yield server.app, server.url
+    server.stop()
+
+
+def test_an_instance_dropped_without_close_releases_its_session_when_collected(counted):
+    import gc
+
+    app, url = counted
+    envs = [WebShopRemoteToolEnv(url=url) for _ in range(3)]
+    for env in envs:
+        env.reset(goal_index=2)
+        env.search("boots")
+    assert wait_until(lambda: _in_use(app) == 3)
+    del env
+    envs.pop()  # one instance dropped without close()
+    gc.collect()
+    assert wait_until(lambda: _in_use(app) == 2), "a collected instance must hand its session back"
+    envs.clear()
+    gc.collect()
+    assert wait_until(lambda: _in_use(app) == 0)
+
+
+def test_instances_alive_at_process_exit_release_their_sessions(counted):
+    import subprocess
+    import sys
+
+    app, url = counted
+    script = ("from webshop_gym.integrations.trl import WebShopRemoteToolEnv\n"
+              f"keep = [WebShopRemoteToolEnv(url={url!r}) for _ in range(3)]\n"
+              "for env in keep:\n    env.reset(goal_index=3)\n"
+              "print('ready', flush=True)\n"
+              "import os, time\n"
+              "time.sleep(0.5)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "ready" in done.stdout, done.stderr[-2000:]
+    assert done.stderr == ""
+    assert wait_until(lambda: _in_use(app) == 0, timeout=5), "sessions of a finished process must be released"
+
+
+# -- the goal dataset from the server (issue 45) -------------------------------------------------
+
+
+def test_the_dataset_comes_from_the_server_without_a_local_shop(url, monkeypatch):
+    import webshop_gym.integrations.trl as trl
+
+    local = {split: webshop_dataset(split, limit=4, as_dataset=False) for split in ("train", "test", "eval")}
+    local_protocol = webshop_dataset("train", protocol="webshop-gym", limit=5, as_dataset=False)
+
+    def no_shop(*args, **kwargs):
+        raise AssertionError("webshop_dataset(url=...) loaded a shop")
+
+    monkeypatch.setattr(trl, "shared_shop", no_shop)
+    monkeypatch.setattr(trl, "load_shop", no_shop)
+    for split, rows in local.items():
+        assert webshop_dataset(split, url=url, limit=4, as_dataset=False) == rows
+    assert webshop_dataset("train", protocol="webshop-gym", url=url, limit=5, as_dataset=False) == local_protocol
+    remote = webshop_dataset("test", url=url, limit=3)  # a datasets.Dataset, as TRL takes it
+    env = WebShopRemoteToolEnv(url=url)
+    for row in remote:
+        assert env.reset(**row).startswith("\n\nInstruction: " + row["instruction"])
+    env.close()
+    drawn = WebShopRemoteToolEnv(url=url, split="webshop-gym:train", seed=3)  # rows without goal_index
+    train_goals = {r["goal_index"] for r in webshop_dataset("train", protocol="webshop-gym", url=url, as_dataset=False)}
+    for _ in range(3):
+        drawn.reset()
+        assert drawn.goal_index in train_goals
+    drawn.close()
+    from webshop_gym.error import TestGoalsRefused
+
+    with pytest.raises(TestGoalsRefused, match="test goals"):
+        webshop_dataset("test", protocol="webshop-gym", url=url)
+    assert len(webshop_dataset("test", protocol="webshop-gym", url=url, allow_test_goals=True, as_dataset=False)) == 500
+    with pytest.raises(InvalidArgument, match="refused split 'verl-agent:train'.*needs the 1k release"):
+        webshop_dataset("train", protocol="verl-agent", url=url, allow_test_goals=True)
+    with pytest.raises(InvalidArgument, match="the shop settings are the server's"):
+        webshop_dataset("train", url=url, human_goals=True)
+    from webshop_gym.integrations.remote_tasks import RemoteShopError
+
+    with pytest.raises(RemoteShopError, match="cannot read the goals of http://127.0.0.1:9"):
+        webshop_dataset("train", url="http://127.0.0.1:9", as_dataset=False)
+
+
+def test_a_protocol_s_train_goals_that_overlap_its_test_goals_are_refused_remotely_as_locally(serve, real_dir):
+    real = load_shop(real_dir, progress=False)
+    there = serve(real)
+    from webshop_gym.error import TestGoalsRefused
+
+    with pytest.raises(TestGoalsRefused, match="'verl-agent:train' holds"):
+        webshop_dataset("train", protocol="verl-agent", url=there)
+    with pytest.raises(TestGoalsRefused, match="'verl-agent:train' holds"):
+        webshop_dataset("train", protocol="verl-agent", shop=real)
+    assert webshop_dataset("train", protocol="verl-agent-500", url=there, as_dataset=False) == \
+        webshop_dataset("train", protocol="verl-agent-500", shop=real, as_dataset=False)

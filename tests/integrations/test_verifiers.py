@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.openai_server import ChatServer, ToolCalls
+from tests.openai_server import ChatServer, ToolCalls, scripted_tool_calls
 from webshop_gym import WebShopEnv
 from webshop_gym.agents.prompts import Turn, admissible_actions, make_prompt
 
@@ -157,22 +156,9 @@ def test_the_null_harness_is_the_player_s_default_even_when_the_cli_pins_another
 
 
 def _tool_script(messages: list[dict]):
-    """A tool-calling model: search, an answer without a call, a label no page has, then a product and
+    """A tool-calling model: search, an answer without a tool call, a label no page has, then a product and
     "buy now" in one answer (with a third call after the purchase, which is never stepped)."""
-    turn = sum(m["role"] == "assistant" for m in messages)
-    first = next(m["content"] for m in messages if m["role"] == "user")
-    if turn == 0:
-        instruction = re.search(r"Instruction: (.*)", first).group(1)
-        return ToolCalls([("search", {"query": instruction.split(", and price")[0]})], content="Let me search.")
-    if turn == 1:
-        return "I am not sure yet."
-    if turn == 2:
-        return ToolCalls([("click", {"label": "Lowest Price Ever"})])
-    labels = [json.loads(found.group(1)) for m in messages
-              if (found := re.search(r"click\(label\) with label one of (\[.*?\])", str(m.get("content"))))]
-    products = [x for x in labels[1] if re.fullmatch(r"b[0-9a-z]{9}", x)]  # the results page
-    return ToolCalls([("click", {"label": products[0]}), ("click", {"label": "buy now"}),
-                      ("click", {"label": "buy now"})])
+    return scripted_tool_calls(messages, ["I am not sure yet.", ToolCalls([("click", {"label": "Lowest Price Ever"})])])
 
 
 def _by_goal(requests: list[dict], instructions: dict[int, str]) -> dict[int, list[dict]]:

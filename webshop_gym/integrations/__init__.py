@@ -7,15 +7,20 @@
   ``webshop-gym openenv`` server.
 * ``webshop_gym.integrations.openenv``: WebShop served over OpenEnv's protocol
   (``webshop-gym openenv``), its typed client, and prompt builders and the reply parser for any client.
+  Its sessions also serve ``search``/``click`` as OpenEnv MCP tools, and
+  ``webshop_gym.integrations.openenv.harness`` makes them resource sessions of OpenEnv's harnesses.
 * ``webshop_gym.integrations.verifiers``: a native verifiers 0.4 environment (``vf-eval
-  webshop-verifiers``; imports verifiers at module level, so import it only where the
-  ``verifiers`` extra is installed).
+  webshop-verifiers``).
+* ``webshop_gym.integrations.skyrl``: a SkyRL-gym text environment (``environment.env_class=webshop``).
+* ``webshop_gym.integrations.gem``: GEM environments (``gem.make("webshop:test")``).
+* :mod:`webshop_gym.integrations.text_episode`: the reply-parse-step loop the text stacks share;
+  :mod:`webshop_gym.integrations.remote_tasks`: a remote server's goals (``webshop_dataset(url=...)``).
 
-Each module imports its stack lazily, inside the function that needs it, so importing this
-package (or any module in it) never requires TRL, ``datasets``, OpenEnv or their dependencies;
-a missing one raises :class:`~webshop_gym.error.DependencyNotInstalled` with the pip line of its
-extra (``pip install 'webshop-gym[trl]'``, ``pip install 'webshop-gym[openenv]'``,
-``pip install 'webshop-gym[verifiers]'``).  The
+The TRL and OpenEnv modules import their stack lazily, so importing this package never requires
+TRL, ``datasets`` or OpenEnv; ``verifiers``, ``skyrl`` and ``gem`` are built on their stack's
+classes and import it at module level.  A missing stack raises
+:class:`~webshop_gym.error.DependencyNotInstalled` with the pip line of its extra
+(``pip install 'webshop-gym[trl]'``, ``[openenv]``, ``[verifiers]``, ``[skyrl]``, ``[gem]``).  The
 modules here sit on the package's public API (:class:`~webshop_gym.WebShopEnv`,
 :func:`~webshop_gym.load_shop`) and are never imported by the rest of the package.
 """

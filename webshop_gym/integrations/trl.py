@@ -42,7 +42,9 @@ webshop_gym.integrations.trl.InadmissibleAction: click('buy now') is not admissi
 from __future__ import annotations
 
 import os
+import re
 import threading
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -66,10 +68,12 @@ from webshop_gym.error import (
     InvalidAction,
     InvalidArgument,
 )
+from webshop_gym.integrations.remote_tasks import remote_goals
 from webshop_gym.protocols import ProtocolSplit, goal_ids
 from webshop_gym.utils.checks import check_bool
 
-__all__ = ["TASK_PROMPT", "EpisodeLost", "InadmissibleAction", "WebShopRemoteToolEnv", "WebShopToolEnv", "shared_shop",
+__all__ = ["TASK_PROMPT", "EpisodeLost", "InadmissibleAction", "ServerFull", "WebShopRemoteToolEnv", "WebShopToolEnv",
+           "shared_shop",
            "unfinished_episodes",
            "webshop_dataset"]
 
@@ -324,9 +328,57 @@ class EpisodeLost(Error, ConnectionError):
     """The connection to a remote shop dropped and the episode could not be re-established."""
 
 
+class ServerFull(Error, RuntimeError):
+    """The remote shop holds as many sessions as its ``--max-envs`` allows; the message names the limit."""
+
+
+def _server_full(url: str, message: str) -> ServerFull:
+    """The one-line error of a session refused at capacity (OpenEnv's ``CAPACITY_REACHED`` frame)."""
+    found = re.search(r"(\d+)/(\d+) sessions", message)
+    held = f"{found.group(1)}/{found.group(2)} sessions" if found else "its maximum of sessions"
+    limit = found.group(2) if found else "N"
+    return ServerFull(f"the shop server at {url} is full: it holds {held}, the limit it was started with "
+                      f"(webshop-gym openenv --max-envs {limit}); close() the instances you no longer use, or "
+                      "restart the server with a larger --max-envs")
+
+
+RELEASE_TIMEOUT = 5.0
+"""Seconds a collected instance (or the process exit) waits for its session's close handshake."""
+
+
+class _Session:
+    """An instance's OpenEnv client, held apart from the instance so that a finalizer can close it."""
+
+    __slots__ = ("client",)
+
+    def __init__(self) -> None:
+        self.client = None
+
+
+def _release(session: _Session) -> None:
+    """Close a session's socket (an instance collected without ``close()``, or the process exiting).
+
+    The server sees the close at once and hands the session's slot back, instead of holding it
+    until its idle timeout.  Never raises; never waits on the event-loop thread itself.
+    """
+    client, session.client = session.client, None
+    if client is None or not _LOOP:
+        return
+    import asyncio
+
+    loop = _LOOP[0]
+    try:
+        future = asyncio.run_coroutine_threadsafe(client._close_async(), loop)
+        if _LOOP_THREAD and threading.current_thread() is not _LOOP_THREAD[0]:
+            future.result(RELEASE_TIMEOUT)
+    except Exception:  # noqa: BLE001 - the socket or the loop may be gone already
+        pass
+
+
 _LOOP_LOCK = threading.Lock()
 _LOOP: list = []
 """The one background event loop (and its thread) that carries every remote instance's WebSocket."""
+_LOOP_THREAD: list[threading.Thread] = []
 
 
 def _client_loop():
@@ -338,6 +390,7 @@ def _client_loop():
             thread = threading.Thread(target=loop.run_forever, name="webshop-remote-tools", daemon=True)
             thread.start()
             _LOOP.append(loop)
+            _LOOP_THREAD.append(thread)
         return _LOOP[0]
 
 
@@ -375,8 +428,9 @@ class WebShopRemoteToolEnv(WebShopToolEnv):
                 f"url must be the http:// address of a webshop-gym openenv server (or set WEBSHOP_GYM_OPENENV_URL), got {url!r}")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
             raise InvalidArgument(f"seed must be an integer >= 0 or None, got {seed!r}")
-        if split is not None and split not in ("train", "eval", "test"):
-            raise InvalidArgument(f"split must be train, eval, test or None, got {split!r}")
+        if split is not None and (not isinstance(split, str) or (split not in ("train", "eval", "test")
+                                                                 and not split.endswith((":train", ":test")))):
+            raise InvalidArgument(f"split must be train, eval, test, a protocol's NAME:train or None, got {split!r}")
         if isinstance(reconnects, bool) or not isinstance(reconnects, int) or reconnects < 0:
             raise InvalidArgument(f"reconnects must be an integer >= 0, got {reconnects!r}")
         try:  # OpenEnv's client is an optional dependency of this class only
@@ -388,7 +442,10 @@ class WebShopRemoteToolEnv(WebShopToolEnv):
         self.url = url.rstrip("/")
         self._timeout = float(timeout)
         self._reconnects = reconnects
-        self._client = None
+        # TRL never calls close(): a collected instance, or one alive when the process exits, closes
+        # its socket through this finalizer, so the server frees its session at once.
+        self._session = _Session()
+        weakref.finalize(self, _release, self._session)
         self._max_steps = None
         self._split = split
         self._seed = seed
@@ -449,12 +506,25 @@ class WebShopRemoteToolEnv(WebShopToolEnv):
         """The episode's goal (``None`` before the first reset)."""
         return self.info.get("goal_index") if self._started else None
 
+    @property
+    def _client(self):
+        """This instance's OpenEnv client (``None`` until the first request, and after :meth:`close`)."""
+        return self._session.client
+
+    @_client.setter
+    def _client(self, client) -> None:
+        self._session.client = client
+
     def close(self) -> None:
-        """Close the session (TRL never calls it; the server also evicts idle sessions)."""
+        """Close the session.
+
+        TRL never calls it: an instance closes its session by itself when it is collected or when
+        the process exits, and the server evicts idle sessions too.
+        """
         if self._client is not None:
             client, self._client = self._client, None
             try:
-                self._run(client.close())
+                self._run(client._close_async())  # on the loop that holds its socket (close() would use another)
             except Exception:  # noqa: BLE001 - the socket may be gone already
                 pass
 
@@ -473,6 +543,9 @@ class WebShopRemoteToolEnv(WebShopToolEnv):
             try:
                 return self._run(self._request(self._client, method, arguments))
             except Exception as exc:
+                if isinstance(exc, RuntimeError) and "CAPACITY_REACHED" in str(exc):
+                    self.close()  # the server refused the session: no socket to keep
+                    raise _server_full(self.url, str(exc)) from None
                 if not self._dropped(exc) or attempt == (1 if retry else 0):
                     raise
                 self.close()
@@ -580,6 +653,7 @@ def webshop_dataset(
     limit: int | None = None,
     prompt: str = TASK_PROMPT,
     as_dataset: bool | None = None,
+    url: str | None = None,
 ):
     """The goals of a split as TRL rows: ``prompt``, ``goal_index`` and ``instruction``.
 
@@ -605,6 +679,10 @@ def webshop_dataset(
         as_dataset: ``True``: a ``datasets.Dataset`` (raises when ``datasets`` is missing);
             ``False``: a list of dicts; ``None`` (default): a ``Dataset`` when ``datasets`` is
             installed, else the list.
+        url: a ``webshop-gym openenv`` server: the goals are read from it (OpenEnv's task API),
+            with its shop settings, and no shop is loaded here; for :class:`WebShopRemoteToolEnv`
+            on the same server.  ``shop``, ``goals``, ``human_goals`` and ``price_seed`` are then
+            the server's and must not be given.
 
     Returns:
         A ``datasets.Dataset`` or a list of row dicts, in goal order.
@@ -613,6 +691,13 @@ def webshop_dataset(
         raise InvalidArgument(f"limit must be an integer >= 0 or None, got {limit!r}")
     if not isinstance(prompt, str):
         raise InvalidArgument(f"prompt must be a string, got {prompt!r}")
+    if url is not None:
+        if shop is not None or goals is not None or human_goals or price_seed != 0:
+            raise InvalidArgument("with url=..., the shop settings are the server's: leave shop, goals, human_goals "
+                                  "and price_seed out (start `webshop-gym openenv` with them instead)")
+        chosen = remote_goals(url, split, protocol=protocol, allow_test_goals=check_bool(
+            "allow_test_goals", allow_test_goals), limit=limit)
+        return _rows(chosen, prompt, as_dataset)
     loaded = shared_shop(shop, goals=goals, human_goals=human_goals, price_seed=price_seed)
     if protocol is not None:
         if split not in ("train", "test"):
@@ -624,10 +709,13 @@ def webshop_dataset(
     if limit is not None:
         goal_range = goal_range[:limit]
     instructions = loaded.goals.instruction
-    rows = [
-        {"prompt": [{"role": "user", "content": prompt}], "goal_index": int(i), "instruction": instructions[i]}
-        for i in goal_range
-    ]
+    return _rows([(int(i), instructions[i]) for i in goal_range], prompt, as_dataset)
+
+
+def _rows(goals: list[tuple[int, str]], prompt: str, as_dataset: bool | None):
+    """TRL rows of ``(goal_index, instruction)`` pairs: a ``datasets.Dataset`` or a list (see :func:`webshop_dataset`)."""
+    rows = [{"prompt": [{"role": "user", "content": prompt}], "goal_index": goal, "instruction": instruction}
+            for goal, instruction in goals]
     if as_dataset is False:
         return rows
     try:

@@ -82,11 +82,11 @@ def is_built(folder: Path, marker: str = "meta.json") -> bool:
 def default_shop_dir() -> Path:
     """Return the directory of the embedded default shop (``data/`` of the project).
 
-    A wheel installs it as ``webshop_gym/data``; a source checkout (or an editable install)
+    A wheel installs it as ``webshop_gym/embedded``; a source checkout (or an editable install)
     keeps it beside the package.
     """
     here = Path(__file__).resolve().parents[1]  # the package folder (this is utils/paths.py)
-    for candidate in (here / "data", here.parent / "data"):
+    for candidate in (here / "embedded", here.parent / "data"):
         if (candidate / "items_shuffle.json").is_file():
             return candidate
     raise FileNotFoundError(

@@ -1,8 +1,9 @@
 """WebShop as an OpenEnv environment server (``webshop-gym openenv``; ``pip install 'webshop-gym[openenv]'``).
 
 Owns the typed models (:mod:`.models`), the environment facade over the shared engine
-(:mod:`.environment`), the app factory and server (:mod:`.app`), a typed client
-(:mod:`.client`) and the command (:mod:`.cli`).  OpenEnv is imported only by those modules,
+(:mod:`.environment`, which also serves ``search``/``click`` as MCP tools), the app factory and
+server (:mod:`.app`), a typed client (:mod:`.client`), the session factory of OpenEnv's harnesses
+(:mod:`.harness`) and the command (:mod:`.cli`).  OpenEnv is imported only by those modules,
 so ``import webshop_gym.integrations.openenv`` and ``webshop-gym --help`` work without it.
 For any client, :mod:`.prompting` (pure text, no OpenEnv) builds prompts in our formats from an
 observation and parses a model's reply into the action the server takes.  Never imports the
@@ -16,13 +17,14 @@ import importlib
 from .prompting import Turn, build_prompt, observation_info, parse_action, prompt_messages
 
 __all__ = ["SlotPool", "Turn", "WebShopAction", "WebShopEnvClient", "WebShopEnvironment", "WebShopObservation",
-           "WebShopState", "build_prompt", "create_app", "observation_info", "parse_action", "prompt_messages",
-           "serve"]
+           "WebShopSessionFactory", "WebShopState", "WebShopToolSession", "build_prompt", "create_app", "mcp_tools",
+           "observation_info", "parse_action", "prompt_messages", "serve"]
 
 _WHERE = {
     "WebShopAction": "models", "WebShopObservation": "models", "WebShopState": "models",
     "SlotPool": "environment", "WebShopEnvironment": "environment",
-    "create_app": "app", "serve": "app", "WebShopEnvClient": "client",
+    "create_app": "app", "serve": "app", "WebShopEnvClient": "client", "mcp_tools": "environment",
+    "WebShopSessionFactory": "harness", "WebShopToolSession": "harness",
 }
 
 

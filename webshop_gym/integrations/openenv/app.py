@@ -7,7 +7,15 @@ WebSocket session every OpenEnv client uses: ``reset``, ``step``, ``state``, ``c
 ``CAPACITY_REACHED`` error frame), and sessions idle for ``idle_timeout`` seconds are evicted by
 OpenEnv's reaper, which hands their slot back.
 
-Two things are added to OpenEnv 0.10's server here:
+Three things are added to OpenEnv 0.10's server here:
+
+* **MCP tools.**  ``search`` and ``click`` are OpenEnv MCP tools of every session (RFC 003): the
+  session WebSocket takes ``list_tools``/``call_tool`` step frames (the environment answers them,
+  :mod:`.environment`), and ``POST /mcp`` answers JSON-RPC ``tools/list`` and ``tools/call`` on a
+  session (``params.session_id``, from ``openenv/session/create``), which is how OpenEnv's
+  ``MCPToolClient`` calls tools.  OpenEnv routes ``/mcp`` tool requests to an environment only when
+  its action class is one of OpenEnv's MCP actions, so :class:`_McpTools` answers them here and
+  passes every other ``/mcp`` request (sessions) on to OpenEnv.
 
 * **an evicted session's socket is closed.**  OpenEnv's reaper closes the environment of an
   idle session but leaves its WebSocket open, blocked in a read, so connections and file
@@ -114,6 +122,7 @@ def create_app(shop: Shop | str | os.PathLike | None = None, *, goals: str | os.
     )
     server.register_routes(app, mode="simulation")
     app.add_middleware(_TrackConnections)
+    app.add_middleware(_McpTools, server=server, pool=pool)
 
     async def _user_error(request, exc: Error):
         # The stateless HTTP routes: our errors are the client's to fix, never a 500.
@@ -211,6 +220,81 @@ class _Connection:
 
 
 _CLOSING: set[asyncio.Task] = set()
+
+
+class _McpTools:
+    """ASGI middleware: JSON-RPC ``tools/list`` and ``tools/call`` on ``POST /mcp``, answered by the session's environment.
+
+    ``tools/call`` steps the session named by ``params.session_id`` (a ``call_tool`` step, as on the
+    WebSocket) and answers ``{"data": <the tool's text>, "is_error", "reward", "done", "metadata"}``;
+    ``tools/list`` answers the tools (no session needed).  Other methods go to OpenEnv's handler.
+    """
+
+    def __init__(self, app, server, pool):
+        self.app = app
+        self.server = server
+        self.pool = pool
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope.get("method") != "POST" or not scope.get("path", "").rstrip("/").endswith("/mcp"):
+            return await self.app(scope, receive, send)
+        chunks, more = [], True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                return await self.app(scope, receive, send)
+            chunks.append(message.get("body", b""))
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        try:
+            request = json.loads(body)
+        except (ValueError, RecursionError):
+            request = None
+        if not isinstance(request, dict) or request.get("method") not in ("tools/list", "tools/call"):
+            replayed = False
+
+            async def replay():
+                nonlocal replayed
+                if replayed:
+                    return await receive()
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+
+            return await self.app(scope, replay, send)
+        answer = await self._answer(request)
+        await _strict_response_class()(answer, status_code=200)(scope, receive, send)
+
+    async def _answer(self, request: dict) -> dict:
+        from openenv.core.env_server.mcp_types import CallToolAction
+
+        from .environment import WebShopEnvironment, mcp_tools
+
+        request_id, params = request.get("id"), request.get("params")
+        if not isinstance(params, dict):
+            params = {}
+
+        def error(code: int, message: str) -> dict:
+            return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+
+        if request["method"] == "tools/list":
+            return {"jsonrpc": "2.0", "id": request_id,
+                    "result": {"tools": [{"name": t.name, "description": t.description, "inputSchema": t.input_schema}
+                                         for t in mcp_tools()]}}
+        name, arguments, session_id = params.get("name"), params.get("arguments", {}), params.get("session_id")
+        if not isinstance(name, str) or not isinstance(arguments, dict):
+            return error(-32602, "tools/call needs params.name (a string) and params.arguments (an object)")
+        env = self.server._sessions.get(session_id) if isinstance(session_id, str) else None
+        if not isinstance(env, WebShopEnvironment):
+            return error(-32602, "tools/call needs the params.session_id of an open session (openenv/session/create, "
+                                 "then reset over the WebSocket /ws?session_id=...)")
+        try:
+            observation = await env.step_async(CallToolAction(tool_name=name, arguments=arguments))
+        except Error as exc:
+            return error(-32000, str(exc))
+        self.server._update_session_activity(session_id, increment_step=True)
+        result = dict(observation.result)
+        result.update(reward=observation.reward, done=observation.done, metadata=observation.metadata)
+        return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
 
 class _TrackConnections:

@@ -21,27 +21,50 @@ from __future__ import annotations
 import asyncio
 import threading
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from gymnasium.utils import seeding
 from openenv.core.env_server.interfaces import Environment
+from openenv.core.env_server.mcp_types import (
+    CallToolAction,
+    CallToolObservation,
+    ListToolsAction,
+    ListToolsObservation,
+    Tool,
+)
 from openenv.core.env_server.types import EnvironmentMetadata
 
+from webshop_gym.agents.tools import (
+    ToolCallError,
+    call_action,
+    call_text,
+    inadmissible_text,
+    page_text,
+    tool_schemas,
+)
 from webshop_gym.core.actions import MAX_ACTION_LENGTH
 from webshop_gym.engine import Engine
 from webshop_gym.error import EpisodeFinished, Error, InvalidArgument
+from webshop_gym.protocols import goal_ids
 from webshop_gym.shop import Shop
 from webshop_gym.utils.checks import check_goal_index, check_seed
 
 from .models import WebShopAction, WebShopObservation, WebShopState, check_reset_arguments
 
 __all__ = ["MAX_EPISODE_ID", "NoEpisode", "NoFreeSlot", "SPLITS", "SessionClosed", "SlotPool", "WebShopEnvironment",
-           "closed_message"]
+           "closed_message", "mcp_tools"]
 
 SPLITS = {"test": "test", "eval": "validation", "train": "train"}
 """The goal splits (test = the first 500 goals) and the OpenEnv task-API type of each."""
 MAX_EPISODE_ID = 255
 """Longest ``episode_id`` (characters), as OpenEnv's HTTP ``/reset`` allows."""
+
+
+def mcp_tools() -> list[Tool]:
+    """``search`` and ``click`` as OpenEnv's MCP tools: the schemas of :func:`~webshop_gym.agents.tools.tool_schemas`."""
+    return [Tool(name=f["name"], description=f["description"], input_schema=f["parameters"])
+            for f in (s["function"] for s in tool_schemas())]
 
 
 def closed_message(idle_timeout: float | None) -> str:
@@ -89,6 +112,21 @@ class SlotPool:
         self._pending: list[tuple[WebShopEnvironment, str, asyncio.Future]] = []
         self._flush_scheduled = False
         self.stats = {"sessions": 0, "episodes": 0, "steps": 0, "batches": 0}
+        self._splits: dict[str, range | Sequence[int]] = {}
+
+    def split_goals(self, split: str) -> range | Sequence[int]:
+        """The goals of a split: ``test``, ``eval``, ``train``, or a protocol's ``NAME:train``/``NAME:test``.
+
+        A protocol's goals come from :func:`~webshop_gym.protocols.goal_ids` (the shop must be the
+        protocol's), test goals included: the client that builds a training set refuses those
+        itself.  Computed once per split.
+        """
+        goals = self._splits.get(split)
+        if goals is None:
+            goals = self.shop.goals.split_range(split) if split in SPLITS else goal_ids(
+                self.shop, split, allow_test_goals=True)
+            self._splits[split] = goals
+        return goals
 
     @property
     def num_slots(self) -> int:
@@ -198,6 +236,7 @@ class WebShopEnvironment(Environment[WebShopAction, WebShopObservation, WebShopS
         self._episode_id: str | None = None
         self._split: str | None = None
         self._reward = 0.0
+        self._invalid = 0  # inadmissible tool calls in the episode (their error texts count them)
 
     # -- reset -----------------------------------------------------------------------------------
 
@@ -211,8 +250,9 @@ class WebShopEnvironment(Environment[WebShopAction, WebShopObservation, WebShopS
                 the goal itself (the split's ``seed``-th with ``split``).
             episode_id: a name for the episode (default: a random UUID), echoed in the state.
             goal_index: the goal to play (an index into the server's goal set).
-            split: draw the goal from ``test`` (the first 500 goals), ``eval`` or ``train``;
-                with ``index``, take the split's ``index``-th goal instead.
+            split: draw the goal from ``test`` (the first 500 goals), ``eval``, ``train`` or a
+                protocol's ``NAME:train``/``NAME:test``; with ``index``, take the split's
+                ``index``-th goal instead.
             index: position within ``split`` (OpenEnv's task API: ``reset(split=, index=)``).
             **unknown: any other argument is an error naming the known ones (OpenEnv hands
                 ``reset`` every key of the frame, because it takes ``**unknown``): a misspelt
@@ -266,6 +306,7 @@ class WebShopEnvironment(Environment[WebShopAction, WebShopObservation, WebShopS
             self._episode_id = episode_id if episode_id is not None else str(uuid.uuid4())
             self._split = split
             self._reward = 0.0
+            self._invalid = 0
             return self._observe(slot, 0.0, False)
 
     async def reset_async(self, seed: int | None = None, episode_id: str | None = None, goal_index: int | None = None,
@@ -283,22 +324,76 @@ class WebShopEnvironment(Environment[WebShopAction, WebShopObservation, WebShopS
             EpisodeFinished: the episode ended (purchase or step cap); reset to play on.
             SessionClosed: the session was closed.
         """
-        text = self._action_text(action)
+        if isinstance(action, ListToolsAction):
+            return ListToolsObservation(tools=mcp_tools())
+        call = self._tool_call(action) if isinstance(action, CallToolAction) else None
+        text = call[0] if call is not None else self._action_text(action)
         pool = self.pool
         with pool.lock:
             slot = self._check_step()
+            before = list(pool.engine.info(slot)["valid_actions"]) if call is not None else None
             rewards, terminated, truncated = pool.engine.step([slot], [text])
             pool.stats["steps"] += 1
             reward = float(rewards[0])
             self._reward += reward
-            return self._observe(slot, reward, bool(terminated[0] or truncated[0]))
+            observation = self._observe(slot, reward, bool(terminated[0] or truncated[0]))
+        return observation if call is None else self._tool_result(action, call, before, observation)
 
     async def step_async(self, action: WebShopAction, timeout_s: float | None = None, **kwargs: Any) -> WebShopObservation:
         """:meth:`step`, batched with the other sessions stepping in the same turn of the event loop."""
-        text = self._action_text(action)
+        if isinstance(action, ListToolsAction):
+            return ListToolsObservation(tools=mcp_tools())
+        call = self._tool_call(action) if isinstance(action, CallToolAction) else None
+        text = call[0] if call is not None else self._action_text(action)
         with self.pool.lock:
-            self._check_step()  # fail fast, without waiting for the batch
-        return await self.pool.submit(self, text)
+            slot = self._check_step()  # fail fast, without waiting for the batch
+            before = list(self.pool.engine.info(slot)["valid_actions"]) if call is not None else None
+        observation = await self.pool.submit(self, text)
+        return observation if call is None else self._tool_result(action, call, before, observation)
+
+    # -- MCP tools (OpenEnv's RFC 003: list_tools / call_tool actions on the session) -------------
+
+    @staticmethod
+    def _tool_call(action: CallToolAction) -> tuple[str, str, str | None, str | None]:
+        """A tool call as ``(action, call text, clicked label, error)``.
+
+        A call that names no tool or lacks its string argument is stepped as an invalid action
+        (the empty action), as ``eval --prompt tools`` steps it; ``error`` then says why.
+        """
+        try:
+            text, call = call_action(action.tool_name, action.arguments)
+        except ToolCallError as exc:
+            return "", call_text(str(action.tool_name), ""), None, str(exc)
+        label = text[len("click["):-1] if action.tool_name == "click" else None
+        return text, call, label, None  # one over MAX_ACTION_LENGTH is stepped as inadmissible, as the TRL tools do
+
+    def _tool_result(self, action: CallToolAction, call: tuple[str, str, str | None, str | None],
+                     admissible_before: list[str], observation: WebShopObservation) -> CallToolObservation:
+        """The step of a tool call as OpenEnv's ``CallToolObservation``: the text the TRL tools return, the reward, done.
+
+        ``result`` is ``{"data": text, "is_error": bool}``: an admissible call's text is the new
+        page and what it admits (or how the episode ended); an inadmissible one's is the error
+        ``eval --prompt tools`` and the TRL environment give (the call still used a step).
+        """
+        text, shown, label, error = call
+        max_steps = self.pool.engine.max_steps
+        info = {"instruction": observation.instruction, "valid_actions": observation.admissible_actions,
+                "steps": observation.steps, "purchased_asin": observation.purchased_asin}
+        truncated = bool(observation.truncated)
+        over = bool(observation.done)
+        if observation.invalid_action:
+            self._invalid += 1
+            message = error if error is not None else inadmissible_text(
+                shown, label, self._invalid, info, admissible_before, over, max_steps, action_length=len(text))
+            result = {"data": message, "is_error": True}
+        else:
+            result = {"data": page_text(observation.text, info, over, max_steps), "is_error": False}
+        metadata = {"page": observation.page, "steps": observation.steps, "invalid_action": observation.invalid_action,
+                    "truncated": truncated, "admissible_actions": list(observation.admissible_actions)}
+        if observation.reward_breakdown is not None:
+            metadata.update(reward_breakdown=observation.reward_breakdown, purchased_asin=observation.purchased_asin)
+        return CallToolObservation(tool_name=str(action.tool_name), result=result, reward=observation.reward,
+                                   done=over, metadata=metadata)
 
     # -- state, metadata, close ------------------------------------------------------------------
 
@@ -368,11 +463,12 @@ class WebShopEnvironment(Environment[WebShopAction, WebShopObservation, WebShopS
 
     # -- helpers ---------------------------------------------------------------------------------
 
-    def _split_range(self, split: str) -> range:
-        if not isinstance(split, str) or split not in SPLITS:
+    def _split_range(self, split: str) -> range | Sequence[int]:
+        if not isinstance(split, str) or (split not in SPLITS and ":" not in split):
             shown = _short(split) if isinstance(split, str) else f"{_short(split)} ({type(split).__name__})"
-            raise InvalidArgument(f"split must be one of {', '.join(SPLITS)} (test = the first 500 goals), got {shown}")
-        return self.pool.shop.goals.split_range(split)
+            raise InvalidArgument(f"split must be one of {', '.join(SPLITS)} (test = the first 500 goals) or a "
+                                  f"protocol's NAME:train / NAME:test, got {shown}")
+        return self.pool.split_goals(split)
 
     def _check_open(self) -> None:
         if self._closed:

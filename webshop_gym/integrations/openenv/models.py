@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from openenv.core.env_server.mcp_types import CallToolAction, ListToolsAction
 from openenv.core.env_server.types import Action, Observation, State
 from pydantic import Field
 
@@ -47,6 +48,22 @@ class WebShopAction(Action):
     action: str = Field(description=f"search[<keywords>] or click[<label>], at most {MAX_ACTION_LENGTH:,} characters; "
                                     "see the observation's admissible_actions",
                         json_schema_extra={"maxLength": MAX_ACTION_LENGTH})
+
+    @classmethod
+    def model_validate(cls, obj: Any, *args: Any, **kwargs: Any):
+        """A step's data: this action, or one of OpenEnv's MCP actions (``list_tools``, ``call_tool``).
+
+        OpenEnv's server reads every step frame with its action class; it recognises its MCP
+        action types by their ``type`` only for servers without an action class of their own, so
+        this one reads them itself: the session then serves ``search``/``click`` as MCP tools.
+        """
+        kind = obj.get("type") if isinstance(obj, dict) else None
+        if kind in _MCP_ACTIONS:
+            return _MCP_ACTIONS[kind].model_validate(obj, *args, **kwargs)
+        return super().model_validate(obj, *args, **kwargs)
+
+
+_MCP_ACTIONS = {"list_tools": ListToolsAction, "call_tool": CallToolAction}
 
 
 class WebShopObservation(Observation):

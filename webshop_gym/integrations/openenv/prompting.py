@@ -19,6 +19,7 @@ Observation: Search
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -26,7 +27,10 @@ from webshop_gym.agents.parse import ParsedAction, parse_detailed
 from webshop_gym.agents.prompts import PromptFormat, Turn, make_prompt
 from webshop_gym.error import InvalidArgument
 
-__all__ = ["Turn", "build_prompt", "observation_info", "parse_action", "prompt_messages"]
+__all__ = ["UNCHECKED", "Turn", "build_prompt", "observation_info", "parse_action", "prompt_messages"]
+
+UNCHECKED = "not checked: no observation was given, so nothing says what the page admits"
+"""The ``reason`` of a reply parsed without an observation (its ``valid`` is False)."""
 
 
 def observation_info(observation: Any) -> tuple[str, dict[str, Any]]:
@@ -55,6 +59,46 @@ def observation_info(observation: Any) -> tuple[str, dict[str, Any]]:
     return str(observation["text"]), info
 
 
+_TURN_FIELDS = ("observation", "action", "response", "valid_actions")
+
+
+def _turn(k: int, item: Any) -> Turn:
+    """History entry ``k`` as a :class:`Turn`, its fields checked (one clear error, never a bare ``KeyError``)."""
+    where = f"history[{k}]"
+    if isinstance(item, Turn):
+        fields = {name: getattr(item, name) for name in _TURN_FIELDS}
+    elif isinstance(item, Mapping):
+        missing = [name for name in ("observation", "action") if name not in item]
+        if missing:
+            raise InvalidArgument(f"{where} has no {' and no '.join(missing)}: a history entry is a Turn or a dict "
+                                  f"with observation, action and optionally response and valid_actions")
+        fields = {name: item.get(name) for name in _TURN_FIELDS}
+    else:
+        shown = repr(item) if len(repr(item)) <= 60 else repr(item)[:57] + "..."
+        raise InvalidArgument(f"{where} must be a Turn or a dict with observation and action, got {shown} "
+                              f"({type(item).__name__})")
+    for name, optional in (("observation", False), ("action", False), ("response", True)):
+        value = fields[name]
+        if not isinstance(value, str) and not (optional and value is None):
+            raise InvalidArgument(f"{where}: {name} must be a string{' or None' if optional else ''}, "
+                                  f"got {type(value).__name__}")
+    shown_actions = fields["valid_actions"]
+    if shown_actions is not None:
+        if isinstance(shown_actions, str | bytes) or not isinstance(shown_actions, Sequence) or not all(
+                isinstance(a, str) for a in shown_actions):
+            raise InvalidArgument(f"{where}: valid_actions must be a list of action strings or None, "
+                                  f"got {type(shown_actions).__name__}")
+        shown_actions = tuple(shown_actions)
+    return Turn(fields["observation"], fields["action"], fields["response"], shown_actions)
+
+
+def _history(history: Any) -> list[Turn]:
+    """The episode's earlier steps as checked :class:`Turn` objects."""
+    if isinstance(history, str | bytes | Mapping) or not isinstance(history, Sequence):
+        raise InvalidArgument(f"history must be a sequence of Turn objects or dicts, got {type(history).__name__}")
+    return [_turn(k, item) for k, item in enumerate(history)]
+
+
 def _format(fmt: str | PromptFormat, kwargs: dict[str, Any]) -> PromptFormat:
     try:
         return make_prompt(fmt, **kwargs)
@@ -71,17 +115,18 @@ def prompt_messages(observation: Any, fmt: str | PromptFormat = "think-answer", 
         fmt: ``think-answer`` (default), ``react``, ``verl-agent``, or a ``PromptFormat``.
         history: the episode's earlier steps, each a :class:`Turn` (``observation`` text,
             ``action``, the model's ``response``, the ``valid_actions`` shown) or a dict with those keys.
+            A malformed entry raises :class:`~webshop_gym.error.InvalidArgument` naming it.
         **format_kwargs: passed to the format (``history=2``, ``system=...``).
     """
     obs, info = observation_info(observation)
-    return _format(fmt, format_kwargs).messages(obs, info, history)
+    return _format(fmt, format_kwargs).messages(obs, info, _history(history))
 
 
 def build_prompt(observation: Any, fmt: str | PromptFormat = "think-answer", history: Sequence[Any] = (),
                  **format_kwargs: Any) -> str:
     """The prompt of a step as one string (the messages' contents joined by blank lines); see :func:`prompt_messages`."""
     obs, info = observation_info(observation)
-    return _format(fmt, format_kwargs).build(obs, info, history)
+    return _format(fmt, format_kwargs).build(obs, info, _history(history))
 
 
 def parse_action(reply: str, observation: Any = None, fmt: str | PromptFormat = "think-answer",
@@ -90,11 +135,13 @@ def parse_action(reply: str, observation: Any = None, fmt: str | PromptFormat = 
 
     Send ``result.action`` to the server: when ``result.valid`` is False it is the best guess
     (the server then steps it as an invalid action, as ``eval`` does) and ``result.reason``
-    says why.
+    says why.  Without an observation nothing says what the page admits, so ``valid`` is False
+    (``reason``: not checked) even for a well-formed action; ``format_ok`` still tells whether the
+    reply followed its format.
 
     Args:
         reply: the model's answer.
-        observation: the observation it answers (``None``: any well-formed action is admissible).
+        observation: the observation it answers (``None``: the action is extracted, not checked).
         fmt: the format the reply follows (``think-answer``, ``react``, ``verl-agent``, ``plain``).
         closest: map an inadmissible action to the closest admissible one.
 
@@ -104,6 +151,9 @@ def parse_action(reply: str, observation: Any = None, fmt: str | PromptFormat = 
     admissible = None if observation is None else observation_info(observation)[1]["valid_actions"]
     name = getattr(fmt, "name", fmt)
     try:
-        return parse_detailed(reply, admissible, name, closest)
+        parsed = parse_detailed(reply, admissible, name, closest)
     except ValueError as exc:
         raise InvalidArgument(str(exc)) from None
+    if admissible is None and parsed.valid:
+        parsed = dataclasses.replace(parsed, valid=False, reason=UNCHECKED)
+    return parsed

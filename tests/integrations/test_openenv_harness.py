@@ -1,0 +1,128 @@
+"""OpenEnv's own harness route: ``MCPHarnessAdapter`` + ``build_model_step`` over the server's MCP tools.
+
+Checked episode by episode against ``webshop-gym eval --prompt tools`` with the same scripted
+tool-calling model (``tests/openai_server.py``): the tools the model is offered, every message it
+reads, the actions and the rewards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+pytest.importorskip("openenv", reason="OpenEnv is not installed: pip install 'webshop-gym[openenv]'")
+
+from openenv.core.env_server.mcp_types import CallToolAction, ListToolsAction  # noqa: E402
+from openenv.core.harness import HarnessRunLimits, MCPHarnessAdapter  # noqa: E402
+from openenv.core.harness.collect import _model_step_loop, build_model_step  # noqa: E402
+from openenv.core.llm_client import OpenAIClient  # noqa: E402
+from openenv.core.mcp_client import MCPToolClient  # noqa: E402
+
+from tests.helpers import ServedApp, wait_until  # noqa: E402
+from tests.openai_server import ChatServer, ToolCalls, scripted_tool_calls  # noqa: E402
+from webshop_gym.agents.tools import tool_schemas  # noqa: E402
+from webshop_gym.cli.app import main as cli  # noqa: E402
+from webshop_gym.error import InvalidArgument  # noqa: E402
+from webshop_gym.integrations.openenv import WebShopSessionFactory  # noqa: E402
+from webshop_gym.integrations.openenv.app import create_app  # noqa: E402
+from webshop_gym.integrations.trl import WebShopToolEnv  # noqa: E402
+from webshop_gym.runs.log import read_log  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def shop_server(default_shop):
+    server = ServedApp(create_app(default_shop, idle_timeout=None, max_envs=16))
+    yield server.app, server.url
+    server.stop()
+
+
+def _tool_script(messages: list[dict]):
+    """Search; click a label no page has; then a product, "buy now" and one more call."""
+    return scripted_tool_calls(messages, [ToolCalls([("click", {"label": "Lowest Price Ever"})])])
+
+
+def _seen(request: dict) -> list[tuple[str, str]]:
+    """What the model read in a request: every user and tool message, and the calls it made."""
+    out = []
+    for m in request["messages"]:
+        if m["role"] == "assistant":
+            out += [("call", c["function"]["name"] + json.dumps(json.loads(c["function"]["arguments"])))
+                    for c in m.get("tool_calls") or []]
+        else:
+            out.append((m["role"], m["content"]))
+    return out
+
+
+def test_the_server_lists_our_tool_schemas_and_steps_calls_with_rewards(shop_server):
+    _, url = shop_server
+    with MCPToolClient(base_url=url).sync() as client:
+        client.reset(goal_index=5)
+        tools = client.list_tools()
+        assert [{"type": "function", "function": {"name": t.name, "description": t.description,
+                                                  "parameters": t.input_schema}} for t in tools] == tool_schemas()
+        local = WebShopToolEnv(split=None)
+        local.reset(goal_index=5)
+        assert client.call_tool("search", query="men's boots") == local.search("men's boots")
+        refused = client.step(CallToolAction(tool_name="click", arguments={"label": "nothing here"}))
+        with pytest.raises(Exception) as local_error:
+            local.click("nothing here")
+        assert refused.observation.result == {"data": str(local_error.value), "is_error": True}
+        assert refused.reward == 0.0 and not refused.done and refused.observation.metadata["invalid_action"]
+        bad = client.step(CallToolAction(tool_name="type", arguments={"text": "x"})).observation
+        assert bad.result == {"data": "Tool type not found.", "is_error": True}  # stepped as an invalid action
+        assert client.step(ListToolsAction()).observation.tools == tools  # listing takes no step
+        assert client.state().step_count == 3
+
+
+def test_mcp_harness_adapter_plays_eval_s_tool_episodes(shop_server, tmp_path):
+    _, url = shop_server
+    factory = WebShopSessionFactory(url)
+    with ChatServer(models=["scripted"], answer=_tool_script) as model:
+        rollouts = {}
+        llm = OpenAIClient(model.url, None, model="scripted")
+        step = build_model_step(llm)
+        for goal in (0, 1):
+            session = factory.create(task={"goal_index": goal})
+            try:
+                rollout = MCPHarnessAdapter().run_white_box(step, session, HarnessRunLimits(max_turns=15))
+                rollouts[goal] = (rollout, session.verify(rollout.messages))
+            finally:
+                session.close()
+        # the model client's connections live on build_model_step's loop: close them there
+        asyncio.run_coroutine_threadsafe(llm._client.close(), _model_step_loop()).result(10)
+        harness_requests = list(model.requests)
+        model.requests.clear()
+        out = tmp_path / "eval.jsonl"
+        assert cli(["eval", "--policy", "openai:scripted", "--base-url", model.url, "--prompt", "tools",
+                    "--num-goals", "2", "--concurrency", "1", "--out", str(out), "--quiet"]) == 0
+        eval_requests = list(model.requests)
+    assert len(harness_requests) == len(eval_requests) == 6
+    assert all(r["tools"] == tool_schemas() for r in harness_requests + eval_requests)  # one definition
+    assert [_seen(r) for r in harness_requests] == [_seen(r) for r in eval_requests]  # message for message
+    episodes = {e.goal_index: e for e in read_log(out).episodes}
+    for goal, (rollout, verify) in rollouts.items():
+        actions = [s["action"] for s in episodes[goal].steps]
+        assert actions[1] == "click[Lowest Price Ever]" and actions[-1] == "click[buy now]" and len(actions) == 4
+        assert [e.arguments for e in rollout.tool_trace] == [
+            {"query": actions[0][len("search["):-1]} if i == 0 else {"label": a[len("click["):-1]}
+            for i, a in enumerate(actions)]
+        assert rollout.done and verify.done
+        assert verify.env_reward == pytest.approx(episodes[goal].reward) and verify.env_reward > 0
+        assert rollout.tool_trace[-1].result.metadata["reward"] == verify.env_reward
+
+
+def test_tasks_are_goal_indices_rows_or_splits(shop_server, default_shop):
+    app, url = shop_server
+    factory = WebShopSessionFactory(url)
+    for task, goal in ((7, 7), ({"goal_index": 9, "prompt": "ignored"}, 9), ({"split": "eval", "index": 2}, 502)):
+        session = factory.create(task=task)
+        assert session.goal_index == goal and session.instruction == default_shop.goals.instruction[goal]
+        session.close()
+    for bad in ("3", {"prompt": "x"}, 2.5):
+        with pytest.raises(InvalidArgument, match="a task is"):
+            factory.create(task=bad)
+    with pytest.raises(InvalidArgument, match="base_url"):
+        WebShopSessionFactory("localhost:8000")
+    assert wait_until(lambda: app.state.webshop_pool.in_use == 0)  # closed sessions hand their slots back
