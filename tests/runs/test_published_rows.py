@@ -92,6 +92,10 @@ def test_latex_refuses_incomplete_runs_unless_asked(runs, tmp_path, capsys):
     assert len(err.splitlines()) == 1 and "Traceback" not in err, err
     assert "--allow-incomplete" in err and "cut (5 of 12 planned episodes scored" in err and "errored (7 of 12" in err
     assert not out.exists()
+    bundle = tmp_path / "bundle"  # nor a bundle asked for beside it
+    assert main(["report", *_paths(runs, "whole", "cut"), "--out", str(out), "--bundle", str(bundle),
+                 "--bootstrap", "100"]) == 2
+    assert "--allow-incomplete" in capsys.readouterr().err and not out.exists() and not bundle.exists()
     assert main(["report", *_paths(runs, "whole"), "--out", str(out), "--bootstrap", "100"]) == 0  # complete: as before
     tex = out.read_text(encoding="utf-8")
     assert "footnotesize" not in tex and "incomplete" not in tex

@@ -98,11 +98,9 @@ def run(args: argparse.Namespace) -> int:
         from webshop_gym.error import Error
 
         raise Error("--force goes with --bundle DIR (it lets the bundle write into a non-empty folder)")
-    bundled = None
-    if args.bundle:
-        bundled = _bundle(args)
-        if not (args.out or args.csv or args.jsonl or args.merged):
-            return 0
+    if args.bundle and not (args.out or args.csv or args.jsonl or args.merged):
+        _bundle(args)
+        return 0
     if args.format is not None:
         fmt = args.format
     elif args.out:
@@ -127,11 +125,13 @@ def run(args: argparse.Namespace) -> int:
     report = build_report(args.runs, resamples=args.bootstrap, seed=args.seed, title=args.title,
                           price_input=args.price_input, price_output=args.price_output, viewer=args.viewer_url or None,
                           keep_paths=args.keep_paths)
-    if bundled is not None and not args.viewer_url:  # the report's examples link into the bundle, relatively
-        where = Path(os.path.relpath(Path(args.bundle).resolve(), Path(args.out or ".").resolve().parent)).as_posix()
-        report.bundle = {label: ("" if where == "." else where + "/") + folder
-                         for label, folder in bundled["folders"].items()}
     text = to_latex(report, allow_incomplete=args.allow_incomplete) if fmt == "latex" else None  # refused: nothing written
+    if args.bundle:  # after every refusal: a refused report writes no bundle either
+        bundled = _bundle(args)
+        if not args.viewer_url:  # the report's examples link into the bundle, relatively
+            where = Path(os.path.relpath(Path(args.bundle).resolve(), Path(args.out or ".").resolve().parent)).as_posix()
+            report.bundle = {label: ("" if where == "." else where + "/") + folder
+                             for label, folder in bundled["folders"].items()}
     if args.merged:
         from webshop_gym.runs.shards import merge_shards
 
