@@ -24,6 +24,7 @@ __all__ = [
     "CATEGORY_SEPARATOR",
     "DUMMY_ATTR",
     "ShopFiles",
+    "content_sha256",
     "file_sha256",
     "find_shop_files",
     "parse_pricing",
@@ -117,6 +118,70 @@ def file_sha256(path: Path) -> str:
         _atomic_write_text(memo_path, json.dumps(memo))
     except OSError as exc:  # a read-only cache: the hash is simply not remembered
         log.debug("cannot remember the hash of %s in %s: %s", path, memo_path, exc)
+    return memo[key]
+
+
+CONTENT_DIGEST_VERSION = 1
+"""Bumped when :func:`content_sha256`'s canonical form changes (the memo is keyed by it)."""
+
+
+def _canonical_bytes(value) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=True).encode("ascii")
+
+
+def _first_char(path: Path) -> str:
+    with open(path, "rb") as handle:
+        head = handle.read(4096).decode("utf-8", "ignore").lstrip("\ufeff \t\r\n")
+    return head[:1]
+
+
+def content_sha256(path: Path, byte_sha256: str | None = None) -> str:
+    """The SHA-256 of a JSON file's canonical content: what it says, not how it is written.
+
+    Indentation, line ends, key order inside records, escapes (``\\u00e9`` or ``é``) and a byte-order
+    mark do not count; a product's fields, their values and the order of the records do.  A list
+    file (the products) digests its records in order, each dumped canonically
+    (``sort_keys``, no spaces, ASCII escapes): the SHA-256 of the canonical dump of the whole
+    list.  An object file (``asin -> record``: attributes, human instructions) digests its
+    members sorted by key.  Computed in one streaming pass and remembered in the cache folder
+    by the file's byte digest (a copy with the same bytes is never read twice).
+
+    Args:
+        path: the JSON file.
+        byte_sha256: its byte digest, when known (:func:`file_sha256` otherwise).
+    """
+    from webshop_gym.data.jsonstream import JsonStream  # the streaming reader (records is below it)
+
+    byte_sha256 = byte_sha256 or file_sha256(path)
+    memo_path = cache_dir(create=False) / "content-digests.json"
+    key = f"v{CONTENT_DIGEST_VERSION}|{byte_sha256}"
+    try:
+        memo = json.loads(memo_path.read_text())
+    except (OSError, ValueError):
+        memo = {}
+    if key in memo:
+        return memo[key]
+    digest = hashlib.sha256()
+    stream = JsonStream(path)
+    try:
+        if _first_char(path) == "{":
+            members = sorted((name, hashlib.sha256(_canonical_bytes(value)).hexdigest())
+                             for name, value in stream.members("a JSON object"))
+            digest.update(_canonical_bytes(dict(members)))
+        else:
+            digest.update(b"[")
+            for index, record in stream.items("a JSON list"):
+                digest.update((b"," if index else b"") + _canonical_bytes(record))
+            digest.update(b"]")
+        stream.end()
+    finally:
+        stream.close()
+    memo[key] = digest.hexdigest()
+    try:
+        memo_path.parent.mkdir(parents=True, exist_ok=True)
+        _atomic_write_text(memo_path, json.dumps(memo))
+    except OSError as exc:  # a read-only cache: computed again next time
+        log.debug("cannot remember the content digest of %s in %s: %s", path, memo_path, exc)
     return memo[key]
 
 
