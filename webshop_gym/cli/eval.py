@@ -66,9 +66,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "`replay`, summarise with `report`")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     hf = parser.add_argument_group("hf:PATH and openai:MODEL policies")
-    hf.add_argument("--prompt", default="think-answer", choices=["think-answer", "verl-agent", "react", "tools"],
-                    help="prompt format (default think-answer); tools: chat completions with the search/click tools "
-                         "of the TRL environment (openai:MODEL policies only)")
+    hf.add_argument("--prompt", choices=["think-answer", "verl-agent", "react", "tools"],
+                    help="prompt format (default: with --protocol, the protocol's own family format, e.g. verl-agent "
+                         "for verl-agent, react for AgentGym/AgentBench/ETO, think-answer for RAGEN; else "
+                         "think-answer); another format than the protocol's is recorded and shown as not its "
+                         "published setting; tools: chat completions with the search/click tools of the TRL "
+                         "environment (openai:MODEL policies only)")
     hf.add_argument("--max-new-tokens", type=types.at_most(types.positive_int, types.MAX_TOKENS), default=128, metavar="N",
                     help=f"tokens per answer (default 128; at most {types.MAX_TOKENS:,})")
     hf.add_argument("--sample", action="store_true", help="sample instead of greedy decoding")

@@ -29,12 +29,12 @@ import numpy as np
 
 from webshop_gym.error import ProtocolError, ShopMismatch, UnknownProtocol, close_match
 from webshop_gym.protocols import scoring
-from webshop_gym.protocols.idfiles import GOAL_FORMATS, read_goal_records, read_id_file
+from webshop_gym.protocols.idfiles import GOAL_FORMATS, instruction_stem, read_goal_records, read_id_file
 from webshop_gym.protocols.idlists import id_list
 from webshop_gym.protocols.resolve import Episode, reachable_ids, resolve_episodes, spec_ids
 
-__all__ = ["FORMAT", "Protocol", "Resolution", "alias_names", "get_protocol", "load_protocol", "protocol_names",
-           "shop_identity"]
+__all__ = ["FORMAT", "Protocol", "Resolution", "alias_names", "get_protocol", "goal_lookup", "load_protocol",
+           "prompt_text", "protocol_names", "shop_identity"]
 
 FORMAT = "webshop-gym/protocol"
 FORMAT_VERSION = 1
@@ -341,6 +341,12 @@ class Protocol:
         return "file" in self.data["test"]["indices"]
 
     @property
+    def reads_goal_file(self) -> bool:
+        """Whether the test file holds goals matched to the shop's (AgentBoard), not ids."""
+        rule = self.data["test"]["indices"].get("file")
+        return rule is not None and rule.get("format") in GOAL_FORMATS
+
+    @property
     def needs_file(self) -> bool:
         """Whether the test goal ids come from a file the user must supply (no shipped copy)."""
         rule = self.data["test"]["indices"].get("file")
@@ -549,6 +555,20 @@ class Protocol:
         return {"name": self.name, "shop": self.data["shop"]["release"], "goals": self.goal_kind, "n": n,
                 "step_cap": self.step_cap, "metrics": [m.get("label", m["name"]) for m in self.metrics],
                 "source": f"{first['repo']}@{first['commit'][:7]}"}
+
+
+def goal_lookup(goals):
+    """``(asin, instruction stem) -> (goal index, price cap)`` over a goal set, for files that hold goals.
+
+    Args:
+        goals: a :class:`~webshop_gym.data.goals.GoalSet` (its ``asin``, ``instruction`` and
+            ``price_upper`` columns).
+    """
+    table: dict[tuple[str, str], tuple[int, float]] = {}
+    for index in range(len(goals)):
+        key = (str(goals.asin[index]).upper(), instruction_stem(goals.instruction[index]))
+        table.setdefault(key, (index, float(goals.price_upper[index])))
+    return lambda asin, stem: table.get((str(asin).upper(), stem))
 
 
 def prompt_text(prompt: Mapping | None) -> str:

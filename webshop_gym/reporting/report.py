@@ -29,6 +29,7 @@ from webshop_gym.analysis.stats import (
     paired_cells,
 )
 from webshop_gym.analysis.taxonomy import CAUSES, FAMILY, SOLVED, TAG_RULES, TAGS
+from webshop_gym.protocols.comparable import comparison, refusal
 from webshop_gym.protocols.play import display_name, protocol_difference
 from webshop_gym.render.html import template_environment
 from webshop_gym.reporting.plots import PLOTS
@@ -135,18 +136,33 @@ def summarize_run(label: str, run: Run, resamples: int = RESAMPLES, seed: int = 
 
 def _pairing_keys(run: Run) -> dict:
     """A run's scored episodes by what pairs them (:func:`~webshop_gym.analysis.figures.pairing_key`)."""
-    keys = [pairing_key(e.goal_index, e.log.record.get("protocol")) for e in run.episodes]
+    price_seed = (run.header.get("fingerprint") or {}).get("price_seed")
+    keys = [pairing_key(e.goal_index, e.log.record.get("protocol"), price_seed) for e in run.episodes]
     return {k: run.episodes[i] for k, i in paired_positions(keys, [e.errored for e in run.episodes]).items()}
 
 
+def refusal_of(a: Run, b: Run) -> str:
+    """Why runs ``a`` and ``b`` cannot be paired, in one line (``""``: they can).
+
+    Decided from what they played (:mod:`webshop_gym.protocols.comparable`: episodes, step cap,
+    success rule, shop, observation mode, prompt); runs written before protocol records are
+    compared by their protocols and goal sets as before.
+    """
+    fields = comparison(a.header, b.header)
+    if fields is not None:
+        return refusal(fields)
+    refused = protocol_difference(a.protocol, b.protocol)
+    notes = [f"different protocols ({refused})"] if refused else []
+    if a.goal_set and b.goal_set and a.goal_set != b.goal_set:
+        notes.insert(0, f"different goal sets ({a.goal_set} vs {b.goal_set})")
+    return "; ".join(notes)
+
+
 def compare(a: RunSummary, b: RunSummary, resamples: int = RESAMPLES, seed: int = 0) -> Comparison:
-    """Pair run ``b`` with run ``a`` on their common goals (not across different protocols or goal sets)."""
-    refused = protocol_difference(a.run.protocol, b.run.protocol)
-    notes = [f"different protocols, not paired ({refused})"] if refused else []
-    if a.run.goal_set and b.run.goal_set and a.run.goal_set != b.run.goal_set:
-        notes.insert(0, f"different goal sets ({a.run.goal_set} vs {b.run.goal_set}): not paired")
-    if notes:
-        return Comparison(a, b, None, "; ".join(notes))
+    """Pair run ``b`` with run ``a`` on their common episodes (not when they played different things: :func:`refusal_of`)."""
+    refused = refusal_of(a.run, b.run)
+    if refused:
+        return Comparison(a, b, None, f"not paired: {refused}")
     goals_a, goals_b = _pairing_keys(a.run), _pairing_keys(b.run)
     common = sorted(set(goals_a) & set(goals_b), key=pairing_order)
     if not common:
