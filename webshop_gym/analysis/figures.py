@@ -128,6 +128,8 @@ def _protocol_rows(protocol: Protocol, episodes: Sequence[dict]) -> tuple[list[d
                "goal": extra.get("item", e.get("goal_index")), "trial": 0}
         if extra.get("draw") is not None:
             row["draw"] = extra["draw"]
+        if extra.get("progress") is not None:  # AgentBoard's progress rate, recorded by the loop that played it
+            row["progress"] = float(extra["progress"])
         if samples > 1:
             row["sample"] = extra.get("sample", 0)
         rows.append(row)

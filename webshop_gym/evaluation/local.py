@@ -40,7 +40,7 @@ from webshop_gym.agents.policies import make_policy
 from webshop_gym.analysis.figures import BREAKDOWN, summarize
 from webshop_gym.envs.vector_env import WebShopVectorEnv
 from webshop_gym.error import InvalidArgument
-from webshop_gym.evaluation.episode import episode_seed, mark_reachability, slim_info
+from webshop_gym.evaluation.episode import episode_seed, mark_reachability, progress_rate, slim_info
 from webshop_gym.evaluation.plan import choose_prompt, played_prompt, prepare, protocol_of
 from webshop_gym.evaluation.served import (
     accounting_rows,
@@ -404,6 +404,8 @@ def evaluate(
                 if tagged:
                     episode["ordinal"] = planned.ordinal
                     episode["protocol"] = {**planned.as_dict(), "policy_seed": seeds[entry]}
+                    if plan.reports_progress:
+                        episode["protocol"]["progress"] = round(progress_rate(group_shop, episode), 6)
                 if writer is not None:
                     writer.add(episode, shop=group_shop)
                 if bar is not None:
@@ -417,7 +419,7 @@ def evaluate(
                                    eval_goals=[e.goal for e in group])
             part: dict = {}
             try:
-                episodes += rollout(env, factory, seed=seed, stats=part, record=writer is not None,
+                episodes += rollout(env, factory, seed=seed, stats=part, record=writer is not None or plan.reports_progress,
                                     on_episode=mark_reachability(group_shop, finished), goals=[e.goal for e in group], seeds=seeds)
             finally:
                 env.close()

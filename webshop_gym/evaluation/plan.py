@@ -55,6 +55,11 @@ class EvaluationPlan:
         return int(self.protocol.samples_per_goal)
 
     @property
+    def reports_progress(self) -> bool:
+        """Whether a metric of the protocol averages AgentBoard's progress rate (the loops then record it per episode)."""
+        return any(m.get("of") == "progress" for m in self.protocol.metrics)
+
+    @property
     def shop(self) -> Shop:
         """The shop of the first episode (the run line's shop and fingerprint)."""
         return self.shops[self.episodes[0].price_seed] if self.episodes else next(iter(self.shops.values()))

@@ -333,6 +333,8 @@ def published_table(report: Report) -> tuple[list[str], list[list[str]]]:
     header = ["method", "protocol", "fingerprint", "Score", "SR % [95% CI]", "valid %", "mean steps"]
     for k in sampled:
         header += [f"mean@{k}", f"pass@{k}"]
+    family = _family_metrics(report)
+    header += family
     rows = []
     for group in protocol_groups(report):
         for row in group["rows"]:
@@ -343,8 +345,23 @@ def published_table(report: Report) -> tuple[list[str], list[list[str]]]:
             for k in sampled:
                 mine = pf.get("samples") == k
                 cells += [_f(pf.get(f"mean@{k}")) if mine else "-", _f(pf.get(f"pass@{k}")) if mine else "-"]
+            own = {m["label"]: m["value"] for m in pf.get("metrics") or () if m["label"] in family}
+            cells += [_f(own.get(label)) for label in family]
             rows.append(cells)
     return header, rows
+
+
+def _family_metrics(report: Report) -> list[str]:
+    """Labels of the protocols' own metrics that are not Score or SR (AgentBoard's Progress, ETO's Success (any
+    purchase)): a published-table column each, ``-`` for runs whose protocol has none."""
+    out: list[str] = []
+    for row in report.rows:
+        for m in (row.figures.get("protocol") or {}).get("metrics") or ():
+            plain = {"raw_reward": row.figures.get("score"), "success": row.figures.get("sr")}.get(m["of"])
+            same = m["value"] is not None and plain is not None and abs(m["value"] - plain) < 1e-9
+            if not same and m["label"] not in out and m["label"] not in ("Score", "SR"):
+                out.append(m["label"])
+    return out
 
 
 _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
