@@ -69,7 +69,8 @@ def test_sampling_from_an_id_array_follows_the_weights(real_shop):
 def test_protocols_lists_one_line_each(capsys):
     assert main(["protocols"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert len([x for x in lines if x and not x.startswith(" ")]) == len(protocol_names())
+    assert len([x for x in lines if x and not x.startswith(("aliases:", " "))]) == len(protocol_names())
+    assert lines[-1].startswith("aliases: ") and "agenttuning = agentbench" in lines[-1]
     line = next(x for x in lines if x.startswith("verl-agent "))
     for part in ("shop 1k", "synthetic", "n  256", "cap  15", "SR/Score", "langfengQ/verl-agent@796ed31"):
         assert part in line
@@ -79,7 +80,8 @@ def test_protocols_show_prints_the_card(capsys):
     assert main(["protocols", "show", "webshop-paper"]) == 0
     out = capsys.readouterr().out
     for part in ("webshop-paper (version 1)", "shop: the full release", "goal ids: 0-499", "step cap: 100",
-                 "definition digest:", "fingerprint: give --shop DIR", "princeton-nlp/WebShop baseline_models/test.py @ 64fa2a5c15c7"):
+                 "definition digest:", "fingerprint: give --shop DIR", "princeton-nlp/WebShop baseline_models/test.py:130 @ 64fa2a5c15c7",
+                 "observation: text_rich", "prompt: none (the family fixes no prompt)", "decided here"):
         assert part in out
     assert main(["protocols", "show", "verl-agent", "--seed", "0", "--validation", "1", "--json"]) == 0
     card = json.loads(capsys.readouterr().out)

@@ -35,7 +35,8 @@ def _header(path: Path) -> dict:
 
 
 def test_a_plain_run_and_verl_agent_500_played_the_same_thing(played):
-    from webshop_gym.protocols.comparable import FIELDS as ORDER, comparison, refusal
+    from webshop_gym.protocols.comparable import FIELDS as ORDER
+    from webshop_gym.protocols.comparable import comparison, refusal
 
     assert list(ORDER) == FIELDS
     plain, named = _header(played / "plain.jsonl"), _header(played / "named.jsonl")

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
+from webshop_gym.data.jsonstream import JsonStream
 from webshop_gym.error import DataError, ShopNotFound
 from webshop_gym.utils.paths import cache_dir, umask
 
@@ -136,9 +137,9 @@ def _first_char(path: Path) -> str:
 
 
 def content_sha256(path: Path, byte_sha256: str | None = None) -> str:
-    """The SHA-256 of a JSON file's canonical content: what it says, not how it is written.
+    r"""The SHA-256 of a JSON file's canonical content: what it says, not how it is written.
 
-    Indentation, line ends, key order inside records, escapes (``\\u00e9`` or ``é``) and a byte-order
+    Indentation, line ends, key order inside records, escapes (``\u00e9`` or ``é``) and a byte-order
     mark do not count; a product's fields, their values and the order of the records do.  A list
     file (the products) digests its records in order, each dumped canonically
     (``sort_keys``, no spaces, ASCII escapes): the SHA-256 of the canonical dump of the whole
@@ -150,8 +151,6 @@ def content_sha256(path: Path, byte_sha256: str | None = None) -> str:
         path: the JSON file.
         byte_sha256: its byte digest, when known (:func:`file_sha256` otherwise).
     """
-    from webshop_gym.data.jsonstream import JsonStream  # the streaming reader (records is below it)
-
     byte_sha256 = byte_sha256 or file_sha256(path)
     memo_path = cache_dir(create=False) / "content-digests.json"
     key = f"v{CONTENT_DIGEST_VERSION}|{byte_sha256}"

@@ -6,6 +6,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from webshop_gym.reward.reachability import best_options
+
 __all__ = ["SLIM_KEYS", "episode_seed", "mark_reachability", "progress_rate", "slim_info"]
 
 #: The ``info`` keys a policy is handed each step (the rest stays with the engine).
@@ -62,8 +64,6 @@ def progress_rate(shop, episode: dict) -> float:
             ``available_actions`` per step, and the ``action``), ``final_info``, ``reward`` and
             ``purchased``.
     """
-    from webshop_gym.reward.reachability import best_options  # only protocols that report progress
-
     goal = int(episode["goal_index"])
     best: dict[int, float] = {}
 

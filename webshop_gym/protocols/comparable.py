@@ -83,8 +83,11 @@ def _success(definition: Mapping) -> str:
 
 
 def _shop(header: Mapping, with_goal_set: bool) -> tuple[dict | None, str]:
-    """A run's shop identity and its words; the goal set counts only where the episodes are the same
-    (their price seeds already name the prices, so another goal set then says nothing new)."""
+    """A run's shop identity and its words.
+
+    The goal set counts only where the episodes are the same: their price seeds already name
+    the prices, so another goal set then says nothing new.
+    """
     fp = header.get("fingerprint")
     if not isinstance(fp, Mapping):
         return None, "not recorded"

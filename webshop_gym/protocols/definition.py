@@ -19,7 +19,6 @@ import functools
 import hashlib
 import json
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
@@ -29,15 +28,19 @@ import numpy as np
 
 from webshop_gym.error import ProtocolError, ShopMismatch, UnknownProtocol, close_match
 from webshop_gym.protocols import scoring
-from webshop_gym.protocols.idfiles import GOAL_FORMATS, instruction_stem, read_goal_records, read_id_file
+from webshop_gym.protocols.checks import FORMAT, FORMAT_VERSION, fail, validate
+from webshop_gym.protocols.idfiles import (
+    GOAL_FORMATS,
+    instruction_stem,
+    read_goal_records,
+    read_id_file,
+)
 from webshop_gym.protocols.idlists import id_list
 from webshop_gym.protocols.resolve import Episode, reachable_ids, resolve_episodes, spec_ids
 
-__all__ = ["FORMAT", "Protocol", "Resolution", "alias_names", "get_protocol", "goal_lookup", "load_protocol",
+__all__ = ["FORMAT", "FORMAT_VERSION", "Protocol", "Resolution", "alias_names", "get_protocol", "goal_lookup", "load_protocol",
            "prompt_text", "protocol_names", "shop_identity"]
 
-FORMAT = "webshop-gym/protocol"
-FORMAT_VERSION = 1
 SEMANTIC_FIELDS = ("shop", "goal_kind", "test", "price_seed", "step_cap", "reward", "success", "metrics",
                    "aggregate", "samples_per_goal", "observation", "prompt")
 """The fields a number depends on: the protocol fingerprint digests these (not names, citations or notes)."""
@@ -47,145 +50,8 @@ SHOP_IDENTITY = ("content", "products", "goals", "goal_kind")
 data files (formatting does not count), the counts and the goal kind (prices enter per episode,
 as price seeds).  A shop fingerprint written before content digests falls back to its file bytes."""
 
-OBSERVATION_MODES = ("text", "text_rich", "html", "url")
-"""The env's observation modes (``webshop_gym.engine.OBSERVATION_MODES``; this layer does not import the engine)."""
-
-PROMPT_FORMATS = ("think-answer", "verl-agent", "react", "tools")
-"""The prompt formats of this package's LLM adapters (``webshop_gym.agents.prompts`` and the served ``tools``)."""
-
 MAX_RANDOMSTATE_SEED = 2**32 - 1
 """numpy's ``RandomState`` takes seeds in 0 .. 2**32 - 1 (verl-agent's per-validation draws use one)."""
-
-
-def _fail(path, message: str):
-    raise ProtocolError(f"{path}: {message}")
-
-
-def _expect(path, data: Mapping, key: str, kind, check=None, what: str | None = None):
-    if key not in data:
-        _fail(path, f"missing field {key!r}")
-    value = data[key]
-    ok = isinstance(value, kind) and not (isinstance(value, bool) and kind in (int, (int, float)))
-    if not ok or (check is not None and not check(value)):
-        _fail(path, f"field {key!r} must be {what or getattr(kind, '__name__', kind)}, got {value!r}")
-    return value
-
-
-def _check_spec(path, spec, part: str) -> None:
-    if not isinstance(spec, dict):
-        _fail(path, f"field {part!r} must be a goal spec (an object), got {spec!r}")
-    order = _expect(path, spec, "list", dict)
-    shuffle = order.get("shuffle_seed", 233)
-    if shuffle != "worker" and (isinstance(shuffle, bool) or not isinstance(shuffle, int)):
-        _fail(path, f"{part}.list.shuffle_seed must be an integer or 'worker', got {shuffle!r}")
-    indices = _expect(path, spec, "indices", dict)
-    rules = [k for k in ("range", "draw", "seeds", "file", "ids") if k in indices]
-    if len(rules) != 1 or len(indices) != 1:
-        _fail(path, f"{part}.indices must hold exactly one of range, draw, seeds, file, ids; got {sorted(indices)}")
-    rule = indices[rules[0]]
-    if rules[0] == "range" and not (isinstance(rule, list) and len(rule) == 2 and isinstance(rule[0], int)
-                                    and (rule[1] is None or (isinstance(rule[1], int) and rule[1] > rule[0]))):
-        _fail(path, f"{part}.indices.range must be [start, stop] with stop > start (or null: to the end), got {rule!r}")
-    if rules[0] == "draw":
-        for key in ("population", "size"):
-            if key not in rule:
-                _fail(path, f"{part}.indices.draw needs {key!r}")
-    if rules[0] == "seeds":
-        for key in ("count", "mod", "add"):
-            if not isinstance(rule.get(key), int):
-                _fail(path, f"{part}.indices.seeds needs an integer {key!r}")
-    if rules[0] == "file" and not isinstance(rule.get("format"), str):
-        _fail(path, f"{part}.indices.file needs a 'format'")
-    for key in ("shipped", "starts_with") if rules[0] == "file" else ("list",) if rules[0] == "ids" else ():
-        if rule.get(key) is not None or key == "list":
-            _check_id_list(path, f"{part}.indices.{rules[0]}.{key}", rule.get(key),
-                           rule.get("count") if key != "starts_with" else None)
-    if (shuffle == "worker" or rules[0] == "draw") and not isinstance(spec.get("workers"), dict):
-        _fail(path, f"{part} reads per-worker goal lists: it needs 'workers' (seed_offset, count)")
-
-
-def _check_id_list(path, where: str, name, count) -> None:
-    try:
-        ids = id_list(name).ids
-    except ProtocolError as exc:
-        _fail(path, f"{where}: {exc}")
-    if count is not None and len(ids) != count:
-        _fail(path, f"{where}: list {name!r} holds {len(ids)} ids, the protocol expects {count}")
-
-
-def _check_source(path, s) -> None:
-    if not (isinstance(s, dict) and all(isinstance(s.get(k), str) for k in ("field", "repo", "file", "commit", "read"))
-            and re.fullmatch(r"[0-9a-f]{40}", s["commit"])):
-        _fail(path, f"each source needs field, repo, file, a 40-hex commit and read; got {s!r}")
-    line = s.get("line")
-    if line is not None and (isinstance(line, bool) or not isinstance(line, int) or line < 1):
-        _fail(path, f"a source's line must be an integer >= 1, got {line!r}")
-
-
-def _check_played(path, data) -> None:
-    """``observation`` ({mode}) and ``prompt`` ({format, history}): what the family's agents read."""
-    observation = _expect(path, data, "observation", dict)
-    if observation.get("mode") not in OBSERVATION_MODES or set(observation) != {"mode"}:
-        _fail(path, f"field 'observation' must be {{\"mode\": one of {', '.join(OBSERVATION_MODES)}}}, got {observation!r}")
-    prompt = _expect(path, data, "prompt", dict)
-    fmt, history = prompt.get("format"), prompt.get("history")
-    if (fmt is not None and fmt not in PROMPT_FORMATS) or set(prompt) - {"format", "history"} or "format" not in prompt:
-        _fail(path, f"field 'prompt' must be {{\"format\": null or one of {', '.join(PROMPT_FORMATS)}, \"history\": "
-                    f"null or turns}}, got {prompt!r}")
-    if history is not None and (isinstance(history, bool) or not isinstance(history, int) or history < 0):
-        _fail(path, f"prompt.history must be null (every earlier turn) or an integer >= 0, got {history!r}")
-
-
-def _validate(path, data) -> None:
-    if not isinstance(data, dict):
-        _fail(path, "a protocol file is a JSON object")
-    if data.get("format") != FORMAT:
-        _fail(path, f"not a protocol file: format {data.get('format')!r}, expected {FORMAT!r}")
-    if data.get("format_version") != FORMAT_VERSION:
-        _fail(path, f"format_version {data.get('format_version')!r} is not supported (expected {FORMAT_VERSION})")
-    _expect(path, data, "name", str, lambda v: re.fullmatch(r"[a-z0-9][a-z0-9.-]*", v) is not None, "a lowercase name")
-    _expect(path, data, "version", int, lambda v: v >= 1, "an integer >= 1")
-    for key in ("title", "family", "reports"):
-        _expect(path, data, key, str)
-    shop = _expect(path, data, "shop", dict)
-    if shop.get("release") not in ("1k", "full", "any"):
-        _fail(path, f"shop.release must be '1k', 'full' or 'any', got {shop.get('release')!r}")
-    _expect(path, data, "goal_kind", str, lambda v: v in ("synthetic", "human", "any"), "'synthetic', 'human' or 'any'")
-    seed = data.get("seed", None)
-    if seed is not None and not (isinstance(seed, dict) and isinstance(seed.get("default"), int) and isinstance(seed.get("name"), str)):
-        _fail(path, f"field 'seed' must be null or {{name, default}}, got {seed!r}")
-    _check_spec(path, data.get("test"), "test")
-    if data.get("train") is not None:
-        _check_spec(path, data["train"], "train")
-    price = data.get("price_seed", 0)
-    if price != "worker" and (isinstance(price, bool) or not isinstance(price, int)):
-        _fail(path, f"field 'price_seed' must be an integer or 'worker', got {price!r}")
-    _expect(path, data, "step_cap", int, lambda v: v >= 1, "an integer >= 1")
-    reward = _expect(path, data, "reward", dict)
-    if reward.get("transform") not in ("raw", "indicator"):
-        _fail(path, f"reward.transform must be 'raw' or 'indicator', got {reward.get('transform')!r}")
-    if reward["transform"] == "indicator" and not all(isinstance(reward.get(k), (int, float)) for k in ("success_value", "failure_value")):
-        _fail(path, "reward.transform 'indicator' needs success_value and failure_value")
-    success = _expect(path, data, "success", dict)
-    if not isinstance(success.get("raw_at_least"), (int, float)):
-        _fail(path, "success needs raw_at_least (a number)")
-    metrics = _expect(path, data, "metrics", list, lambda v: len(v) > 0, "a non-empty list")
-    for m in metrics:
-        if not (isinstance(m, dict) and isinstance(m.get("name"), str) and m.get("of") in scoring.METRIC_INPUTS):
-            _fail(path, f"each metric needs a name and of ({', '.join(map(repr, scoring.METRIC_INPUTS))}), got {m!r}")
-    aggregate = _expect(path, data, "aggregate", dict)
-    if aggregate.get("over") not in ("episodes", "draws", "trials"):
-        _fail(path, f"aggregate.over must be 'episodes', 'draws' or 'trials', got {aggregate.get('over')!r}")
-    _expect(path, data, "samples_per_goal", int, lambda v: v >= 1, "an integer >= 1")
-    _check_played(path, data)
-    sources = _expect(path, data, "sources", list, lambda v: len(v) > 0, "a non-empty list")
-    for source in sources:
-        _check_source(path, source)
-    _expect(path, data, "notes", list)
-    aliases = _expect(path, data, "aliases", list)
-    for alias in aliases:
-        if not isinstance(alias, str) or re.fullmatch(r"[a-z0-9][a-z0-9.-]*", alias) is None or alias == data["name"]:
-            _fail(path, f"each alias must be a lowercase name other than the protocol's, got {alias!r}")
 
 
 def _canonical_json(value) -> bytes:
@@ -586,10 +452,10 @@ def _set_path(path, data: dict, dotted: str, value) -> None:
     node = data
     for key in keys[:-1]:
         if not isinstance(node, dict) or key not in node:
-            _fail(path, f"set: {dotted!r} names no field of the protocol it extends ({key!r} is missing)")
+            fail(path, f"set: {dotted!r} names no field of the protocol it extends ({key!r} is missing)")
         node = node[key]
     if not isinstance(node, dict) or not keys[-1]:
-        _fail(path, f"set: {dotted!r} names no field of the protocol it extends")
+        fail(path, f"set: {dotted!r} names no field of the protocol it extends")
     node[keys[-1]] = copy.deepcopy(value)
 
 
@@ -602,10 +468,10 @@ def _extended(path, data: dict) -> dict:
     """
     base_name = data["extends"]
     if not isinstance(base_name, str) or base_name not in protocol_names():
-        _fail(path, f"extends: {base_name!r} is not a shipped protocol")
+        fail(path, f"extends: {base_name!r} is not a shipped protocol")
     base = get_protocol(base_name)
     if base.data.get("extends"):
-        _fail(path, f"extends: {base_name!r} extends another protocol itself (one level only)")
+        fail(path, f"extends: {base_name!r} extends another protocol itself (one level only)")
     merged = copy.deepcopy(base.data)
     own_sources = data.get("sources") or []
     replaced = {s.get("field") for s in own_sources if isinstance(s, dict)}
@@ -639,13 +505,13 @@ def load_protocol(path: str | os.PathLike) -> Protocol:
         raise ProtocolError(f"{path}: not a protocol file ({type(exc).__name__})") from None
     if isinstance(data, dict) and "extends" in data:
         if not isinstance(data.get("set", {}), dict):
-            _fail(path, "set must be an object of dotted field paths and values")
+            fail(path, "set must be an object of dotted field paths and values")
         data = _extended(path, data)
     if isinstance(data, dict):
         for key, default in (("seed", None), ("train", None), ("price_seed", 0), ("samples_per_goal", 1), ("notes", []),
                              ("aliases", [])):
             data.setdefault(key, default)
-    _validate(path, data)
+    validate(path, data)
     return Protocol(data, str(path))
 
 

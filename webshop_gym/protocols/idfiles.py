@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from webshop_gym.error import ProtocolError
+from webshop_gym.protocols.idlists import id_list
 
 __all__ = ["FORMATS", "GOAL_FORMATS", "MAX_BYTES", "MAX_ID", "instruction_stem", "read_goal_records", "read_id_file"]
 
@@ -193,8 +194,6 @@ def _check_prefix(path: Path, ids: list[int], rule: Mapping, protocol: str) -> N
     name = rule.get("starts_with")
     if not name:
         return
-    from webshop_gym.protocols.idlists import id_list  # a shipped list, read once
-
     published = id_list(name)
     head = published.ids.tolist()
     if ids[: len(head)] != head:

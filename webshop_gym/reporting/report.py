@@ -352,8 +352,10 @@ def published_table(report: Report) -> tuple[list[str], list[list[str]]]:
 
 
 def _family_metrics(report: Report) -> list[str]:
-    """Labels of the protocols' own metrics that are not Score or SR (AgentBoard's Progress, ETO's Success (any
-    purchase)): a published-table column each, ``-`` for runs whose protocol has none."""
+    """Labels of the protocols' own metrics that are not Score or SR, a published-table column each.
+
+    AgentBoard's Progress, ETO's Success (any purchase); ``-`` for runs whose protocol has none.
+    """
     out: list[str] = []
     for row in report.rows:
         for m in (row.figures.get("protocol") or {}).get("metrics") or ():
