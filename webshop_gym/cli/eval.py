@@ -49,7 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     protocol.add_argument("--validation", type=types.at_most(types.non_negative_int, 10_000), metavar="K",
                           help="the K-th validation of a protocol that draws goals per validation (verl-agent; default 0; at most 10,000)")
     protocol.add_argument("--protocol-file", metavar="FILE", type=types.existing_file,
-                          help="the protocol's goal-id file in its family's format (agentgym, seed-fairness)")
+                          help="the protocol's goal-id file in its family's format (seed-fairness, agentboard; agentgym: "
+                               "your copy instead of the shipped one)")
     protocol.add_argument("--samples", type=types.at_most(types.positive_int, 1000), default=1, metavar="K",
                           help="play every goal K times, each with its own recorded seed (sampling policies); "
                                "reports mean@K and pass@K beside Score and SR (default 1; at most 1,000)")

@@ -98,28 +98,36 @@ def find_shop_files(directory: str | os.PathLike) -> ShopFiles:
     )
 
 
-def file_sha256(path: Path) -> str:
-    """Return the SHA-256 of a file, remembered by (path, size, mtime) in the cache folder."""
-    stat = path.stat()
-    memo_path = cache_dir(create=False) / "file-hashes.json"
-    key = f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}"
+def _remembered(memo_name: str, key: str, path: Path, compute) -> str:
+    """``compute()``, remembered under ``key`` in the cache folder's ``memo_name`` (a read-only cache: not remembered)."""
+    memo_path = cache_dir(create=False) / memo_name
     try:
         memo = json.loads(memo_path.read_text())
     except (OSError, ValueError):
         memo = {}
     if key in memo:
         return memo[key]
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 22), b""):
-            digest.update(block)
-    memo[key] = digest.hexdigest()
+    memo[key] = compute()
     try:
         memo_path.parent.mkdir(parents=True, exist_ok=True)
         _atomic_write_text(memo_path, json.dumps(memo))
-    except OSError as exc:  # a read-only cache: the hash is simply not remembered
-        log.debug("cannot remember the hash of %s in %s: %s", path, memo_path, exc)
+    except OSError as exc:  # a read-only cache: computed again next time
+        log.debug("cannot remember %s of %s in %s: %s", memo_name, path, memo_path, exc)
     return memo[key]
+
+
+def file_sha256(path: Path) -> str:
+    """Return the SHA-256 of a file, remembered by (path, size, mtime) in the cache folder."""
+    stat = path.stat()
+
+    def compute() -> str:
+        digest = hashlib.sha256()
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 22), b""):
+                digest.update(block)
+        return digest.hexdigest()
+
+    return _remembered("file-hashes.json", f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}", path, compute)
 
 
 CONTENT_DIGEST_VERSION = 1
@@ -151,37 +159,26 @@ def content_sha256(path: Path, byte_sha256: str | None = None) -> str:
         path: the JSON file.
         byte_sha256: its byte digest, when known (:func:`file_sha256` otherwise).
     """
-    byte_sha256 = byte_sha256 or file_sha256(path)
-    memo_path = cache_dir(create=False) / "content-digests.json"
-    key = f"v{CONTENT_DIGEST_VERSION}|{byte_sha256}"
-    try:
-        memo = json.loads(memo_path.read_text())
-    except (OSError, ValueError):
-        memo = {}
-    if key in memo:
-        return memo[key]
-    digest = hashlib.sha256()
-    stream = JsonStream(path)
-    try:
-        if _first_char(path) == "{":
-            members = sorted((name, hashlib.sha256(_canonical_bytes(value)).hexdigest())
-                             for name, value in stream.members("a JSON object"))
-            digest.update(_canonical_bytes(dict(members)))
-        else:
-            digest.update(b"[")
-            for index, record in stream.items("a JSON list"):
-                digest.update((b"," if index else b"") + _canonical_bytes(record))
-            digest.update(b"]")
-        stream.end()
-    finally:
-        stream.close()
-    memo[key] = digest.hexdigest()
-    try:
-        memo_path.parent.mkdir(parents=True, exist_ok=True)
-        _atomic_write_text(memo_path, json.dumps(memo))
-    except OSError as exc:  # a read-only cache: computed again next time
-        log.debug("cannot remember the content digest of %s in %s: %s", path, memo_path, exc)
-    return memo[key]
+    def compute() -> str:
+        digest = hashlib.sha256()
+        stream = JsonStream(path)
+        try:
+            if _first_char(path) == "{":
+                members = sorted((name, hashlib.sha256(_canonical_bytes(value)).hexdigest())
+                                 for name, value in stream.members("a JSON object"))
+                digest.update(_canonical_bytes(dict(members)))
+            else:
+                digest.update(b"[")
+                for index, record in stream.items("a JSON list"):
+                    digest.update((b"," if index else b"") + _canonical_bytes(record))
+                digest.update(b"]")
+            stream.end()
+        finally:
+            stream.close()
+        return digest.hexdigest()
+
+    key = f"v{CONTENT_DIGEST_VERSION}|{byte_sha256 or file_sha256(path)}"
+    return _remembered("content-digests.json", key, path, compute)
 
 
 def _atomic_write_text(path: Path, text: str) -> None:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from webshop_gym.protocols.definition import prompt_text, shop_identity
 
-__all__ = ["FIELDS", "Field", "comparison", "episode_set_digest", "refusal"]
+__all__ = ["FIELDS", "Field", "comparison", "episode_set_digest", "goals_text", "refusal"]
 
 FIELDS = ("episodes", "step cap", "success rule", "shop", "observation mode", "prompt")
 """The fields two runs must share to be paired, in the order they are shown."""
@@ -50,18 +50,19 @@ class Field:
     differs: bool
 
 
-def _goals_words(definition: Mapping) -> str:
+def goals_text(definition: Mapping) -> str:
+    """A definition's test goals in words: ``0-499``, ``drawn per validation``, ``in list eto-test``, ..."""
     indices = (definition.get("test") or {}).get("indices") or {}
     if "range" in indices:
         a, b = indices["range"]
-        return f"goals {a}-{'end' if b is None else b - 1}"
+        return f"{a}-{'end' if b is None else b - 1}"
     if "draw" in indices:
-        return "goals drawn per validation"
+        return "drawn per validation"
     if "seeds" in indices:
-        return "goals from env seeds"
+        return "from env seeds"
     if "ids" in indices:
-        return f"the goals of list {indices['ids'].get('list')}"
-    return "goals from a file"
+        return f"in list {indices['ids'].get('list')}"
+    return "from a file"
 
 
 def _episodes(record: Mapping) -> tuple[str | None, str]:
@@ -71,7 +72,7 @@ def _episodes(record: Mapping) -> tuple[str | None, str]:
     seeds = record.get("price_seeds") or []
     shown = ", ".join(map(str, seeds[:3])) + (f" ... ({len(seeds):,} in all)" if len(seeds) > 3 else "")
     text = (f"{played:,} episodes" + (f" x {samples} samples" if samples > 1 else "")
-            + f" of {_goals_words(record.get('definition') or {})} at price seed{'s' if len(seeds) > 1 else ''} {shown or '?'}")
+            + f" of goals {goals_text(record.get('definition') or {})} at price seed{'s' if len(seeds) > 1 else ''} {shown or '?'}")
     return record.get("episode_set"), text
 
 

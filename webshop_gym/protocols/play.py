@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from webshop_gym.error import InvalidArgument
-from webshop_gym.protocols.comparable import episode_set_digest
+from webshop_gym.protocols.comparable import episode_set_digest, goals_text
 from webshop_gym.protocols.definition import (
     FORMAT,
     FORMAT_VERSION,
@@ -206,18 +206,6 @@ def display_name(record: Mapping | None) -> str:
     return name + (f" ({', '.join(extra)})" if extra else "")
 
 
-def _goals_text(definition: Mapping) -> str:
-    indices = (definition.get("test") or {}).get("indices") or {}
-    if "range" in indices:
-        a, b = indices["range"]
-        return f"{a}-{'end' if b is None else b - 1}"
-    if "draw" in indices:
-        return "drawn per validation"
-    if "seeds" in indices:
-        return "from env seeds"
-    return "from a file"
-
-
 _FIELD_WORDS = {
     "shop": "the shop it needs", "goal_kind": "the goal kind", "test": "the test goals", "price_seed": "the price seed",
     "step_cap": "the step cap", "reward": "the reward transform", "success": "the success rule",
@@ -228,7 +216,7 @@ _FIELD_WORDS = {
 
 def _value_text(key: str, value) -> str:
     if key == "test" and isinstance(value, Mapping):
-        return _goals_text({"test": value})
+        return goals_text({"test": value})
     if key == "reward" and isinstance(value, Mapping):
         return "raw" if value.get("transform") == "raw" else f"{value.get('success_value')}/{value.get('failure_value')}"
     if key == "success" and isinstance(value, Mapping):
