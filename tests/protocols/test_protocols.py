@@ -293,5 +293,8 @@ def test_protocol_files_ship_with_the_package():
     root = Path(__file__).resolve().parents[2]
     config = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
     assert "webshop_gym.protocols" in config["packages"]
-    assert config["package-data"]["webshop_gym.protocols"] == ["data/*.json"]
+    assert config["package-data"]["webshop_gym.protocols"] == ["data/*.json", "data/ids/*.json"]
     assert sorted(p.stem for p in (root / "webshop_gym" / "protocols" / "data").glob("*.json")) == list(protocol_names())
+    from webshop_gym.protocols.idlists import id_list_names
+
+    assert sorted(p.stem for p in (root / "webshop_gym" / "protocols" / "data" / "ids").glob("*.json")) == list(id_list_names())
