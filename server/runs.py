@@ -60,6 +60,7 @@ from webshop_gym.analysis.intervals import METHOD, RESAMPLES, fmt, score_interva
 from webshop_gym.analysis.stats import PAIRED_COLUMNS, paired, paired_cells
 from webshop_gym.analysis.taxonomy import CAUSES, FAMILIES, FAMILY
 from webshop_gym.error import Error
+from webshop_gym.protocols.comparable import comparison, refusal
 from webshop_gym.protocols.play import ADHOC, display_name, protocol_difference
 from webshop_gym.render.html import Nav, stylesheet
 from webshop_gym.reporting.completeness import completeness_of
@@ -274,7 +275,7 @@ def _shop_refusal(run_a: RunIndex, run_b: RunIndex) -> tuple[str, list[tuple[str
         which = "neither run records" if not fa and not fb else "one of the runs records no"
         return (f"{which} a shop fingerprint, so it cannot be told whether they played the same goals "
                 "(logs written without a run line)"), []
-    keys = [k for k in FINGERPRINT_FIELDS if k in fa or k in fb] + sorted(set(fa) | set(fb) - set(FINGERPRINT_FIELDS))
+    keys = [k for k in FINGERPRINT_FIELDS if k in fa or k in fb] + sorted((set(fa) | set(fb)) - set(FINGERPRINT_FIELDS))
     details = [(FINGERPRINT_FIELDS.get(k, k), _fingerprint_text(k, fa.get(k)), _fingerprint_text(k, fb.get(k)))
                for k in keys]
     differ = {k for k in keys if k != "catalog" and fa.get(k) != fb.get(k)}  # catalog: changes with the compiler
@@ -299,15 +300,20 @@ def _shop_refusal(run_a: RunIndex, run_b: RunIndex) -> tuple[str, list[tuple[str
 
 
 def _refusal(run_a: RunIndex, run_b: RunIndex) -> tuple[str, list[tuple[str, str, str]]]:
-    """Why two runs cannot be paired goal by goal (another shop or goal set, another protocol), and the details.
+    """Why two runs cannot be paired goal by goal, and the details (field, run a, run b[, differs]).
 
-    Other products or goals are the reason when they differ (the protocols then differ as a
-    consequence); runs of the same shop and goals whose protocols differ are refused for that, in
-    its words (a protocol's own price seeds are then part of the difference).
+    Runs with protocol records are compared on what they played
+    (:mod:`webshop_gym.protocols.comparable`: episodes, step cap, success rule, shop,
+    observation mode, prompt), each field listed once.  Older runs: other products or goals are
+    the reason when they differ; runs of the same shop and goals whose protocols differ are
+    refused for that, in its words.
     """
-    reason, details = _shop_refusal(run_a, run_b)
     if run_a.path == run_b.path:
-        return reason, details
+        return "", []
+    played = comparison(run_a.header, run_b.header)  # what they played, each field once (issue 42 item 5)
+    if played is not None:
+        return refusal(played), [(f.name, f.a, f.b, f.differs) for f in played]
+    reason, details = _shop_refusal(run_a, run_b)
     refused = protocol_difference(run_a.header.get("protocol"), run_b.header.get("protocol"))
     if not refused:
         return reason, details

@@ -12,7 +12,7 @@ from webshop_gym.cli.app import main
 
 def test_fingerprint_identifies_shop_goals_and_prices(default_shop):
     a = default_shop.fingerprint()
-    assert set(a) == {"catalog", "files", "products", "goals", "goal_kind", "price_seed", "goal_set"}
+    assert set(a) == {"catalog", "files", "content", "products", "goals", "goal_kind", "price_seed", "goal_set"}
     assert a["products"] == 1000 and a["goal_kind"] == "synthetic" and a["price_seed"] == 0
     assert set(a["files"]) == {"items_shuffle.json", "items_ins_v2.json", "items_human_ins.json"}
     assert load_shop(progress=False).fingerprint() == a  # stable

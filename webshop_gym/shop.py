@@ -104,9 +104,11 @@ class Shop:
         """What identifies this shop and goal set, so two runs can tell they used the same ones.
 
         Keys: ``catalog`` (the compiled catalog's cache key), ``files`` (SHA-256 of each input
-        file), ``products``, ``goals``, ``goal_kind``, ``price_seed`` and ``goal_set`` (a digest
-        of every goal and product price, see :meth:`~webshop_gym.data.goals.GoalSet.digest`).
-        ``webshop-gym data info`` prints it and every evaluation run records it.
+        file's bytes), ``content`` (SHA-256 of each file's canonical content: formatting does
+        not count, see :func:`~webshop_gym.data.records.content_sha256`), ``products``,
+        ``goals``, ``goal_kind``, ``price_seed`` and ``goal_set`` (a digest of every goal and
+        product price, see :meth:`~webshop_gym.data.goals.GoalSet.digest`).  ``webshop-gym data
+        info`` prints it and every evaluation run records it.
         """
         files = self.catalog.meta.get("files")
         if files is None:  # a cache compiled before file hashes were recorded
@@ -116,6 +118,7 @@ class Shop:
         return {
             "catalog": self.catalog.key,
             "files": {name: digest[:16] for name, digest in sorted(files.items())},
+            "content": self.catalog.content_digests(),
             "products": len(self.catalog),
             "goals": len(self.goals),
             "goal_kind": self.goals.kind,

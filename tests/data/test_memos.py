@@ -144,7 +144,7 @@ def test_the_source_hashes_memo_is_checked_and_bounded_in_bytes(tmp_path, monkey
     from webshop_gym.data import records
 
     monkeypatch.setenv("WEBSHOP_GYM_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(records, "FILE_HASHES_BYTES", 4000)
+    monkeypatch.setattr(records, "MEMO_BYTES", 4000)
     files = []
     for i in range(60):
         path = tmp_path / "src" / f"file-{i:03d}.json"

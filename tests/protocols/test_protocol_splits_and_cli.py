@@ -11,7 +11,7 @@ from webshop_gym import WebShopEnv, WebShopVectorEnv
 from webshop_gym.cli.app import main
 from webshop_gym.error import ShopMismatch, TestGoalsRefused, UnknownProtocol
 from webshop_gym.integrations.trl import WebShopToolEnv, webshop_dataset
-from webshop_gym.protocols import ProtocolSplit, goal_ids
+from webshop_gym.protocols import ProtocolSplit, goal_ids, protocol_names
 
 
 def test_a_protocols_train_goals_are_an_env_split(real_shop):
@@ -69,7 +69,8 @@ def test_sampling_from_an_id_array_follows_the_weights(real_shop):
 def test_protocols_lists_one_line_each(capsys):
     assert main(["protocols"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 13
+    assert len([x for x in lines if x and not x.startswith(("aliases:", " "))]) == len(protocol_names())
+    assert lines[-1].startswith("aliases: ") and "agenttuning = agentbench" in lines[-1]
     line = next(x for x in lines if x.startswith("verl-agent "))
     for part in ("shop 1k", "synthetic", "n  256", "cap  15", "SR/Score", "langfengQ/verl-agent@796ed31"):
         assert part in line
@@ -79,7 +80,8 @@ def test_protocols_show_prints_the_card(capsys):
     assert main(["protocols", "show", "webshop-paper"]) == 0
     out = capsys.readouterr().out
     for part in ("webshop-paper (version 1)", "shop: the full release", "goal ids: 0-499", "step cap: 100",
-                 "definition digest:", "fingerprint: give --shop DIR", "princeton-nlp/WebShop baseline_models/test.py @ 64fa2a5c15c7"):
+                 "definition digest:", "fingerprint: give --shop DIR", "princeton-nlp/WebShop baseline_models/test.py:130 @ 64fa2a5c15c7",
+                 "observation: text_rich", "prompt: none (the family fixes no prompt)", "decided here"):
         assert part in out
     assert main(["protocols", "show", "verl-agent", "--seed", "0", "--validation", "1", "--json"]) == 0
     card = json.loads(capsys.readouterr().out)
@@ -98,19 +100,20 @@ def test_protocols_show_with_the_shop_prints_the_fingerprint(capsys, real_dir):
 
 def test_protocols_show_agentgym_with_its_file(capsys, tmp_path):
     path = tmp_path / "webshop_test.json"
-    path.write_text(json.dumps([{"item_id": f"webshop_{i}", "conversations": None} for i in range(200)]))
+    first10 = [5238, 912, 204, 6074, 2253, 2006, 1828, 1143, 6033, 839]
+    path.write_text(json.dumps([{"item_id": f"webshop_{i}", "conversations": None} for i in first10 + list(range(190))]))
     assert main(["protocols", "show", "agentgym", "--protocol-file", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "goal ids: 0-199" in out and "file sha256" in out
-    assert main(["protocols", "show", "agentgym"]) == 0
-    assert "--protocol-file FILE (webshop_test.json of the Hugging Face dataset AgentGym/AgentEval" in capsys.readouterr().out
+    assert "goal ids: 5238, 912, 204, 6074, 2253, 2006, 1828, 1143, 6033, 839, 0-189" in out and "file sha256" in out
+    assert main(["protocols", "show", "agentgym"]) == 0  # the fork's shipped copy
+    assert "HappynessI/verl-for-AgentGym AgentGym-Data/AgentEval/webshop_test.json" in capsys.readouterr().out
     path.write_text("[]")
     assert main(["protocols", "show", "agentgym", "--protocol-file", str(path)]) == 2
     assert "0 goal ids, protocol 'agentgym' expects 200" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["protocols", "show", "gigpo"], "unknown protocol 'gigpo'; known protocols: agentbench, "),
+    (["protocols", "show", "gigpo"], "unknown protocol 'gigpo' (did you mean 'hgpo'?); known protocols: agentbench, "),
     (["protocols", "show", "react", "--seed", "1"], "protocol 'react' plays fixed goals and takes no seed"),
     (["protocols", "show", "react", "--validation", "2"], "plays the same goals at every validation"),
 ])

@@ -20,6 +20,8 @@ def test_every_family_of_the_issue_has_a_protocol():
     assert set(protocol_names()) >= {
         "webshop-paper", "verl-agent", "verl-agent-500", "seed-fairness", "agentgym", "ragen", "agentbench",
         "agentbench-dev", "react", "reflexion", "lats", "webshop-gym",
+        "verl-agent-1draw", "hgpo", "hgpo-train", "ragen-512", "ragen-small", "ragen-eval", "ragen-full",
+        "eto", "eto-500", "ipr", "wkm", "agentboard", "stateact", "stateact-30",
     }
     for name in protocol_names():
         p = get_protocol(name)
@@ -98,11 +100,13 @@ def test_seed_fairness_ids_index_the_goal_list_shuffled_with_seed_0(tmp_path, go
 
 
 def test_agentgym_item_ids_are_sessions_of_the_reference_order(tmp_path):
-    items = [{"conversations": None, "item_id": f"webshop_{i}"} for i in range(5238, 5238 + 200)]
+    first10 = [5238, 912, 204, 6074, 2253, 2006, 1828, 1143, 6033, 839]  # the fork's webshop_test_10.json
+    ids = first10 + list(range(3000, 3190))
+    items = [{"conversations": None, "item_id": f"webshop_{i}"} for i in ids]
     path = tmp_path / "webshop_test.json"
     path.write_text(json.dumps(items))
     resolved = get_protocol("agentgym").resolve(ids_file=path)
-    assert resolved.goals.tolist() == list(range(5238, 5438))  # base_eval.py: int(item_id.split('_')[-1]) -> reset(session=id)
+    assert resolved.goals.tolist() == ids  # base_eval.py: int(item_id.split('_')[-1]) -> reset(session=id)
     assert get_protocol("agentgym").step_cap == 10
 
 
@@ -151,7 +155,7 @@ def test_seeds_and_validations_that_do_not_apply_are_errors():
     with pytest.raises(ProtocolError, match="same goals at every validation"):
         get_protocol("ragen").resolve(validation=1)
     with pytest.raises(ProtocolError, match="--protocol-file"):
-        get_protocol("agentgym").resolve()
+        get_protocol("seed-fairness").resolve()
     with pytest.raises(ProtocolError, match="does not read a goal-id file"):
         get_protocol("react").resolve(ids_file="x.json")
 
@@ -197,8 +201,9 @@ def test_a_malformed_protocol_file_is_one_line(tmp_path):
 
 
 def _fp(**kw):
-    fp = {"catalog": "c1", "files": {"items_ins_v2_1000.json": "f88a36314a397b53"}, "products": 1000, "goals": N_1K,
-          "goal_kind": "synthetic", "price_seed": 0, "goal_set": "g"}
+    fp = {"catalog": "c1", "files": {"items_ins_v2_1000.json": "f88a36314a397b53"},
+          "content": {"items_ins_v2_1000.json": "8447a900e7c5e996", "items_shuffle_1000.json": "b21f359d6e1180f9"},
+          "products": 1000, "goals": N_1K, "goal_kind": "synthetic", "price_seed": 0, "goal_set": "g"}
     fp.update(kw)
     return fp
 
@@ -209,8 +214,10 @@ def test_shop_checks_name_both_shops():
         get_protocol("webshop-paper").check_shop(_fp())
     message = str(info.value)
     assert "needs the full release" in message and "1,000 products" in message and "catalog c1" in message
-    with pytest.raises(ShopMismatch, match="items_ins_v2_1000.json 0123456789abcdef, not f88a36314a397b53"):
-        get_protocol("verl-agent").check_shop(_fp(files={"items_ins_v2_1000.json": "0123456789abcdef"}))
+    other = {"items_ins_v2_1000.json": "0123456789abcdef", "items_shuffle_1000.json": "b21f359d6e1180f9"}
+    with pytest.raises(ShopMismatch, match="content 0123456789abcdef for items_ins_v2_1000.json, not 8447a900e7c5e996"):
+        get_protocol("verl-agent").check_shop(_fp(content=other))
+    get_protocol("verl-agent").check_shop(_fp(files={"items_ins_v2_1000.json": "0123456789abcdef"}))  # other bytes, same content
     with pytest.raises(ShopMismatch, match="2,000 products, not 1,000"):  # a generated shop
         get_protocol("verl-agent").check_shop(_fp(products=2000, goals=9000))
     get_protocol("webshop-gym").check_shop(_fp(products=5, goals=7))
@@ -231,7 +238,9 @@ def test_fingerprints_are_equal_exactly_when_numbers_are_comparable():
     assert first == va.fingerprint(va.resolve(0), shop)
     assert first != va.fingerprint(va.resolve(0, validation=1), shop)  # other goals
     assert first != va.fingerprint(va.resolve(1), shop)
-    assert first != va.fingerprint(va.resolve(0), _fp(catalog="c2"))  # another shop
+    assert first != va.fingerprint(va.resolve(0), _fp(content={"items_shuffle_1000.json": "x"}))  # another shop
+    # another compiled catalog or other bytes of the same content: the same shop
+    assert first == va.fingerprint(va.resolve(0), _fp(catalog="c2", files={"items_shuffle_1000.json": "y"}))
     assert va.fingerprint(va.resolve(0), shop) == va.fingerprint(va.resolve(0), _fp(price_seed=5, goal_set="x"))
     # the same rules under another name are the same protocol
     renamed = Protocol({**va.data, "name": "my-copy", "title": "t", "sources": [], "notes": []})
@@ -284,5 +293,8 @@ def test_protocol_files_ship_with_the_package():
     root = Path(__file__).resolve().parents[2]
     config = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
     assert "webshop_gym.protocols" in config["packages"]
-    assert config["package-data"]["webshop_gym.protocols"] == ["data/*.json"]
+    assert config["package-data"]["webshop_gym.protocols"] == ["data/*.json", "data/ids/*.json"]
     assert sorted(p.stem for p in (root / "webshop_gym" / "protocols" / "data").glob("*.json")) == list(protocol_names())
+    from webshop_gym.protocols.idlists import id_list_names
+
+    assert sorted(p.stem for p in (root / "webshop_gym" / "protocols" / "data" / "ids").glob("*.json")) == list(id_list_names())

@@ -121,7 +121,7 @@ def test_eval_prints_the_protocol_and_its_fingerprint(real_dir, capsys):
     (["--protocol", "ragen", "--human-goals"], "--human-goals contradicts --protocol ragen"),
     (["--protocol", "ragen", "--price-seed", "3"], "--price-seed contradicts --protocol ragen"),
     (["--protocol", "webshop-paper"], "protocol 'webshop-paper' needs the full release"),
-    (["--protocol", "agentgym"], "pass your copy with --protocol-file FILE"),
+    (["--protocol", "seed-fairness"], "pass your copy with --protocol-file FILE"),
     (["--protocol", "ragen", "--validation", "1"], "protocol 'ragen' plays the same goals at every validation"),
     (["--validation", "1"], "--validation applies to --protocol NAME only"),
     (["--protocol", "verl-agent", "--num-workers", "2"], "plays 128 price seeds"),
@@ -134,7 +134,7 @@ def test_contradicting_flags_are_one_line_errors(extra, message, real_dir, tmp_p
 
 
 def test_parser_rejects_unknown_protocols_and_bad_counts(capsys):
-    for argv, message in ((["--protocol", "gigpo"], "unknown protocol 'gigpo'; known protocols: agentbench"),
+    for argv, message in ((["--protocol", "gigpo"], "unknown protocol 'gigpo' (did you mean 'hgpo'?); known protocols: agentbench"),
                           (["--samples", "0"], "--samples"), (["--validation", "-1"], "--validation")):
         with pytest.raises(SystemExit) as info:
             main(["eval", *argv])
@@ -154,11 +154,14 @@ def test_report_refuses_to_pair_runs_of_different_protocols(protocol_runs):
                           resamples=200)
     other_validation, adhoc = report.comparisons
     assert other_validation.paired is None and adhoc.paired is None
-    assert "different protocols" in other_validation.note and "other goals or price seeds" in other_validation.note
-    assert "the test goals drawn per validation vs 0-29" in adhoc.note and "the aggregation mean over draws vs mean over episodes" in adhoc.note
+    assert other_validation.note == ("not paired: they played different episodes (256 episodes of goals drawn per "
+                                     "validation at price seeds 1000, 1001, 1002 ... (128 in all) vs 256 episodes of goals "
+                                     "drawn per validation at price seeds 1000, 1001, 1002 ... (128 in all))")
+    assert "256 episodes of goals drawn per validation" in adhoc.note and "vs 30 episodes of goals 0-29 at price seed 0" in adhoc.note
+    assert "step cap" not in adhoc.note and "aggregation" not in adhoc.note  # how a family reports is not what was played
     assert "{" not in adhoc.note and "'" not in adhoc.note
     same = build_report([protocol_runs / "verl.jsonl", protocol_runs / "verl.jsonl"], resamples=200)
-    assert same.comparisons[0].paired is not None and same.comparisons[0].paired.goals == 256  # paired by (item, sample)
+    assert same.comparisons[0].paired is not None and same.comparisons[0].paired.goals == 256  # paired by (goal, price seed, sample)
     header, rows = tables(report)["runs"]
     assert header[-1] == "protocol (fingerprint)" and rows[0][-1].startswith("verl-agent (seed 0) (")
 
@@ -204,7 +207,8 @@ def test_viewer_names_protocols_groups_them_and_refuses_to_pair(protocol_runs, m
     assert fingerprint in run.select_one("#protocol").text and "SR (success_rate)" in run.select_one("#protocol").text
     compare = BeautifulSoup(client.get("/runs/verl/vs/adhoc").get_data(as_text=True), "html.parser")
     refused = compare.select_one("#refused").text
-    assert "different protocols" in refused and "the step cap" not in refused and "the test goals" in refused
+    assert refused.startswith("Not compared goal by goal: they played different episodes (256 episodes of goals drawn per validation")
+    assert "step cap" not in refused and "vs 30 episodes of goals 0-29" in refused
     assert client.get("/runs/verl/vs/adhoc/3").status_code == 409
 
 

@@ -173,7 +173,8 @@ def test_different_goal_sets_are_not_paired(runs_dir, tmp_path):
     shutil.copy(runs_dir / "rule.jsonl", tmp_path / "rule.jsonl")
     report = build_report([tmp_path / "rule.jsonl", other], resamples=200)
     [comparison] = report.comparisons
-    assert comparison.paired is None and "different goal sets" in comparison.note
+    assert comparison.paired is None and "they played different shop (" in comparison.note
+    assert "goal set 0000000000000000" in comparison.note and "episodes" not in comparison.note  # the same episodes
 
 
 def test_escaped_labels(runs_dir, tmp_path):

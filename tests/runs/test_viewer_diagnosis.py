@@ -190,9 +190,9 @@ def test_comparison_refused_across_shops_and_goal_sets(make_viewer, runs_dir, tm
     (tmp_path / "elsewhere.jsonl").write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n", encoding="utf-8")
     shutil.copy(runs_dir / "oracle.jsonl", tmp_path / "oracle.jsonl")
     client = make_viewer(tmp_path)
-    for other, what in (("priced", "price seed 0 vs 1: different prices and price caps"),
-                        ("elsewhere", "embedded shop `data` vs another version of it (999 products, other data "
-                                      "files): different products and goals")):
+    for other, what in (("priced", "they played different episodes (24 episodes of goals 0-23 at price seed 0 vs "
+                                   "24 episodes of goals 0-23 at price seed 1)"),
+                        ("elsewhere", "they played different shop (`data`: 1,000 products, 3,887 synthetic goals")):
         soup = soup_of(client.get(f"/runs/rule/vs/{other}"))
         refused = soup.select_one("#refused").text
         assert f"Not compared goal by goal: {what}" in refused and soup.select_one("#goals") is None

@@ -149,14 +149,17 @@ def test_a_refused_comparison_says_why_in_words(make_viewer, mixed):
     client = make_viewer(mixed)
     soup = soup_of(client.get("/runs/embedded/vs/real"))
     reason = soup.select_one("#refused").text
-    assert "embedded shop `data` vs `webshop-small`: different products and goals" in reason
+    assert "they played different episodes (24 episodes of goals 0-23 at price seed 0 vs 60 episodes" in reason
+    assert re.search(r"shop \(`data`: 1,000 products, 3,887 synthetic goals, content \w+ vs `webshop-small`: 1,000 "
+                     r"products, 6,910 synthetic goals", reason)
     assert not re.search(r"[{}\[\]]|'\w", reason)  # no dict, list or string repr
     details = soup.select_one("details#refusal-details")
     assert details is not None and "open" not in details.attrs  # folded away
-    assert "products" in details.text and "goal-set digest" in details.text
+    rows = [tr.find_all("td") for tr in details.select("tr")[1:]]
+    assert [r[0].text for r in rows] == ["episodes", "step cap", "success rule", "shop", "observation mode", "prompt"]  # each once
     assert soup.select_one("#paired") is None and soup.select_one("#transitions") is None
     soup = soup_of(client.get("/runs/embedded/vs/real/3"), 409)
-    assert soup.select_one("#refused").text == "embedded shop `data` vs `webshop-small`: different products and goals."
+    assert soup.select_one("#refused").text.startswith("they played different episodes (24 episodes")
     assert soup.select_one("details#refusal-details") is not None
     assert soup.select_one("#back-to-runs")["href"] == "/runs/"
 

@@ -28,9 +28,10 @@ episode records, and never again elsewhere.  The rules:
   its K samples succeeded, which goals flip between samples) with the 95% intervals of mean@K
   and pass@K, bootstrapped over goals.
 * **Pairing two runs.**  A comparison (``report``'s paired table, the viewer's comparison pages)
-  pairs each episode of one run with the other run's episode of the same :func:`pairing_key`: a
-  protocol's ``(item, sample)`` when the episode records them (``--protocol``, ``--samples``), else
-  its goal; :func:`paired_positions` keeps per key the last episode that is not errored.
+  pairs each episode of one run with the other run's episode of the same :func:`pairing_key`, its
+  identity ``(goal, price seed, sample)``; :func:`paired_positions` keeps per key the last
+  episode that is not errored.  Whether two runs may be paired at all is decided from what they
+  played (:mod:`webshop_gym.protocols.comparable`).
 """
 
 from __future__ import annotations
@@ -53,16 +54,20 @@ __all__ = ["BREAKDOWN", "SampleFigures", "accounting", "add_accounting", "billed
 BREAKDOWN = ("r_type", "r_att", "r_option", "r_price")
 
 
-def pairing_key(goal: int, protocol: Mapping | None) -> int | tuple:
-    """What pairs an episode with the other run's in a comparison (see the module docstring).
+def pairing_key(goal: int, protocol: Mapping | None, price_seed: int | None = None) -> tuple:
+    """What pairs an episode with the other run's in a comparison (see the module docstring): its identity.
+
+    ``(goal, price seed, sample)``: the episode's own price seed and sample when it records them
+    (``--protocol``, ``--samples``), else the run's price seed and sample 0, so a plain run and
+    a protocol run of the same episodes pair (``eval`` on goals 0-499 and ``verl-agent-500``).
 
     Example:
-        >>> pairing_key(7, None), pairing_key(7, {"item": 3, "sample": 1, "price_seed": 2})
-        (7, (3, 1))
+        >>> pairing_key(7, None, 0), pairing_key(7, {"item": 3, "sample": 1, "price_seed": 2})
+        ((7, 0, 0), (7, 2, 1))
     """
     if isinstance(protocol, Mapping):
-        return (protocol.get("item"), protocol.get("sample"))
-    return int(goal)
+        return (int(goal), protocol.get("price_seed", price_seed), int(protocol.get("sample") or 0))
+    return (int(goal), price_seed, 0)
 
 
 def paired_positions(keys: Sequence, errored: Sequence[bool]) -> dict:
@@ -123,6 +128,8 @@ def _protocol_rows(protocol: Protocol, episodes: Sequence[dict]) -> tuple[list[d
                "goal": extra.get("item", e.get("goal_index")), "trial": 0}
         if extra.get("draw") is not None:
             row["draw"] = extra["draw"]
+        if extra.get("progress") is not None:  # AgentBoard's progress rate, recorded by the loop that played it
+            row["progress"] = float(extra["progress"])
         if samples > 1:
             row["sample"] = extra.get("sample", 0)
         rows.append(row)

@@ -49,7 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     protocol.add_argument("--validation", type=types.at_most(types.non_negative_int, 10_000), metavar="K",
                           help="the K-th validation of a protocol that draws goals per validation (verl-agent; default 0; at most 10,000)")
     protocol.add_argument("--protocol-file", metavar="FILE", type=types.existing_file,
-                          help="the protocol's goal-id file in its family's format (agentgym, seed-fairness)")
+                          help="the protocol's goal-id file in its family's format (seed-fairness, agentboard; agentgym: "
+                               "your copy instead of the shipped one)")
     protocol.add_argument("--samples", type=types.at_most(types.positive_int, 1000), default=1, metavar="K",
                           help="play every goal K times, each with its own recorded seed (sampling policies); "
                                "reports mean@K and pass@K beside Score and SR (default 1; at most 1,000)")
@@ -66,9 +67,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "`replay`, summarise with `report`")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     hf = parser.add_argument_group("hf:PATH and openai:MODEL policies")
-    hf.add_argument("--prompt", default="think-answer", choices=["think-answer", "verl-agent", "react", "tools"],
-                    help="prompt format (default think-answer); tools: chat completions with the search/click tools "
-                         "of the TRL environment (openai:MODEL policies only)")
+    hf.add_argument("--prompt", choices=["think-answer", "verl-agent", "react", "tools"],
+                    help="prompt format (default: with --protocol, the protocol's own family format, e.g. verl-agent "
+                         "for verl-agent, react for AgentGym/AgentBench/ETO, think-answer for RAGEN; else "
+                         "think-answer); another format than the protocol's is recorded and shown as not its "
+                         "published setting; tools: chat completions with the search/click tools of the TRL "
+                         "environment (openai:MODEL policies only)")
     hf.add_argument("--max-new-tokens", type=types.at_most(types.positive_int, types.MAX_TOKENS), default=128, metavar="N",
                     help=f"tokens per answer (default 128; at most {types.MAX_TOKENS:,})")
     hf.add_argument("--sample", action="store_true", help="sample instead of greedy decoding")

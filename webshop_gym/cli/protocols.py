@@ -30,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     show.add_argument("--validation", type=types.at_most(types.non_negative_int, 10_000), default=0, metavar="K",
                       help="the K-th validation of a run (verl-agent draws new goals each time; default 0; at most 10,000)")
     show.add_argument("--protocol-file", metavar="FILE", type=types.existing_file,
-                      help="the protocol's goal-id file in its family's format (agentgym, seed-fairness)")
+                      help="the protocol's goal-id file in its family's format (agentgym, seed-fairness, agentboard)")
     show.add_argument("--shop", metavar="DIR", type=types.existing_dir,
                       help="check this shop against the protocol and print the protocol fingerprint")
     show.add_argument("--json", action="store_true", help="print the card as one JSON object")
@@ -73,6 +73,11 @@ def _rule(spec: dict, protocol: Protocol) -> str:
     elif "seeds" in indices:
         s = indices["seeds"]
         what = f"env seeds {seed_name} + 0..{s['count'] - 1}, each at position seed % {s['mod']} + {s['add']}"
+    elif "ids" in indices:
+        from webshop_gym.protocols.idlists import id_list
+
+        shipped = id_list(indices["ids"]["list"])
+        what = f"the {len(shipped.ids)} ids of the shipped list {shipped.name!r} ({shipped.cite()})"
     else:
         f = indices["file"]
         what = f"the {f.get('count')} ids of {f.get('where')} (format {f['format']})"
@@ -91,14 +96,19 @@ def _card(protocol: Protocol, args) -> dict:
         shop = load_shop(args.shop, human_goals=protocol.goal_kind == "human", progress=False)
         protocol.check_shop(shop)
         num_goals = len(shop.goals)
-    card = {"protocol": protocol.data, "definition_digest": protocol.definition_digest()}
-    if protocol.needs_file and not args.protocol_file:
+    card = {"protocol": protocol.data, "definition_digest": protocol.definition_digest(),
+            "test_train_overlap": _overlap(protocol, num_goals, args)}
+    if protocol.needs_file and not args.protocol_file or (protocol.reads_goal_file and shop is None):
         card["resolution"] = None
     else:
-        resolution = protocol.resolve(args.seed, args.validation, num_goals=num_goals, ids_file=args.protocol_file)
+        from webshop_gym.protocols.definition import goal_lookup
+
+        lookup = goal_lookup(shop.goals) if protocol.reads_goal_file else None
+        resolution = protocol.resolve(args.seed, args.validation, num_goals=num_goals, ids_file=args.protocol_file,
+                                      goal_lookup=lookup)
         card["resolution"] = {
             "seed": resolution.seed, "validation": resolution.validation, "ids_digest": resolution.ids_digest(),
-            "ids_file_sha256": resolution.ids_file_sha256,
+            "ids_file_sha256": resolution.ids_file_sha256, "notes": list(resolution.notes),
             "episodes": [e.as_dict() for e in resolution.episodes],
         }
         if shop is not None:
@@ -107,10 +117,35 @@ def _card(protocol: Protocol, args) -> dict:
     return card
 
 
+def _overlap(protocol: Protocol, num_goals: int | None, args) -> dict | None:
+    """How many of the goals the test can play are also train goals (``None``: no train, or unknown here)."""
+    from webshop_gym.error import ProtocolError
+
+    if protocol.train is None or (protocol.reads_file and args.protocol_file is None and protocol.needs_file):
+        return None
+    try:
+        test = protocol.test_ids(args.seed, num_goals=num_goals, ids_file=args.protocol_file)
+        train = protocol.train_ids(args.seed, num_goals=num_goals)
+    except ProtocolError:  # a list that needs the shop's goal count (an open range on the full release)
+        return None
+    import numpy as np
+
+    return {"test": int(len(test)), "train": int(len(train)), "both": int(len(np.intersect1d(test, train)))}
+
+
+def _source_line(s: dict) -> str:
+    where = f"{s['file']}:{s['line']}" if s.get("line") else s["file"]
+    return f"    {s['field']}: {s['repo']} {where} @ {s['commit'][:12]}: {s['read']}"
+
+
 def _print_card(protocol: Protocol, card: dict) -> None:
     p = protocol.data
+    from webshop_gym.protocols.definition import prompt_text
+
     lines = [
         f"{p['name']} (version {p['version']}): {p['title']}",
+        *([f"  also known as: {', '.join(p['aliases'])}"] if p.get("aliases") else []),
+        *([f"  extends: {p['extends']} (the values below are merged; see its card for the rest)"] if p.get("extends") else []),
         f"  family: {p['family']}",
         f"  reports: {p['reports']}",
         f"  shop: {protocol.describe_shop()}",
@@ -127,12 +162,19 @@ def _print_card(protocol: Protocol, card: dict) -> None:
                                   + (f" ({m['family_key']})" if m.get("family_key") else "") for m in p["metrics"]),
         f"  aggregate: mean over {p['aggregate']['over']}",
         f"  samples per goal: {p['samples_per_goal']}",
+        f"  observation: {p['observation']['mode']} (the env's observation mode eval plays)",
+        f"  prompt: {prompt_text(p['prompt'])} (eval's default --prompt for hf: and openai: policies)",
         f"  definition digest: {card['definition_digest']}",
     ]
+    overlap = card.get("test_train_overlap")
+    if overlap:
+        lines.append(f"  test and train: {overlap['both']:,} of the {overlap['test']:,} goals the test can play are also among "
+                     f"the family's {overlap['train']:,} train goals")
     resolution = card["resolution"]
     if resolution is None:
         lines.append(f"  goal ids: read from your copy of the file: --protocol-file FILE "
-                     f"({p['test']['indices']['file'].get('where')})")
+                     f"({p['test']['indices']['file'].get('where')})"
+                     + ("; its goals are matched to the shop's: give --shop DIR too" if protocol.reads_goal_file else ""))
     else:
         episodes = resolution["episodes"]
         lines.append(f"  resolved: {len(episodes)} episodes (seed {resolution['seed']}, validation {resolution['validation']}), "
@@ -143,12 +185,16 @@ def _print_card(protocol: Protocol, card: dict) -> None:
                 f"{e['draw']}/{e['worker']}: {e['position']}->{e['goal']}@{e['price_seed']}" for e in episodes))
         else:
             lines.append(f"  goal ids: {_ranges(e['goal'] for e in episodes)}")
+        lines += [f"  note: {note}" for note in resolution.get("notes") or ()]
     if "fingerprint" in card:
         lines.append(f"  fingerprint: {card['fingerprint']} (shop catalog {card['shop']['catalog']})")
     else:
         lines.append("  fingerprint: give --shop DIR (it digests the definition, the goals and the shop's fingerprint)")
-    lines.append("  sources:")
-    lines += [f"    {s['field']}: {s['repo']} {s['file']} @ {s['commit'][:12]}: {s['read']}" for s in p["sources"]]
+    lines.append("  sources (field: repository file:line @ commit: what was read):")
+    lines += [_source_line(s) for s in p["sources"]]
+    if p.get("decided_here"):
+        lines.append("  decided here (no line of the family's code fixes these):")
+        lines += [f"    {field}: {why}" for field, why in p["decided_here"].items()]
     if p.get("notes"):
         lines.append("  notes:")
         lines += [f"    - {note}" for note in p["notes"]]
@@ -164,6 +210,11 @@ def run(args) -> int:
             n = "?" if r["n"] is None else f"{r['n']}"
             print(f"{r['name']:<{width}}  shop {r['shop']:<4}  {r['goals']:<9}  n {n:>4}  cap {r['step_cap']:>3}  "
                   f"{'/'.join(r['metrics']):<8}  {r['source']}")
+        from webshop_gym.protocols.definition import alias_names
+
+        aliases = alias_names()
+        if aliases:
+            print("aliases: " + ", ".join(f"{a} = {n}" for a, n in sorted(aliases.items())))
         return 0
     protocol = get_protocol(args.name)
     card = _card(protocol, args)

@@ -31,6 +31,7 @@ from webshop_gym.data.compiler import ARRAY_FIELDS, RAGGED_FIELDS, STRING_FIELDS
 from webshop_gym.data.fuzz import FuzzTable
 from webshop_gym.data.records import (
     ShopFiles,
+    content_sha256,
     file_sha256,
     find_shop_files,
 )
@@ -122,6 +123,25 @@ class Catalog:
     def key(self) -> str:
         """The cache key (hash of inputs and compiler version)."""
         return self.meta["key"]
+
+    def content_digests(self) -> dict[str, str]:
+        """SHA-256 (16 hex) of each input file's canonical content (:func:`~webshop_gym.data.records.content_sha256`).
+
+        Two copies of the same data written differently (indentation, key order, escapes) give
+        the same digests; a file no longer at its recorded path, or changed since the catalog
+        was compiled, is left out.  Computed once per catalog object.
+        """
+        found = self._nouns.get("content_digests")
+        if found is None:
+            found = {}
+            for name, source in sorted((self.meta.get("source") or {}).items()):
+                path = Path(source)
+                recorded = (self.meta.get("files") or {}).get(name)
+                if not path.is_file() or (recorded is not None and file_sha256(path) != recorded):
+                    continue
+                found[name] = content_sha256(path, recorded)[:16]
+            self._nouns["content_digests"] = found
+        return dict(found)
 
     def row_of(self, asin: str) -> int:
         """Return the row of ``asin``, or -1 when it is not in the catalog."""

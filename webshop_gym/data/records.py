@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import re
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
+from webshop_gym.data.jsonstream import JsonStream
 from webshop_gym.error import DataError, ShopNotFound
 from webshop_gym.utils.memo import read_memo, write_memo
 from webshop_gym.utils.paths import cache_dir
@@ -23,6 +25,7 @@ __all__ = [
     "CATEGORY_SEPARATOR",
     "DUMMY_ATTR",
     "ShopFiles",
+    "content_sha256",
     "file_sha256",
     "find_shop_files",
     "parse_pricing",
@@ -97,34 +100,100 @@ def find_shop_files(directory: str | os.PathLike) -> ShopFiles:
 
 FILE_HASHES_MEMO = "file-hashes.memo.json"
 """The memo of source files' SHA-256 in the cache folder (:mod:`webshop_gym.utils.memo`)."""
-FILE_HASHES_BYTES = 1 << 20
-"""The most that memo holds (about 6,000 files); the oldest entries go first."""
+CONTENT_DIGESTS_MEMO = "content-digests.memo.json"
+"""The memo of JSON files' canonical-content SHA-256, by byte digest, in the cache folder."""
+MEMO_BYTES = 1 << 20
+"""The most that each of those memos holds (about 6,000 entries); the oldest entries go first."""
 
 
-def file_sha256(path: Path) -> str:
-    """Return the SHA-256 of a file, remembered by (path, size, mtime) in a checked memo in the cache folder."""
-    stat = path.stat()
-    memo_path = cache_dir(create=False) / FILE_HASHES_MEMO
-    key = f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}"
+def _remembered(memo_name: str, key: str, compute) -> str:
+    """``compute()`` (a hex SHA-256), remembered under ``key`` in the cache folder's checked memo ``memo_name``.
+
+    A read-only cache remembers nothing (computed again next time); a damaged memo is named,
+    removed and started afresh (:func:`~webshop_gym.utils.memo.read_memo`).
+    """
+    memo_path = cache_dir(create=False) / memo_name
     memo = read_memo(memo_path)
     if not isinstance(memo, dict):
         memo = {}
     known = memo.get(key)
     if isinstance(known, str) and len(known) == 64:
         return known
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 22), b""):
-            digest.update(block)
+    value = compute()
     memo.pop(key, None)
-    memo[key] = digest.hexdigest()
+    memo[key] = value
     size = sum(len(k) + len(str(v)) + 6 for k, v in memo.items())
     for old in list(memo)[:-1]:  # bounded in bytes: the oldest entries go first
-        if size <= FILE_HASHES_BYTES:
+        if size <= MEMO_BYTES:
             break
         size -= len(old) + len(str(memo.pop(old))) + 6
-    write_memo(memo_path, memo)  # (a read-only cache: the hash is simply not remembered)
-    return memo[key]
+    write_memo(memo_path, memo)
+    return value
+
+
+def file_sha256(path: Path) -> str:
+    """Return the SHA-256 of a file, remembered by (path, size, mtime) in a checked memo in the cache folder."""
+    stat = path.stat()
+
+    def compute() -> str:
+        digest = hashlib.sha256()
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 22), b""):
+                digest.update(block)
+        return digest.hexdigest()
+
+    return _remembered(FILE_HASHES_MEMO, f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}", compute)
+
+
+CONTENT_DIGEST_VERSION = 1
+"""Bumped when :func:`content_sha256`'s canonical form changes (the memo is keyed by it)."""
+
+
+def _canonical_bytes(value) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=True).encode("ascii")
+
+
+def _first_char(path: Path) -> str:
+    with open(path, "rb") as handle:
+        head = handle.read(4096).decode("utf-8", "ignore").lstrip("\ufeff \t\r\n")
+    return head[:1]
+
+
+def content_sha256(path: Path, byte_sha256: str | None = None) -> str:
+    r"""The SHA-256 of a JSON file's canonical content: what it says, not how it is written.
+
+    Indentation, line ends, key order inside records, escapes (``\u00e9`` or ``é``) and a byte-order
+    mark do not count; a product's fields, their values and the order of the records do.  A list
+    file (the products) digests its records in order, each dumped canonically
+    (``sort_keys``, no spaces, ASCII escapes): the SHA-256 of the canonical dump of the whole
+    list.  An object file (``asin -> record``: attributes, human instructions) digests its
+    members sorted by key.  Computed in one streaming pass and remembered in the cache folder
+    by the file's byte digest (a copy with the same bytes is never read twice).
+
+    Args:
+        path: the JSON file.
+        byte_sha256: its byte digest, when known (:func:`file_sha256` otherwise).
+    """
+    def compute() -> str:
+        digest = hashlib.sha256()
+        stream = JsonStream(path)
+        try:
+            if _first_char(path) == "{":
+                members = sorted((name, hashlib.sha256(_canonical_bytes(value)).hexdigest())
+                                 for name, value in stream.members("a JSON object"))
+                digest.update(_canonical_bytes(dict(members)))
+            else:
+                digest.update(b"[")
+                for index, record in stream.items("a JSON list"):
+                    digest.update((b"," if index else b"") + _canonical_bytes(record))
+                digest.update(b"]")
+            stream.end()
+        finally:
+            stream.close()
+        return digest.hexdigest()
+
+    key = f"v{CONTENT_DIGEST_VERSION}|{byte_sha256 or file_sha256(path)}"
+    return _remembered(CONTENT_DIGESTS_MEMO, key, compute)
 
 
 # --------------------------------------------------------------------------------------------

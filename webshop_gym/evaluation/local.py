@@ -40,8 +40,8 @@ from webshop_gym.agents.policies import make_policy
 from webshop_gym.analysis.figures import BREAKDOWN, summarize
 from webshop_gym.envs.vector_env import WebShopVectorEnv
 from webshop_gym.error import InvalidArgument
-from webshop_gym.evaluation.episode import episode_seed, mark_reachability, slim_info
-from webshop_gym.evaluation.plan import prepare
+from webshop_gym.evaluation.episode import episode_seed, mark_reachability, progress_rate, slim_info
+from webshop_gym.evaluation.plan import choose_prompt, played_prompt, prepare, protocol_of
 from webshop_gym.evaluation.served import (
     accounting_rows,
     evaluate_served,
@@ -290,7 +290,7 @@ def evaluate(
     human_goals: bool = False,
     price_seed: int = 0,
     num_goals: int | None = None,
-    observation_mode: str = "text",
+    observation_mode: str | None = None,
     num_workers: int = 0,
     progress: bool = False,
     keep_episodes: bool = True,
@@ -319,7 +319,8 @@ def evaluate(
         human_goals: human instructions instead of synthetic goals (idem).
         price_seed: seed of prices and price caps (idem).
         num_goals: only the first ``num_goals`` goals of the split.
-        observation_mode: what the policy sees (``text`` for every baseline).
+        observation_mode: what the policy sees (``None``: the protocol's observation mode, ``text``
+            without a protocol).
         num_workers: processes stepping the vector env (``W >= 2``: this one and ``W - 1`` workers).
         progress: show a progress bar (stderr).
         keep_episodes: include the per-goal records under ``"episodes_detail"``.
@@ -350,9 +351,16 @@ def evaluate(
         >>> result = evaluate("rule", split="test", num_envs=8, num_goals=8)  # doctest: +SKIP
         >>> round(result["score"], 1), result["counts"]["episodes"]  # doctest: +SKIP
     """
-    plan = prepare(shop, protocol=protocol, seed=seed, validation=validation, protocol_file=protocol_file,
+    chosen = protocol_of(protocol)
+    prompt_name = choose_prompt(policy_factory, hf_kwargs.get("prompt"), chosen)
+    if prompt_name is not None:
+        hf_kwargs["prompt"] = prompt_name
+    if observation_mode is None:
+        observation_mode = "text" if chosen is None else chosen.observation["mode"]
+    plan = prepare(shop, protocol=chosen, seed=seed, validation=validation, protocol_file=protocol_file,
                    samples=samples, split=split, num_goals=num_goals, max_steps=max_steps, goals=goals,
-                   human_goals=human_goals, price_seed=price_seed)
+                   human_goals=human_goals, price_seed=price_seed, observation_mode=observation_mode,
+                   prompt=played_prompt(policy_factory, prompt_name))
     if plan.named:
         max_steps = int(plan.protocol.step_cap)
     shop = plan.shop
@@ -396,6 +404,8 @@ def evaluate(
                 if tagged:
                     episode["ordinal"] = planned.ordinal
                     episode["protocol"] = {**planned.as_dict(), "policy_seed": seeds[entry]}
+                    if plan.reports_progress:
+                        episode["protocol"]["progress"] = round(progress_rate(group_shop, episode), 6)
                 if writer is not None:
                     writer.add(episode, shop=group_shop)
                 if bar is not None:
@@ -409,7 +419,7 @@ def evaluate(
                                    eval_goals=[e.goal for e in group])
             part: dict = {}
             try:
-                episodes += rollout(env, factory, seed=seed, stats=part, record=writer is not None,
+                episodes += rollout(env, factory, seed=seed, stats=part, record=writer is not None or plan.reports_progress,
                                     on_episode=mark_reachability(group_shop, finished), goals=[e.goal for e in group], seeds=seeds)
             finally:
                 env.close()

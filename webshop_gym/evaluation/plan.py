@@ -13,8 +13,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from webshop_gym.agents.prompts import FORMATS
 from webshop_gym.error import InvalidArgument
 from webshop_gym.protocols import Protocol, Resolution, get_protocol
+from webshop_gym.protocols.definition import goal_lookup
 from webshop_gym.protocols.play import (
     PlannedEpisode,
     adhoc_protocol,
@@ -24,7 +26,7 @@ from webshop_gym.protocols.play import (
 )
 from webshop_gym.shop import Shop, load_shop
 
-__all__ = ["EvaluationPlan", "prepare"]
+__all__ = ["EvaluationPlan", "choose_prompt", "played_prompt", "prepare", "protocol_of"]
 
 
 @dataclass
@@ -53,6 +55,11 @@ class EvaluationPlan:
         return int(self.protocol.samples_per_goal)
 
     @property
+    def reports_progress(self) -> bool:
+        """Whether a metric of the protocol averages AgentBoard's progress rate (the loops then record it per episode)."""
+        return any(m.get("of") == "progress" for m in self.protocol.metrics)
+
+    @property
     def shop(self) -> Shop:
         """The shop of the first episode (the run line's shop and fingerprint)."""
         return self.shops[self.episodes[0].price_seed] if self.episodes else next(iter(self.shops.values()))
@@ -69,6 +76,46 @@ class EvaluationPlan:
         """One play per goal of one shop, in goal order: the plain loop (and its file layout) applies."""
         goals = [e.goal for e in self.episodes]
         return len(self.shops) == 1 and goals == sorted(set(goals))
+
+
+def protocol_of(protocol: str | Protocol | None) -> Protocol | None:
+    """The :class:`~webshop_gym.protocols.Protocol` a name (or alias) names; ``None`` stays ``None``."""
+    return protocol if protocol is None or isinstance(protocol, Protocol) else get_protocol(protocol)
+
+
+def choose_prompt(policy, given: str | None, protocol: Protocol | None) -> str | None:
+    """The prompt format a policy spec reads: the one given, else the protocol's own, else ``think-answer``.
+
+    Only ``hf:PATH`` and ``openai:MODEL`` specs read a prompt format by name (``None`` for the
+    others).  A protocol whose format this kind of policy cannot read (``tools``, the served
+    models' function calling, for ``hf:``) falls back to ``think-answer``; the run then
+    records the difference (:meth:`~webshop_gym.protocols.Protocol.played`).
+    """
+    if not (isinstance(policy, str) and policy.startswith(("hf:", "openai:"))):
+        return None
+    if given is not None:
+        return given
+    own = None if protocol is None else protocol.prompt.get("format")
+    if own is None or (own == "tools" and not policy.startswith("openai:")):
+        return "think-answer"
+    return own
+
+
+def played_prompt(policy, prompt: str | None) -> dict | None:
+    """``{"format", "history"}`` of the prompt a policy reads (``None``: it reads none: rule, random, oracle).
+
+    Args:
+        policy: the policy spec or object (an object's ``prompt`` attribute is read).
+        prompt: the format name an ``hf:``/``openai:`` spec reads (:func:`choose_prompt`).
+    """
+    if isinstance(policy, str):
+        if prompt is None or not policy.startswith(("hf:", "openai:")):
+            return None
+        fmt = FORMATS.get(prompt)
+        return {"format": prompt, "history": None if fmt is None else fmt.default_history}
+    found = getattr(policy, "prompt", None)
+    name = getattr(found, "name", None)
+    return None if not isinstance(name, str) else {"format": name, "history": getattr(found, "history", None)}
 
 
 def _shop_at(shop: Shop, price_seed: int) -> Shop:
@@ -89,6 +136,8 @@ def prepare(
     goals=None,
     human_goals: bool = False,
     price_seed: int = 0,
+    observation_mode: str | None = None,
+    prompt: dict | None = None,
 ) -> EvaluationPlan:
     """The plan of an evaluation (see the module docstring).
 
@@ -106,6 +155,10 @@ def prepare(
         goals: a frozen goal-set file (when ``shop`` is not a Shop).
         human_goals: human instructions (idem).
         price_seed: the seed of prices and price caps (idem).
+        observation_mode: the env's observation mode the run plays (``None``: the protocol's).
+        prompt: ``{"format", "history"}`` of the prompt the policy reads (:func:`played_prompt`;
+            ``None``: a policy that reads none).  Both enter the fingerprint; where they differ
+            from the protocol's own, the record lists the differences (``deviations``).
 
     Raises:
         UnknownProtocol, ShopMismatch, ProtocolError: a bad protocol, shop or goal-id file.
@@ -122,7 +175,8 @@ def prepare(
         stop = picked.start + len(picked) if num_goals is None else picked.start + min(int(num_goals), len(picked))
         # a frozen goal set (goals=FILE) carries its own prices: no seed made them (recorded as 0)
         chosen = adhoc_protocol(start=picked.start, stop=stop, max_steps=max_steps,
-                                price_seed=0 if shop.goals.seed is None else shop.goals.seed, goal_kind=shop.goals.kind)
+                                price_seed=0 if shop.goals.seed is None else shop.goals.seed, goal_kind=shop.goals.kind,
+                                observation_mode=observation_mode or "text")
         named = False
     else:
         chosen = protocol if isinstance(protocol, Protocol) else get_protocol(protocol)
@@ -133,13 +187,15 @@ def prepare(
                                   "(goals=FILE) has prices of its own: load the shop without a goal file")
         named = True
     chosen.check_shop(shop)
+    chosen, deviations = chosen.played(observation_mode=observation_mode, prompt=prompt)
     chosen = with_samples(chosen, samples)
+    lookup = goal_lookup(shop.goals) if chosen.reads_goal_file and protocol_file is not None else None
     resolution = chosen.resolve(seed if chosen.seed is not None else None, validation, num_goals=len(shop.goals),
-                                ids_file=protocol_file)
+                                ids_file=protocol_file, goal_lookup=lookup)
     episodes = plan(resolution, chosen.samples_per_goal)
     if shop.goals.seed is None:  # the ad-hoc protocol of a frozen goal set: its one shop, its own prices
         shops = {ps: shop for ps in dict.fromkeys(e.price_seed for e in episodes)} or {0: shop}
     else:
         shops = {ps: _shop_at(shop, ps) for ps in dict.fromkeys(e.price_seed for e in episodes)} or {shop.goals.seed: shop}
-    record = protocol_record(chosen, resolution, shop, chosen.samples_per_goal)
+    record = protocol_record(chosen, resolution, shop, chosen.samples_per_goal, deviations, prompt)
     return EvaluationPlan(chosen, resolution, episodes, shops, record, named)

@@ -37,7 +37,7 @@ from typing import Any
 from webshop_gym.analysis.figures import accounting, add_accounting, billed, summarize
 from webshop_gym.engine import Engine
 from webshop_gym.error import Error
-from webshop_gym.evaluation.episode import episode_seed, mark_reachability, slim_info
+from webshop_gym.evaluation.episode import episode_seed, mark_reachability, progress_rate, slim_info
 from webshop_gym.protocols.play import ADHOC, display_name, protocol_difference
 from webshop_gym.runs.log import dumps_line, episode_lines
 from webshop_gym.runs.replay import fingerprint_difference
@@ -512,6 +512,8 @@ def _evaluate_plan(policy, plan, *, seed, max_steps, observation_mode, progress,
                 entry = episode.pop("entry")
                 episode["ordinal"] = group[entry].ordinal
                 episode["protocol"] = {**group[entry].as_dict(), "policy_seed": seeds[entry]}
+                if plan.reports_progress:
+                    episode["protocol"]["progress"] = round(progress_rate(group_shop, episode), 6)
                 if writer is not None:
                     writer.add(episode, shop=group_shop)
 

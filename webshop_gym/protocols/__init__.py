@@ -6,8 +6,9 @@ permutation, AgentBench's ranges, ReAct/Reflexion/LATS sessions).  Each is a ver
 in ``data/`` (:mod:`.definition` loads and checks it) with the source of every value; goal ids
 are re-derived exactly as the family's code draws them (:mod:`.resolve`, :mod:`.idfiles`), the
 reward transform, success rule and metrics are interpreted from the file (:mod:`.scoring`), and
-the envs' ``split`` accepts a protocol's train goals (:mod:`.splits`).  Two numbers are
-comparable exactly when their protocol fingerprints are equal.
+the envs' ``split`` accepts a protocol's train goals (:mod:`.splits`).  Equal protocol
+fingerprints played the same episodes under the same rules; whether two runs pair is decided
+from what they played (:mod:`.comparable`).
 
 Owns: protocol files, goal resolution, shop checks, fingerprints, metric definitions.  Imports
 :mod:`webshop_gym.data` and :mod:`webshop_gym.error` only; never the engine, envs, runs or CLI.

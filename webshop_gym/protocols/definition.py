@@ -3,18 +3,22 @@
 A protocol file (``webshop_gym/protocols/data/<name>.json``, format ``webshop-gym/protocol``
 version 1) holds the shop it needs, the goal kind, its ``test`` and ``train`` goal specs
 (:mod:`.resolve`), the seed it takes, the price seed, the step cap, the reward transform, the
-success rule, the metrics and their aggregation (:mod:`.scoring`), samples per goal, and the
-source (repository, file, commit, what was read) of each value.  :func:`get_protocol` loads one
-by name; :class:`Protocol` resolves its goals, checks a shop and computes the fingerprint.
+success rule, the metrics and their aggregation (:mod:`.scoring`), samples per goal, the
+observation mode and prompt format the family's agents read, and the source (repository, file,
+line, commit, what was read) of each value.  A file may name other names it answers to
+(``aliases``: AgentTuning's WebShop is ``agentbench``) or build on another protocol
+(``extends``: a script variant, with ``set`` giving the values that differ, by dotted path, and
+``sources`` citing them).  :func:`get_protocol` loads one by name; :class:`Protocol` resolves its
+goals, checks a shop and computes the fingerprint.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import hashlib
 import json
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
@@ -24,111 +28,30 @@ import numpy as np
 
 from webshop_gym.error import ProtocolError, ShopMismatch, UnknownProtocol, close_match
 from webshop_gym.protocols import scoring
-from webshop_gym.protocols.idfiles import read_id_file
+from webshop_gym.protocols.checks import FORMAT, FORMAT_VERSION, fail, validate
+from webshop_gym.protocols.idfiles import (
+    GOAL_FORMATS,
+    instruction_stem,
+    read_goal_records,
+    read_id_file,
+)
+from webshop_gym.protocols.idlists import id_list
 from webshop_gym.protocols.resolve import Episode, reachable_ids, resolve_episodes, spec_ids
 
-__all__ = ["FORMAT", "Protocol", "Resolution", "get_protocol", "load_protocol", "protocol_names", "shop_identity"]
+__all__ = ["FORMAT", "FORMAT_VERSION", "Protocol", "Resolution", "alias_names", "get_protocol", "goal_lookup", "load_protocol",
+           "prompt_text", "protocol_names", "shop_identity"]
 
-FORMAT = "webshop-gym/protocol"
-FORMAT_VERSION = 1
 SEMANTIC_FIELDS = ("shop", "goal_kind", "test", "price_seed", "step_cap", "reward", "success", "metrics",
-                   "aggregate", "samples_per_goal")
+                   "aggregate", "samples_per_goal", "observation", "prompt")
 """The fields a number depends on: the protocol fingerprint digests these (not names, citations or notes)."""
 
-SHOP_IDENTITY = ("catalog", "files", "products", "goals", "goal_kind")
-"""The parts of a shop's fingerprint a protocol fingerprint includes (prices enter per episode, as price seeds)."""
+SHOP_IDENTITY = ("content", "products", "goals", "goal_kind")
+"""The parts of a shop's fingerprint a protocol fingerprint includes: the canonical content of its
+data files (formatting does not count), the counts and the goal kind (prices enter per episode,
+as price seeds).  A shop fingerprint written before content digests falls back to its file bytes."""
 
-
-def _fail(path, message: str):
-    raise ProtocolError(f"{path}: {message}")
-
-
-def _expect(path, data: Mapping, key: str, kind, check=None, what: str | None = None):
-    if key not in data:
-        _fail(path, f"missing field {key!r}")
-    value = data[key]
-    ok = isinstance(value, kind) and not (isinstance(value, bool) and kind in (int, (int, float)))
-    if not ok or (check is not None and not check(value)):
-        _fail(path, f"field {key!r} must be {what or getattr(kind, '__name__', kind)}, got {value!r}")
-    return value
-
-
-def _check_spec(path, spec, part: str) -> None:
-    if not isinstance(spec, dict):
-        _fail(path, f"field {part!r} must be a goal spec (an object), got {spec!r}")
-    order = _expect(path, spec, "list", dict)
-    shuffle = order.get("shuffle_seed", 233)
-    if shuffle != "worker" and (isinstance(shuffle, bool) or not isinstance(shuffle, int)):
-        _fail(path, f"{part}.list.shuffle_seed must be an integer or 'worker', got {shuffle!r}")
-    indices = _expect(path, spec, "indices", dict)
-    rules = [k for k in ("range", "draw", "seeds", "file") if k in indices]
-    if len(rules) != 1 or len(indices) != 1:
-        _fail(path, f"{part}.indices must hold exactly one of range, draw, seeds, file; got {sorted(indices)}")
-    rule = indices[rules[0]]
-    if rules[0] == "range" and not (isinstance(rule, list) and len(rule) == 2 and isinstance(rule[0], int)
-                                    and (rule[1] is None or (isinstance(rule[1], int) and rule[1] > rule[0]))):
-        _fail(path, f"{part}.indices.range must be [start, stop] with stop > start (or null: to the end), got {rule!r}")
-    if rules[0] == "draw":
-        for key in ("population", "size"):
-            if key not in rule:
-                _fail(path, f"{part}.indices.draw needs {key!r}")
-    if rules[0] == "seeds":
-        for key in ("count", "mod", "add"):
-            if not isinstance(rule.get(key), int):
-                _fail(path, f"{part}.indices.seeds needs an integer {key!r}")
-    if rules[0] == "file" and not isinstance(rule.get("format"), str):
-        _fail(path, f"{part}.indices.file needs a 'format'")
-    if (shuffle == "worker" or rules[0] == "draw") and not isinstance(spec.get("workers"), dict):
-        _fail(path, f"{part} reads per-worker goal lists: it needs 'workers' (seed_offset, count)")
-
-
-def _validate(path, data) -> None:
-    if not isinstance(data, dict):
-        _fail(path, "a protocol file is a JSON object")
-    if data.get("format") != FORMAT:
-        _fail(path, f"not a protocol file: format {data.get('format')!r}, expected {FORMAT!r}")
-    if data.get("format_version") != FORMAT_VERSION:
-        _fail(path, f"format_version {data.get('format_version')!r} is not supported (expected {FORMAT_VERSION})")
-    _expect(path, data, "name", str, lambda v: re.fullmatch(r"[a-z0-9][a-z0-9.-]*", v) is not None, "a lowercase name")
-    _expect(path, data, "version", int, lambda v: v >= 1, "an integer >= 1")
-    for key in ("title", "family", "reports"):
-        _expect(path, data, key, str)
-    shop = _expect(path, data, "shop", dict)
-    if shop.get("release") not in ("1k", "full", "any"):
-        _fail(path, f"shop.release must be '1k', 'full' or 'any', got {shop.get('release')!r}")
-    _expect(path, data, "goal_kind", str, lambda v: v in ("synthetic", "human", "any"), "'synthetic', 'human' or 'any'")
-    seed = data.get("seed", None)
-    if seed is not None and not (isinstance(seed, dict) and isinstance(seed.get("default"), int) and isinstance(seed.get("name"), str)):
-        _fail(path, f"field 'seed' must be null or {{name, default}}, got {seed!r}")
-    _check_spec(path, data.get("test"), "test")
-    if data.get("train") is not None:
-        _check_spec(path, data["train"], "train")
-    price = data.get("price_seed", 0)
-    if price != "worker" and (isinstance(price, bool) or not isinstance(price, int)):
-        _fail(path, f"field 'price_seed' must be an integer or 'worker', got {price!r}")
-    _expect(path, data, "step_cap", int, lambda v: v >= 1, "an integer >= 1")
-    reward = _expect(path, data, "reward", dict)
-    if reward.get("transform") not in ("raw", "indicator"):
-        _fail(path, f"reward.transform must be 'raw' or 'indicator', got {reward.get('transform')!r}")
-    if reward["transform"] == "indicator" and not all(isinstance(reward.get(k), (int, float)) for k in ("success_value", "failure_value")):
-        _fail(path, "reward.transform 'indicator' needs success_value and failure_value")
-    success = _expect(path, data, "success", dict)
-    if not isinstance(success.get("raw_at_least"), (int, float)):
-        _fail(path, "success needs raw_at_least (a number)")
-    metrics = _expect(path, data, "metrics", list, lambda v: len(v) > 0, "a non-empty list")
-    for m in metrics:
-        if not (isinstance(m, dict) and isinstance(m.get("name"), str) and m.get("of") in ("success", "raw_reward")):
-            _fail(path, f"each metric needs a name and of ('success' or 'raw_reward'), got {m!r}")
-    aggregate = _expect(path, data, "aggregate", dict)
-    if aggregate.get("over") not in ("episodes", "draws", "trials"):
-        _fail(path, f"aggregate.over must be 'episodes', 'draws' or 'trials', got {aggregate.get('over')!r}")
-    _expect(path, data, "samples_per_goal", int, lambda v: v >= 1, "an integer >= 1")
-    sources = _expect(path, data, "sources", list, lambda v: len(v) > 0, "a non-empty list")
-    for s in sources:
-        if not (isinstance(s, dict) and all(isinstance(s.get(k), str) for k in ("field", "repo", "file", "commit", "read"))
-                and re.fullmatch(r"[0-9a-f]{40}", s["commit"])):
-            _fail(path, f"each source needs field, repo, file, a 40-hex commit and read; got {s!r}")
-    _expect(path, data, "notes", list)
+MAX_RANDOMSTATE_SEED = 2**32 - 1
+"""numpy's ``RandomState`` takes seeds in 0 .. 2**32 - 1 (verl-agent's per-validation draws use one)."""
 
 
 def _canonical_json(value) -> bytes:
@@ -136,13 +59,22 @@ def _canonical_json(value) -> bytes:
 
 
 def shop_identity(shop) -> dict:
-    """The parts of a shop's fingerprint that a protocol checks and digests.
+    """The parts of a shop's fingerprint that a protocol checks and digests (:data:`SHOP_IDENTITY`).
+
+    ``content`` is the canonical content digest of each data file (the same products and goals
+    written with other indentation, key order or escapes give the same digest); a fingerprint
+    recorded before content digests existed gives its byte digests (``files``) instead.
 
     Args:
         shop: a :class:`~webshop_gym.shop.Shop` or its ``fingerprint()`` dict.
     """
     fp = shop.fingerprint() if hasattr(shop, "fingerprint") else dict(shop)
-    return {k: fp.get(k) for k in SHOP_IDENTITY}
+    out = {k: fp.get(k) for k in SHOP_IDENTITY}
+    if out["content"] is None:
+        out["content"] = {"bytes": fp.get("files")}
+    elif out["goal_kind"] == "synthetic":  # human instructions make no synthetic goal and no page
+        out["content"] = {k: v for k, v in out["content"].items() if not k.startswith("items_human_ins")}
+    return out
 
 
 @dataclass(frozen=True)
@@ -154,7 +86,10 @@ class Resolution:
         seed: the seed used (``None`` for protocols that take none).
         validation: which validation of a run (verl-agent), else 0.
         episodes: the episodes in the family's order.
-        ids_file_sha256: SHA-256 of the goal-id file (``--protocol-file``), when the protocol reads one.
+        ids_file_sha256: SHA-256 of the goal-id file (``--protocol-file``), when the protocol reads one
+            (shown; the fingerprint digests the goals it names, not its bytes).
+        notes: what the resolution found worth saying (a file's goals whose price caps differ
+            from the shop's, ...).
     """
 
     protocol: str
@@ -162,6 +97,7 @@ class Resolution:
     validation: int
     episodes: tuple[Episode, ...]
     ids_file_sha256: str | None = None
+    notes: tuple[str, ...] = ()
 
     @property
     def goals(self) -> np.ndarray:
@@ -212,7 +148,8 @@ class Protocol:
     def fingerprint(self, resolution: Resolution, shop) -> str:
         """The protocol fingerprint: a digest of the definition, the resolved goals and the shop.
 
-        Two numbers are comparable exactly when their protocol fingerprints are equal.
+        Equal fingerprints played the same episodes under the same rules, on the same shop content;
+        whether two runs pair is decided from what they played (:mod:`.comparable`).
 
         Args:
             resolution: the episodes played (:meth:`resolve`).
@@ -221,23 +158,84 @@ class Protocol:
         payload = {
             "definition": self.definition(),
             "episodes": [[e.goal, e.price_seed] for e in resolution.episodes],
-            "ids_file_sha256": resolution.ids_file_sha256,
             "shop": shop_identity(shop),
         }
         return hashlib.sha256(_canonical_json(payload)).hexdigest()[:16]
 
+    # -- names and what the agents read ----------------------------------------------------------
+
+    @property
+    def aliases(self) -> list[str]:
+        """Other names :func:`get_protocol` finds this protocol by (``agenttuning`` for ``agentbench``)."""
+        return list(self.data.get("aliases") or [])
+
+    def played(self, *, observation_mode: str | None = None, prompt: dict | None = None) -> tuple[Protocol, list[str]]:
+        """The protocol as a run played it, and how that differs from the protocol's own setting.
+
+        The observation mode and the prompt format are protocol fields (they enter the
+        fingerprint).  A run records the ones it used: a policy that reads a prompt (an LLM)
+        records its prompt format, one that reads none (rule, random, oracle) plays under the
+        protocol's own.
+
+        Args:
+            observation_mode: the env's observation mode the run played (``None``: the protocol's).
+            prompt: ``{"format", "history"}`` of the prompt the policy read (``None``: it reads none).
+
+        Returns:
+            ``(protocol, deviations)``: the played protocol (itself when nothing differs) and one
+            line per field that differs from a setting the protocol fixes (a protocol whose
+            prompt format is ``null`` fixes none: ``webshop-gym``, ``webshop-paper``).
+        """
+        data = dict(self.data)
+        deviations = []
+        if observation_mode is not None and observation_mode != self.observation["mode"]:
+            deviations.append(f"observation mode {observation_mode}, the protocol's is {self.observation['mode']}")
+            data["observation"] = {"mode": observation_mode}
+        if prompt is not None:
+            played = {"format": prompt.get("format"), "history": prompt.get("history")}
+            own = self.prompt
+            if played != {"format": own.get("format"), "history": own.get("history")}:
+                if own.get("format") is not None:
+                    deviations.append(f"prompt {prompt_text(played)}, the protocol's is {prompt_text(own)}")
+                data["prompt"] = played
+        return (self if data == self.data else Protocol(data, self.path)), deviations
+
     # -- goals --------------------------------------------------------------------------------
 
     @property
-    def needs_file(self) -> bool:
-        """Whether the test goal ids come from a file the user supplies (``--protocol-file``)."""
+    def reads_file(self) -> bool:
+        """Whether the test goal ids can come from a file the user supplies (``--protocol-file``)."""
         return "file" in self.data["test"]["indices"]
+
+    @property
+    def reads_goal_file(self) -> bool:
+        """Whether the test file holds goals matched to the shop's (AgentBoard), not ids."""
+        rule = self.data["test"]["indices"].get("file")
+        return rule is not None and rule.get("format") in GOAL_FORMATS
+
+    @property
+    def needs_file(self) -> bool:
+        """Whether the test goal ids come from a file the user must supply (no shipped copy)."""
+        rule = self.data["test"]["indices"].get("file")
+        return rule is not None and not rule.get("shipped")
 
     @property
     def draws_per_validation(self) -> int | None:
         """Resets per validation for per-validation draws (verl-agent), else ``None``."""
         draw = self.data["test"]["indices"].get("draw")
         return None if draw is None else int(draw.get("draws_per_validation", 1))
+
+    @property
+    def max_seed(self) -> int | None:
+        """The largest seed the family's code accepts (``None``: no seed, or no bound below 2**63).
+
+        verl-agent seeds numpy's ``RandomState`` with ``env.seed + 1000``, which takes seeds
+        up to 2**32 - 1: its ``env.seed`` stops at 4,294,966,295.
+        """
+        if self.data.get("seed") is None:
+            return None
+        draw = self.data["test"]["indices"].get("draw")
+        return None if draw is None else MAX_RANDOMSTATE_SEED - int(draw.get("seed_offset", 0))
 
     def _seed(self, seed: int | None) -> int | None:
         spec = self.data.get("seed")
@@ -247,27 +245,62 @@ class Protocol:
             return None
         if seed is None:
             return int(spec["default"])
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-            raise ProtocolError(f"the seed of protocol {self.name!r} ({spec['name']}) must be an integer >= 0, got {seed!r}")
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0 or seed >= 2**63:
+            raise ProtocolError(f"the seed of protocol {self.name!r} ({spec['name']}) must be an integer in 0 .. 2**63 - 1, "
+                                f"got {seed!r}")
+        limit = self.max_seed
+        if limit is not None and seed > limit:
+            offset = int(self.data["test"]["indices"]["draw"].get("seed_offset", 0))
+            raise ProtocolError(f"the seed of protocol {self.name!r} ({spec['name']}) must be at most {limit:,}: the family "
+                                f"seeds numpy's RandomState with {spec['name']} + {offset}, which takes 0 .. 2**32 - 1 "
+                                f"(got {int(seed):,})")
         return int(seed)
 
     def _num_goals(self, num_goals: int | None) -> int | None:
         return int(num_goals) if num_goals is not None else self.data["shop"].get("goals")
 
-    def _file_ids(self, spec: Mapping, ids_file) -> tuple[np.ndarray | None, str | None]:
+    def _file_ids(self, spec: Mapping, ids_file, goal_lookup=None) -> tuple[np.ndarray | None, str | None, tuple]:
+        """The ids of a ``file`` rule (the user's file, else the shipped copy), its SHA-256 and notes."""
         rule = spec["indices"].get("file")
         if rule is None:
             if ids_file is not None:
                 raise ProtocolError(f"protocol {self.name!r} does not read a goal-id file (--protocol-file is for "
-                                    f"{', '.join(n for n in protocol_names() if get_protocol(n).needs_file)})")
-            return None, None
+                                    f"{', '.join(n for n in protocol_names() if get_protocol(n).reads_file)})")
+            return None, None, ()
         if ids_file is None:
+            if rule.get("shipped"):
+                shipped = id_list(rule["shipped"])
+                return shipped.ids, shipped.source["sha256"], (f"goal ids: the shipped copy, {shipped.cite()}",)
             raise ProtocolError(f"protocol {self.name!r} reads its goal ids from a file that is not shipped: pass your "
                                 f"copy with --protocol-file FILE ({rule.get('where')})")
-        return read_id_file(ids_file, rule, self.name)
+        if rule.get("format") in GOAL_FORMATS:
+            return self._matched_goals(ids_file, rule, goal_lookup)
+        ids, digest = read_id_file(ids_file, rule, self.name)
+        return ids, digest, ()
+
+    def _matched_goals(self, ids_file, rule: Mapping, goal_lookup) -> tuple[np.ndarray, str, tuple]:
+        """A goal file's goals (AgentBoard's), each matched to the shop's goal of the same product and instruction."""
+        records, digest = read_goal_records(ids_file, rule, self.name)
+        if goal_lookup is None:
+            raise ProtocolError(f"protocol {self.name!r}: the goals of {ids_file} are matched to the shop's goal list; "
+                                "give the shop (--shop DIR)")
+        ids, caps = [], 0
+        for k, record in enumerate(records):
+            found = goal_lookup(record["asin"], record["stem"])
+            if found is None:
+                raise ProtocolError(f"{ids_file}, goal {k}: no goal of this shop asks for product {record['asin']} with "
+                                    f"the instruction {record['instruction'][:80]!r}: not this protocol's shop")
+            goal, cap = found
+            ids.append(int(goal))
+            caps += record["price_upper"] is not None and cap is not None and abs(float(cap) - record["price_upper"]) > 1e-9
+        notes = (f"{caps} of the file's {len(records)} goals have another price cap than the shop's goal at its price seed "
+                 "(the file keeps one draw of the family's unseeded caps)",) if caps else ()
+        out = np.asarray(ids, dtype=np.int64)
+        out.flags.writeable = False
+        return out, digest, notes
 
     def resolve(self, seed: int | None = None, validation: int = 0, *, num_goals: int | None = None,
-                ids_file: str | os.PathLike | None = None) -> Resolution:
+                ids_file: str | os.PathLike | None = None, goal_lookup=None) -> Resolution:
         """The episodes of one evaluation: canonical goals, price seeds, the family's positions.
 
         Args:
@@ -276,6 +309,8 @@ class Protocol:
             validation: the K-th validation of a run (verl-agent draws new goals each time).
             num_goals: goals in the shop (default: the count the protocol's shop has).
             ids_file: the goal-id file, for protocols that read one.
+            goal_lookup: for a file of goals (AgentBoard): ``(asin, instruction stem) -> (goal, price
+                cap)`` of the shop's goal list, or ``None`` (:func:`webshop_gym.shop` builds it).
         """
         seed = self._seed(seed)
         if isinstance(validation, bool) or not isinstance(validation, (int, np.integer)) or validation < 0:
@@ -284,15 +319,15 @@ class Protocol:
             raise ProtocolError(f"protocol {self.name!r} plays the same goals at every validation; --validation is for "
                                 "protocols that draw goals per validation (verl-agent)")
         spec = self.data["test"]
-        ids, digest = self._file_ids(spec, ids_file)
+        ids, digest, notes = self._file_ids(spec, ids_file, goal_lookup)
         episodes = resolve_episodes(spec, name=self.name, seed=seed, validation=int(validation),
                                     n=self._num_goals(num_goals), file_ids=ids, default_price_seed=self.data.get("price_seed", 0))
-        return Resolution(self.name, seed, int(validation), tuple(episodes), digest)
+        return Resolution(self.name, seed, int(validation), tuple(episodes), digest, notes)
 
     def test_ids(self, seed: int | None = None, *, num_goals: int | None = None,
                  ids_file: str | os.PathLike | None = None) -> np.ndarray:
         """Every canonical goal the protocol's test can play (any validation), sorted."""
-        ids, _ = self._file_ids(self.data["test"], ids_file)
+        ids, _, _ = self._file_ids(self.data["test"], ids_file)
         return reachable_ids(self.data["test"], name=self.name, seed=self._seed(seed), n=self._num_goals(num_goals), file_ids=ids)
 
     def train_ids(self, seed: int | None = None, *, num_goals: int | None = None,
@@ -306,7 +341,7 @@ class Protocol:
         if spec is None:
             raise ProtocolError(f"protocol {self.name!r} defines no train goals "
                                 f"(protocols with train goals: {', '.join(n for n in protocol_names() if get_protocol(n).train is not None)})")
-        ids, _ = self._file_ids(spec, ids_file)
+        ids, _, _ = self._file_ids(spec, ids_file)
         return spec_ids(spec, name=self.name, seed=self._seed(seed), n=self._num_goals(num_goals), file_ids=ids)
 
     # -- the shop -----------------------------------------------------------------------------
@@ -322,8 +357,8 @@ class Protocol:
         if shop.get("products_at_least") is not None:
             parts.append(f"at least {shop['products_at_least']:,} products")
         parts.append(f"{shop['goals']:,} {kind} goals" if shop.get("goals") is not None else f"{kind} goals")
-        files = ", ".join(f"{name} {digest}" for name, digest in sorted(shop.get("files", {}).items()))
-        return f"the {shop['release']} release ({', '.join(parts)}{'; ' + files if files else ''})"
+        files = ", ".join(f"{name} {digest}" for name, digest in sorted(shop.get("content", {}).items()))
+        return f"the {shop['release']} release ({', '.join(parts)}{'; content ' + files if files else ''})"
 
     def check_shop(self, shop) -> None:
         """Raise :class:`~webshop_gym.error.ShopMismatch` unless ``shop`` is the protocol's shop.
@@ -331,7 +366,7 @@ class Protocol:
         Args:
             shop: a :class:`~webshop_gym.shop.Shop` or its ``fingerprint()`` dict.
         """
-        fp = shop_identity(shop)
+        fp = shop.fingerprint() if hasattr(shop, "fingerprint") else dict(shop)
         spec, kind = self.data["shop"], self.data["goal_kind"]
         problems = []
         if kind != "any" and fp["goal_kind"] != kind:
@@ -342,14 +377,17 @@ class Protocol:
             problems.append(f"{fp['products']:,} products, not at least {spec['products_at_least']:,}")
         if spec.get("goals") is not None and kind == fp["goal_kind"] and fp["goals"] != spec["goals"]:
             problems.append(f"{fp['goals']:,} goals, not {spec['goals']:,}")
-        for name, digest in sorted(spec.get("files", {}).items()):
-            got = (fp.get("files") or {}).get(name)
+        content = fp.get("content") or {}
+        for name, digest in sorted(spec.get("content", {}).items()):
+            got = content.get(name)
             if got != digest:
-                problems.append(f"{name} {got or 'missing'}, not {digest}")
+                problems.append(f"content {got or 'unknown'} for {name}, not {digest}")
         if problems:
+            full = shop.fingerprint() if hasattr(shop, "fingerprint") else dict(shop)
             raise ShopMismatch(
                 f"protocol {self.name!r} needs {self.describe_shop()}, but this shop has {'; '.join(problems)} "
-                f"(shop fingerprint: catalog {fp['catalog']}, {fp['products']:,} products, {fp['goals']:,} {fp['goal_kind']} goals)"
+                f"(shop fingerprint: catalog {full.get('catalog')}, {fp['products']:,} products, {fp['goals']:,} "
+                f"{fp['goal_kind']} goals)"
             )
 
     # -- scoring --------------------------------------------------------------------------------
@@ -376,6 +414,8 @@ class Protocol:
             n = int(test["draw"]["size"]) * int(test["draw"].get("draws_per_validation", 1))
         elif "seeds" in test:
             n = int(test["seeds"]["count"])
+        elif "ids" in test:
+            n = len(id_list(test["ids"]["list"]).ids)
         else:
             n = test["file"].get("count")
         first = self.data["sources"][0]
@@ -384,8 +424,75 @@ class Protocol:
                 "source": f"{first['repo']}@{first['commit'][:7]}"}
 
 
+def goal_lookup(goals):
+    """``(asin, instruction stem) -> (goal index, price cap)`` over a goal set, for files that hold goals.
+
+    Args:
+        goals: a :class:`~webshop_gym.data.goals.GoalSet` (its ``asin``, ``instruction`` and
+            ``price_upper`` columns).
+    """
+    table: dict[tuple[str, str], tuple[int, float]] = {}
+    for index in range(len(goals)):
+        key = (str(goals.asin[index]).upper(), instruction_stem(goals.instruction[index]))
+        table.setdefault(key, (index, float(goals.price_upper[index])))
+    return lambda asin, stem: table.get((str(asin).upper(), stem))
+
+
+def prompt_text(prompt: Mapping | None) -> str:
+    """A prompt field in words: ``verl-agent (2 earlier steps)``, ``react (every earlier step)``, ``none``."""
+    if not isinstance(prompt, Mapping) or prompt.get("format") is None:
+        return "none (the family fixes no prompt)"
+    history = prompt.get("history")
+    shown = "every earlier step" if history is None else f"{history} earlier step{'s' if history != 1 else ''}"
+    return f"{prompt['format']} ({shown})"
+
+
+def _set_path(path, data: dict, dotted: str, value) -> None:
+    """``data[a][b][c] = value`` for ``dotted = "a.b.c"`` (every part but the last must exist)."""
+    keys = dotted.split(".")
+    node = data
+    for key in keys[:-1]:
+        if not isinstance(node, dict) or key not in node:
+            fail(path, f"set: {dotted!r} names no field of the protocol it extends ({key!r} is missing)")
+        node = node[key]
+    if not isinstance(node, dict) or not keys[-1]:
+        fail(path, f"set: {dotted!r} names no field of the protocol it extends")
+    node[keys[-1]] = copy.deepcopy(value)
+
+
+def _extended(path, data: dict) -> dict:
+    """A variant file merged onto the shipped protocol it ``extends``.
+
+    The variant's own top-level fields replace the base's; ``set`` replaces values by dotted
+    path (``"test.indices.draw.draws_per_validation": 1``); its ``sources`` replace the base's
+    sources of the same ``field`` and add the others; ``notes`` and ``aliases`` are its own.
+    """
+    base_name = data["extends"]
+    if not isinstance(base_name, str) or base_name not in protocol_names():
+        fail(path, f"extends: {base_name!r} is not a shipped protocol")
+    base = get_protocol(base_name)
+    if base.data.get("extends"):
+        fail(path, f"extends: {base_name!r} extends another protocol itself (one level only)")
+    merged = copy.deepcopy(base.data)
+    own_sources = data.get("sources") or []
+    replaced = {s.get("field") for s in own_sources if isinstance(s, dict)}
+    for key, value in data.items():
+        if key not in ("extends", "set", "sources"):
+            merged[key] = copy.deepcopy(value)
+    merged.setdefault("aliases", [])
+    if "aliases" not in data:
+        merged["aliases"] = []
+    for dotted, value in (data.get("set") or {}).items():
+        _set_path(path, merged, str(dotted), value)
+    merged["sources"] = [s for s in base.data["sources"] if s.get("field") not in replaced] + list(own_sources)
+    merged["extends"] = base_name
+    return merged
+
+
 def load_protocol(path: str | os.PathLike) -> Protocol:
     """Load and check a protocol file (one JSON object in the ``webshop-gym/protocol`` format).
+
+    A file with ``extends`` is a variant of a shipped protocol (see :func:`_extended`).
 
     Raises:
         ProtocolError: malformed (one line naming the file and the field).
@@ -395,10 +502,17 @@ def load_protocol(path: str | os.PathLike) -> Protocol:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise ProtocolError(f"{path}: not JSON ({exc.msg} at line {exc.lineno})") from None
+    except (RecursionError, ValueError) as exc:
+        raise ProtocolError(f"{path}: not a protocol file ({type(exc).__name__})") from None
+    if isinstance(data, dict) and "extends" in data:
+        if not isinstance(data.get("set", {}), dict):
+            fail(path, "set must be an object of dotted field paths and values")
+        data = _extended(path, data)
     if isinstance(data, dict):
-        for key, default in (("seed", None), ("train", None), ("price_seed", 0), ("samples_per_goal", 1), ("notes", [])):
+        for key, default in (("seed", None), ("train", None), ("price_seed", 0), ("samples_per_goal", 1), ("notes", []),
+                             ("aliases", [])):
             data.setdefault(key, default)
-    _validate(path, data)
+    validate(path, data)
     return Protocol(data, str(path))
 
 
@@ -412,7 +526,7 @@ def protocol_names() -> tuple[str, ...]:
     return tuple(sorted(p.name[: -len(".json")] for p in _data_dir().iterdir() if p.name.endswith(".json")))
 
 
-@functools.cache  # one entry per shipped protocol (13 small files)
+@functools.cache  # one entry per shipped protocol (a few dozen small files)
 def _shipped(name: str) -> Protocol:
     resource = _data_dir().joinpath(f"{name}.json")
     with resources.as_file(resource) as path:
@@ -422,15 +536,31 @@ def _shipped(name: str) -> Protocol:
     return protocol
 
 
+@functools.lru_cache(maxsize=1)
+def alias_names() -> dict[str, str]:
+    """``{alias: protocol name}`` of the shipped protocols' other names (``agenttuning`` -> ``agentbench``)."""
+    names = protocol_names()
+    out: dict[str, str] = {}
+    for name in names:
+        for alias in _shipped(name).aliases:
+            if alias in names or alias in out:
+                raise ProtocolError(f"protocol {name!r}: alias {alias!r} is already a protocol's name or alias")
+            out[alias] = name
+    return out
+
+
 def get_protocol(name: str) -> Protocol:
-    """The shipped protocol called ``name``.
+    """The shipped protocol called ``name`` (or one of its :func:`alias_names`).
 
     Raises:
         UnknownProtocol: not a shipped protocol (the message lists them, with a close match).
     """
     names = protocol_names()
     if name not in names:
-        hint = close_match(str(name), names)
+        aliases = alias_names()
+        if name in aliases:
+            return _shipped(aliases[name])
+        hint = close_match(str(name), (*names, *aliases))
         raise UnknownProtocol(f"unknown protocol {name!r}" + (f" (did you mean {hint!r}?)" if hint else "")
-                              + f"; known protocols: {', '.join(names)}")
+                              + f"; known protocols: {', '.join(names)} (and {', '.join(sorted(aliases))})")
     return _shipped(name)

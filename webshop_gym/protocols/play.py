@@ -21,12 +21,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from webshop_gym.error import InvalidArgument
+from webshop_gym.protocols.comparable import episode_set_digest, goals_text
 from webshop_gym.protocols.definition import (
     FORMAT,
     FORMAT_VERSION,
     Protocol,
     Resolution,
     get_protocol,
+    prompt_text,
     protocol_names,
 )
 
@@ -40,8 +42,12 @@ MAX_SAMPLES = 1000
 """Most samples per goal ``eval --samples`` takes."""
 
 
-def adhoc_protocol(*, start: int, stop: int, max_steps: int, price_seed: int, goal_kind: str) -> Protocol:
+def adhoc_protocol(*, start: int, stop: int, max_steps: int, price_seed: int, goal_kind: str,
+                   observation_mode: str = "text") -> Protocol:
     """The protocol a run without ``--protocol`` plays: goals ``start .. stop - 1`` of our goal order.
+
+    It fixes no prompt (``prompt.format`` null): the run's record carries the prompt its policy
+    read (:meth:`~webshop_gym.protocols.Protocol.played`).
 
     Args:
         start: the first goal (the split's, cut to ``--num-goals``).
@@ -49,6 +55,7 @@ def adhoc_protocol(*, start: int, stop: int, max_steps: int, price_seed: int, go
         max_steps: the step cap.
         price_seed: the seed of prices and price caps.
         goal_kind: ``"synthetic"`` or ``"human"`` (the shop's goals).
+        observation_mode: the env's observation mode.
     """
     data = {
         "format": FORMAT, "format_version": FORMAT_VERSION, "name": ADHOC, "version": 1,
@@ -61,6 +68,7 @@ def adhoc_protocol(*, start: int, stop: int, max_steps: int, price_seed: int, go
         "metrics": [{"name": "score", "label": "Score", "of": "raw_reward", "scale": 100},
                     {"name": "success_rate", "label": "SR", "of": "success", "scale": 100}],
         "aggregate": {"over": "episodes"}, "samples_per_goal": 1, "sources": [], "notes": [],
+        "observation": {"mode": observation_mode}, "prompt": {"format": None, "history": None}, "aliases": [],
     }
     return Protocol(data, "")
 
@@ -77,10 +85,18 @@ def with_samples(protocol: Protocol, samples: int) -> Protocol:
 
 
 def equivalent(protocol: Protocol) -> str | None:
-    """The shipped protocol whose rules equal ``protocol``'s (its name), if any."""
-    digest = protocol.definition_digest()
+    """The shipped protocol whose rules equal ``protocol``'s (its name), if any.
+
+    A shipped protocol that fixes no prompt (``webshop-gym``) equals a played one whatever
+    prompt the run's policy read.
+    """
+    mine = protocol.definition()
     for name in protocol_names():
-        if get_protocol(name).definition_digest() == digest:
+        other = get_protocol(name)
+        theirs = other.definition()
+        if other.prompt.get("format") is None:
+            theirs = {**theirs, "prompt": mine.get("prompt")}
+        if theirs == mine:
             return name
     return None
 
@@ -139,14 +155,28 @@ def plan(resolution: Resolution, samples: int = 1) -> list[PlannedEpisode]:
     return out
 
 
-def protocol_record(protocol: Protocol, resolution: Resolution, shop, samples: int = 1) -> dict:
-    """The run line's ``protocol`` object: name, fingerprint, digests, seed, validation and the definition."""
+def protocol_record(protocol: Protocol, resolution: Resolution, shop, samples: int = 1,
+                    deviations: list[str] | tuple[str, ...] = (), played_prompt: dict | None = None) -> dict:
+    """The run line's ``protocol`` object: name, fingerprint, digests, seed, validation and the definition.
+
+    Args:
+        protocol: the protocol as played (:meth:`~webshop_gym.protocols.Protocol.played`).
+        resolution: its episodes.
+        shop: the shop of the first episode.
+        samples: plays per episode.
+        deviations: how the play differs from the protocol's own observation mode or prompt
+            (one line each; a run with any is not the protocol's published setting).
+        played_prompt: the prompt the policy read (``None``: a policy that reads none).
+    """
     return {
         "name": protocol.name, "version": protocol.version, "fingerprint": protocol.fingerprint(resolution, shop),
         "definition_digest": protocol.definition_digest(), "ids_digest": resolution.ids_digest(),
         "equivalent": equivalent(protocol), "seed": resolution.seed, "validation": resolution.validation,
         "samples": int(samples), "episodes": len(resolution.episodes) * int(samples),
         "ids_file_sha256": resolution.ids_file_sha256, "definition": protocol.data,
+        "deviations": list(deviations), "played_prompt": played_prompt, "notes": list(resolution.notes),
+        "episode_set": episode_set_digest([(e.goal, e.price_seed) for e in resolution.episodes], samples),
+        "price_seeds": sorted({int(e.price_seed) for e in resolution.episodes}),
     }
 
 
@@ -171,31 +201,22 @@ def display_name(record: Mapping | None) -> str:
         extra.append(f"validation {record['validation']}")
     if int(record.get("samples") or 1) > 1:
         extra.append(f"{record['samples']} samples per goal")
+    if record.get("deviations"):
+        extra.append("not its published setting: " + "; ".join(record["deviations"]))
     return name + (f" ({', '.join(extra)})" if extra else "")
-
-
-def _goals_text(definition: Mapping) -> str:
-    indices = (definition.get("test") or {}).get("indices") or {}
-    if "range" in indices:
-        a, b = indices["range"]
-        return f"{a}-{'end' if b is None else b - 1}"
-    if "draw" in indices:
-        return "drawn per validation"
-    if "seeds" in indices:
-        return "from env seeds"
-    return "from a file"
 
 
 _FIELD_WORDS = {
     "shop": "the shop it needs", "goal_kind": "the goal kind", "test": "the test goals", "price_seed": "the price seed",
     "step_cap": "the step cap", "reward": "the reward transform", "success": "the success rule",
     "metrics": "the metrics", "aggregate": "the aggregation", "samples_per_goal": "the samples per goal",
+    "observation": "the observation mode", "prompt": "the prompt",
 }
 
 
 def _value_text(key: str, value) -> str:
     if key == "test" and isinstance(value, Mapping):
-        return _goals_text({"test": value})
+        return goals_text({"test": value})
     if key == "reward" and isinstance(value, Mapping):
         return "raw" if value.get("transform") == "raw" else f"{value.get('success_value')}/{value.get('failure_value')}"
     if key == "success" and isinstance(value, Mapping):
@@ -206,6 +227,10 @@ def _value_text(key: str, value) -> str:
         return f"mean over {value.get('over')}"
     if key == "shop" and isinstance(value, Mapping):
         return str(value.get("release"))
+    if key == "observation" and isinstance(value, Mapping):
+        return str(value.get("mode"))
+    if key == "prompt" and isinstance(value, Mapping):
+        return prompt_text(value)
     return str(value)
 
 

@@ -5,9 +5,10 @@ A goal spec has two parts.  ``list`` says how the family's goal list is ordered:
 SEED fork's 0), or each worker's own seed (``"worker"``, the verl-agent fork), optionally followed
 by a second permutation of the positions (RAGEN's ``random.Random(42)``).  ``indices`` says which
 positions of that list are played: a ``range``, per-validation draws from one NumPy
-``RandomState`` (verl-agent), env ``seeds`` mapped to positions (RAGEN), or a ``file`` of ids
-(AgentGym, SEED).  Every episode is resolved to a *canonical* goal: its index in our goal list,
-which is the reference's order.
+``RandomState`` (verl-agent), env ``seeds`` mapped to positions (RAGEN), a ``file`` of ids the
+user supplies (AgentGym, SEED), or a shipped id list (``ids``: ETO, IPR, WKM; :mod:`.idlists`).
+Every episode is resolved to a *canonical* goal: its index in our goal list, which is the
+reference's order.
 
 Each rule here is written out from the family's code (the protocol file cites it) and the tests
 compare it with values recorded from running that code.
@@ -24,6 +25,7 @@ import numpy as np
 
 from webshop_gym.data.goals import GOAL_SHUFFLE_SEED, reshuffled_order
 from webshop_gym.error import ProtocolError
+from webshop_gym.protocols.idlists import id_list
 
 __all__ = ["Episode", "goal_list_order", "reachable_ids", "resolve_episodes", "spec_ids"]
 
@@ -193,8 +195,11 @@ def spec_positions(spec: Mapping, *, name: str, seed: int | None, n: int | None,
         return _range(indices["range"], n, name)
     if "seeds" in indices:
         rule = indices["seeds"]
-        seeds = int(seed) + np.arange(int(rule["count"]), dtype=np.int64)
-        return seeds % int(rule["mod"]) + int(rule["add"])
+        mod = int(rule["mod"])
+        # (seed + i) % mod without forming seed + i: a seed near 2**63 would overflow int64
+        return (int(seed) % mod + np.arange(int(rule["count"]), dtype=np.int64)) % mod + int(rule["add"])
+    if "ids" in indices:
+        return np.array(id_list(indices["ids"]["list"]).ids, dtype=np.int64)
     if "file" in indices:
         if file_ids is None:
             raise ProtocolError(f"protocol {name!r} reads its goal ids from a file: pass it (--protocol-file FILE)")

@@ -6,8 +6,10 @@ The protocol file says (``reward``, ``success``, ``metrics``, ``aggregate``):
   (``success_value`` on success, else ``failure_value``: verl-agent's 10/0, RAGEN's 1/0);
 * ``success``: ``raw_at_least`` (the raw reward an episode needs; every family uses 1.0) and
   ``needs_purchase`` (an episode that ended without buying never succeeds);
-* ``metrics``: each a ``name``, a ``label``, what it averages (``of``: ``"success"`` or
-  ``"raw_reward"``) and a ``scale`` (100: printed as a percentage);
+* ``metrics``: each a ``name``, a ``label``, what it averages (``of``: ``"success"``,
+  ``"raw_reward"`` or ``"progress"``, AgentBoard's progress rate: an episode's ``progress``, the
+  third-weighted best reward seen on a results page, on a product page and bought) and a
+  ``scale`` (100: printed as a percentage);
 * ``aggregate.over``: ``"episodes"`` (one mean), ``"draws"`` (the mean of each reset's batch,
   then the mean over the validation's draws: verl-agent) or ``"trials"`` (an episode solved in
   an earlier trial stays solved: Reflexion).
@@ -20,7 +22,10 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 
-__all__ = ["figures", "is_success", "samples_by_goal", "transform_reward"]
+__all__ = ["METRIC_INPUTS", "figures", "is_success", "samples_by_goal", "transform_reward"]
+
+METRIC_INPUTS = ("success", "raw_reward", "progress")
+"""What a metric can average (its ``of``)."""
 
 
 def is_success(protocol, raw_reward: float, purchased: bool) -> bool:
@@ -46,6 +51,9 @@ def _value(protocol, episode: Mapping, of: str) -> float:
         return 1.0 if is_success(protocol, raw, bool(episode.get("purchased", True))) else 0.0
     if of == "raw_reward":
         return raw
+    if of == "progress":  # AgentBoard's progress rate of the episode (recorded when the protocol asks for it)
+        value = episode.get("progress")
+        return float("nan") if value is None else float(value)
     raise ValueError(f"unknown metric input {of!r}")
 
 

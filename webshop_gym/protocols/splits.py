@@ -77,7 +77,7 @@ def goal_ids(shop, split, *, allow_test_goals: bool = False) -> range | np.ndarr
     protocol = get_protocol(chosen.protocol)
     protocol.check_shop(shop)
     n = len(shop.goals)
-    test_file = chosen.ids_file if chosen.part == "test" or protocol.needs_file else None
+    test_file = chosen.ids_file if chosen.part == "test" or protocol.reads_file else None
     if chosen.part == "test":
         if not allow_test_goals:
             raise TestGoalsRefused(f"split {str(chosen)!r} is protocol {protocol.name!r}'s test goals: pass "

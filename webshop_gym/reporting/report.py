@@ -31,6 +31,7 @@ from webshop_gym.analysis.stats import (
 )
 from webshop_gym.analysis.taxonomy import CAUSES, FAMILY, SOLVED, TAG_RULES, TAGS
 from webshop_gym.error import Error
+from webshop_gym.protocols.comparable import comparison, refusal
 from webshop_gym.protocols.play import display_name, protocol_difference
 from webshop_gym.render.html import template_environment
 from webshop_gym.reporting.completeness import (
@@ -38,8 +39,8 @@ from webshop_gym.reporting.completeness import (
     Completeness,
     completeness,
     latex_footnotes,
-    refusal,
 )
+from webshop_gym.reporting.completeness import refusal as incomplete_refusal
 from webshop_gym.reporting.loading import merged_here, read_runs
 from webshop_gym.reporting.plots import PLOTS
 from webshop_gym.runs.index import CSV_COLUMNS, RunIndex, csv_row, seed_groups
@@ -147,18 +148,33 @@ def summarize_run(label: str, run: Run, resamples: int = RESAMPLES, seed: int = 
 
 def _pairing_keys(run: Run) -> dict:
     """A run's scored episodes by what pairs them (:func:`~webshop_gym.analysis.figures.pairing_key`)."""
-    keys = [pairing_key(e.goal_index, e.log.record.get("protocol")) for e in run.episodes]
+    price_seed = (run.header.get("fingerprint") or {}).get("price_seed")
+    keys = [pairing_key(e.goal_index, e.log.record.get("protocol"), price_seed) for e in run.episodes]
     return {k: run.episodes[i] for k, i in paired_positions(keys, [e.errored for e in run.episodes]).items()}
 
 
+def refusal_of(a: Run, b: Run) -> str:
+    """Why runs ``a`` and ``b`` cannot be paired, in one line (``""``: they can).
+
+    Decided from what they played (:mod:`webshop_gym.protocols.comparable`: episodes, step cap,
+    success rule, shop, observation mode, prompt); runs written before protocol records are
+    compared by their protocols and goal sets as before.
+    """
+    fields = comparison(a.header, b.header)
+    if fields is not None:
+        return refusal(fields)
+    refused = protocol_difference(a.protocol, b.protocol)
+    notes = [f"different protocols ({refused})"] if refused else []
+    if a.goal_set and b.goal_set and a.goal_set != b.goal_set:
+        notes.insert(0, f"different goal sets ({a.goal_set} vs {b.goal_set})")
+    return "; ".join(notes)
+
+
 def compare(a: RunSummary, b: RunSummary, resamples: int = RESAMPLES, seed: int = 0) -> Comparison:
-    """Pair run ``b`` with run ``a`` on their common goals (not across different protocols or goal sets)."""
-    refused = protocol_difference(a.run.protocol, b.run.protocol)
-    notes = [f"different protocols, not paired ({refused})"] if refused else []
-    if a.run.goal_set and b.run.goal_set and a.run.goal_set != b.run.goal_set:
-        notes.insert(0, f"different goal sets ({a.run.goal_set} vs {b.run.goal_set}): not paired")
-    if notes:
-        return Comparison(a, b, None, "; ".join(notes))
+    """Pair run ``b`` with run ``a`` on their common episodes (not when they played different things: :func:`refusal_of`)."""
+    refused = refusal_of(a.run, b.run)
+    if refused:
+        return Comparison(a, b, None, f"not paired: {refused}")
     goals_a, goals_b = _pairing_keys(a.run), _pairing_keys(b.run)
     common = sorted(set(goals_a) & set(goals_b), key=pairing_order)
     if not common:
@@ -349,6 +365,8 @@ def published_table(report: Report) -> tuple[list[str], list[list[str]]]:
               "mean steps"]
     for k in sampled:
         header += [f"mean@{k}", f"pass@{k}"]
+    family = _family_metrics(report)
+    header += family
     rows = []
     for group in protocol_groups(report):
         for row in group["rows"]:
@@ -361,8 +379,25 @@ def published_table(report: Report) -> tuple[list[str], list[list[str]]]:
             for k in sampled:
                 mine = pf.get("samples") == k
                 cells += [_f(pf.get(f"mean@{k}")) if mine else "-", _f(pf.get(f"pass@{k}")) if mine else "-"]
+            own = {m["label"]: m["value"] for m in pf.get("metrics") or () if m["label"] in family}
+            cells += [_f(own.get(label)) for label in family]
             rows.append(cells)
     return header, rows
+
+
+def _family_metrics(report: Report) -> list[str]:
+    """Labels of the protocols' own metrics that are not Score or SR, a published-table column each.
+
+    AgentBoard's Progress, ETO's Success (any purchase); ``-`` for runs whose protocol has none.
+    """
+    out: list[str] = []
+    for row in report.rows:
+        for m in (row.figures.get("protocol") or {}).get("metrics") or ():
+            plain = {"raw_reward": row.figures.get("score"), "success": row.figures.get("sr")}.get(m["of"])
+            same = m["value"] is not None and plain is not None and abs(m["value"] - plain) < 1e-9
+            if not same and m["label"] not in out and m["label"] not in ("Score", "SR"):
+                out.append(m["label"])
+    return out
 
 
 _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
@@ -386,9 +421,9 @@ def to_latex(report: Report, allow_incomplete: bool = False) -> str:
     ordered = [row for group in groups for row in group["rows"]]  # the published rows' order
     marks = latex_footnotes([(row.label, row.completeness) for row in ordered])
     if marks and not allow_incomplete:
-        raise Error(refusal([(row.label, row.completeness) for row in ordered]))
+        raise Error(incomplete_refusal([(row.label, row.completeness) for row in ordered]))
     lines = [f"% {_tex(report.title)}: {len(report.rows)} run(s); {_tex(method(report))}; written {report.created}",
-             "% Runs are comparable exactly when their protocol fingerprints are equal (one block per protocol).",
+             "% One block per protocol fingerprint: equal fingerprints played the same episodes under the same rules.",
              *(f"% Note: {_comment(note)}" for note in report.notes),
              *(f"% Incomplete ({ALLOW_FLAG}): {_comment(row.label)}: {_comment(row.completeness.words())}"
                for row in ordered if row.label in marks),

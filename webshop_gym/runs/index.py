@@ -115,7 +115,7 @@ class IndexTable:
             (:func:`~webshop_gym.analysis.figures.sample_figures`; positions index this table);
             ``None`` for a run of one play per goal.
         pairing: each episode's pairing key (:func:`~webshop_gym.analysis.figures.pairing_key`:
-            a protocol's ``(item, sample)``, else the goal).
+            ``(goal, price seed, sample)``).
     """
 
     goal: np.ndarray
@@ -421,6 +421,7 @@ class RunIndex:
                 rec["protocol"] = cols.protocol[i]
             records.append(rec)
         protocol = (self.header or {}).get("protocol")
+        run_price_seed = ((self.header or {}).get("fingerprint") or {}).get("price_seed")
         figures = summarize(records, protocol=protocol)
         samples = sample_figures(protocol, records)
         del records
@@ -432,7 +433,7 @@ class RunIndex:
             reachable=np.array([-1 if r is None else int(r) for r in cols.reachable], np.int8),
             instructions=list(cols.instruction), instructions_lower=[s.lower() for s in cols.instruction],
             figures=figures, samples=samples,
-            pairing=[pairing_key(g, p) for g, p in zip(cols.goal, cols.protocol, strict=True)])
+            pairing=[pairing_key(g, p, run_price_seed) for g, p in zip(cols.goal, cols.protocol, strict=True)])
 
     def tag_counts(self) -> Counter:
         """Episodes per failure tag (``solved`` included)."""
