@@ -19,14 +19,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from webshop_gym.analysis.figures import billed, cost, paired_positions, pairing_key, pairing_order
-from webshop_gym.analysis.intervals import METHOD, score_interval, sr_interval
+from webshop_gym.analysis.figures import (
+    billed,
+    compare_goals,
+    cost,
+    goal_keys,
+    intervals,
+    pairing_goals,
+    pairing_key,
+    samples_of,
+)
+from webshop_gym.analysis.intervals import method as interval_method
 from webshop_gym.analysis.stats import (
-    PAIRED_COLUMNS,
     Interval,
     PairedComparison,
-    paired,
     paired_cells,
+    paired_columns,
 )
 from webshop_gym.analysis.taxonomy import CAUSES, FAMILY, SOLVED, TAG_RULES, TAGS
 from webshop_gym.protocols.play import display_name, protocol_difference
@@ -115,9 +123,12 @@ def _labels(paths: list[Path]) -> list[str]:
 
 
 def summarize_run(label: str, run: Run, resamples: int = RESAMPLES, seed: int = 0) -> RunSummary:
-    """A run's report row (errored episodes of a served model are left out: they are counted apart)."""
+    """A run's report row (errored episodes of a served model are left out: they are counted apart).
+
+    Score and SR with their intervals are :func:`webshop_gym.analysis.figures.intervals`' (over
+    goals for a run that played each goal several times), as ``eval`` and the viewer give them.
+    """
     scored = [e for e in run.episodes if not e.errored]
-    rewards = [e.reward for e in scored]
     categories: dict[str, dict] = {}
     for e in scored:
         c = categories.setdefault(e.category, {"episodes": 0, "successes": 0})
@@ -125,18 +136,21 @@ def summarize_run(label: str, run: Run, resamples: int = RESAMPLES, seed: int = 
         c["successes"] += int(e.success)
     for c in categories.values():
         c["sr"] = 100.0 * c["successes"] / c["episodes"]
-
+    keys = goal_keys(samples_of(run.protocol), [e.goal_index for e in run.episodes],
+                     [e.log.record.get("protocol") for e in run.episodes])
+    found = intervals([e.reward for e in run.episodes], [e.errored for e in run.episodes], resamples, seed, keys)
     return RunSummary(
-        label, run, score_interval(rewards, resamples, seed), sr_interval([e.success for e in scored]),
+        label, run, found["score"], found["sr"],
         dict(sorted(categories.items())), Counter(e.cause for e in scored if e.cause),
         Counter(c for e in scored for c in e.causes),
     )  # fmt: skip
 
 
-def _pairing_keys(run: Run) -> dict:
-    """A run's scored episodes by what pairs them (:func:`~webshop_gym.analysis.figures.pairing_key`)."""
+def _pairing_goals(run: Run):
+    """A run's goals as a comparison pairs them (:func:`~webshop_gym.analysis.figures.pairing_goals`)."""
     keys = [pairing_key(e.goal_index, e.log.record.get("protocol")) for e in run.episodes]
-    return {k: run.episodes[i] for k, i in paired_positions(keys, [e.errored for e in run.episodes]).items()}
+    return pairing_goals(keys, [e.reward for e in run.episodes], [e.errored for e in run.episodes],
+                         samples_of(run.protocol))
 
 
 def compare(a: RunSummary, b: RunSummary, resamples: int = RESAMPLES, seed: int = 0) -> Comparison:
@@ -147,12 +161,12 @@ def compare(a: RunSummary, b: RunSummary, resamples: int = RESAMPLES, seed: int 
         notes.insert(0, f"different goal sets ({a.run.goal_set} vs {b.run.goal_set}): not paired")
     if notes:
         return Comparison(a, b, None, "; ".join(notes))
-    goals_a, goals_b = _pairing_keys(a.run), _pairing_keys(b.run)
-    common = sorted(set(goals_a) & set(goals_b), key=pairing_order)
-    if not common:
+    goals_a, goals_b = _pairing_goals(a.run), _pairing_goals(b.run)
+    found = compare_goals(goals_a, goals_b, resamples, seed, samples_of(a.run.protocol))
+    if found is None:
         return Comparison(a, b, None, "no goal in common: not paired")
+    common, result = found
     note = "" if len(common) == len(goals_a) == len(goals_b) else f"paired on the {len(common)} goals both runs played"
-    result = paired([goals_a[g].reward for g in common], [goals_b[g].reward for g in common], resamples, seed)
     return Comparison(a, b, result, note)
 
 
@@ -177,8 +191,9 @@ def build_report(paths: list[str | os.PathLike], resamples: int = RESAMPLES, see
         if not row.run.header:
             notes.append(f"{row.label}: a trajectory log without a run line (policy, split and settings unknown).")
         if row.figures.get("unreachable"):
-            notes.append(f"{row.label}: {row.figures['unreachable']} unreachable goals (no purchase of the target "
-                         f"scores 1.0 on them); SR on the others {_f(row.figures.get('sr_reachable'))}%.")
+            episodes = f", {row.figures['unreachable_episodes']} episodes" if "unreachable_episodes" in row.figures else ""
+            notes.append(f"{row.label}: {row.figures['unreachable']} unreachable goals{episodes} (no purchase of the "
+                         f"target scores 1.0 on them); SR on the others {_f(row.figures.get('sr_reachable'))}%.")
     report = Report(rows, comparisons, int(resamples), int(seed), now_iso(), title or "WebShop evaluation report", notes,
                     viewer)
     report.prices = (price_input, price_output)
@@ -213,7 +228,7 @@ def tables(report: Report) -> dict[str, tuple[list[str], list[list[str]]]]:
     out["runs"] = (header, rows)
     out["published"] = published_table(report)
     if report.comparisons:
-        header = ["run vs first", *PAIRED_COLUMNS]
+        header = ["run vs first", *paired_columns(samples_of(report.rows[0].run.protocol))]
         rows = []
         for c in report.comparisons:
             p = c.paired
@@ -310,13 +325,13 @@ def published_table(report: Report) -> tuple[list[str], list[list[str]]]:
 
     Columns: the run (method), the protocol and its fingerprint, Score, SR with its 95% interval,
     the valid-action rate, mean steps and, when a run played each goal several times
-    (``eval --samples K``), mean@K and pass@K.  Figures come from the run's figures
-    (:func:`webshop_gym.analysis.figures.summarize`), never recomputed here.
+    (``eval --samples K``), mean@K and pass@K with their 95% intervals over goals.  Figures come
+    from the run's figures (:func:`webshop_gym.analysis.figures.summarize`), never recomputed here.
     """
     sampled = sorted({int((row.figures.get("protocol") or {}).get("samples", 1)) for row in report.rows} - {1})
     header = ["method", "protocol", "fingerprint", "Score", "SR % [95% CI]", "valid %", "mean steps"]
     for k in sampled:
-        header += [f"mean@{k}", f"pass@{k}"]
+        header += [f"mean@{k} [95% CI]", f"pass@{k} [95% CI]"]
     rows = []
     for group in protocol_groups(report):
         for row in group["rows"]:
@@ -326,9 +341,15 @@ def published_table(report: Report) -> tuple[list[str], list[list[str]]]:
                      _f(f["valid_rate"]), _f(f["mean_steps"], 2)]
             for k in sampled:
                 mine = pf.get("samples") == k
-                cells += [_f(pf.get(f"mean@{k}")) if mine else "-", _f(pf.get(f"pass@{k}")) if mine else "-"]
+                cells += [_sampled_cell(pf, f"mean@{k}") if mine else "-", _sampled_cell(pf, f"pass@{k}") if mine else "-"]
             rows.append(cells)
     return header, rows
+
+
+def _sampled_cell(figures: dict, key: str) -> str:
+    """mean@K or pass@K of a run's protocol figures with its interval, as ``eval`` prints it (``-``: none)."""
+    found = (figures.get("intervals") or {}).get(key)
+    return _f(figures.get(key)) + (f" [{_f(found['low'])}, {_f(found['high'])}]" if found else "")
 
 
 _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
@@ -359,8 +380,9 @@ def to_latex(report: Report) -> str:
 
 
 def method(report: Report) -> str:
-    """How the report's intervals are computed (the one method of :mod:`webshop_gym.analysis.intervals`)."""
-    return METHOD.format(resamples=report.resamples, seed=report.seed) + "; paired differences by the paired bootstrap"
+    """How the report's intervals are computed (the one method of :mod:`webshop_gym.analysis.intervals`, by runs' samples)."""
+    samples = [samples_of(row.run.protocol) for row in report.rows]
+    return interval_method(report.resamples, report.seed, samples) + "; paired differences by the paired bootstrap"
 
 
 def failure_tags(report: Report, examples: int = 5) -> list[dict]:
