@@ -143,15 +143,20 @@ def test_mean_and_pass_at_k_get_intervals_of_their_own():
 # -- the goal-level bootstrap against scipy.stats.bootstrap ---------------------------------------------
 
 
-@pytest.mark.parametrize("unequal", [False, True])
-def test_the_goal_bootstrap_agrees_with_scipy(unequal):
-    """The percentile bootstrap over goals equals scipy's on the per-goal means, within Monte Carlo error."""
+@pytest.mark.parametrize(("unequal", "partial"), [(False, [0.0, 0.5, 0.75]), (True, [0.0, 0.5, 0.75]), (False, None)])
+def test_the_goal_bootstrap_agrees_with_scipy(unequal, partial):
+    """The percentile bootstrap over goals equals scipy's on the per-goal means, within Monte Carlo error.
+
+    Few distinct goal outcomes are drawn as a multinomial, many (``partial`` None: any reward) goal by goal.
+    """
     rng = np.random.default_rng(11)
     goals, k = 300, 4
     p = rng.beta(0.6, 0.9, goals)
-    rewards = np.where(rng.random((goals, k)) < p[:, None], 1.0, rng.choice([0.0, 0.5, 0.75], (goals, k)))
+    fails = rng.random((goals, k)) if partial is None else rng.choice(partial, (goals, k))
+    rewards = np.where(rng.random((goals, k)) < p[:, None], 1.0, fails)
     sizes = np.where(rng.random(goals) < 0.2, 3, k) if unequal else np.full(goals, k)  # errored samples left out
     totals = np.array([rewards[g, : sizes[g]].sum() for g in range(goals)])
+    assert (len(np.unique(totals)) > 256) == (partial is None)  # both ways of drawing the goals are checked
     ours = [resampled_ratio(totals, sizes, 10_000, seed) for seed in range(6)]
     index = np.arange(goals)
 

@@ -104,15 +104,26 @@ def resampled_mean(values: Sequence[float] | np.ndarray, resamples: int = 10_000
     return Interval(scale * float(data.mean()), scale * float(low), scale * float(high))
 
 
+#: Indices drawn at once by the goals' bootstrap when it draws goals one by one (bounds its memory: 4-8 bytes each).
+INDEX_CHUNK = 1 << 22
+#: The goals' bootstrap draws a multinomial over the distinct (total, size) pairs when there are at most
+#: ``MULTINOMIAL_MOST`` of them or at most this share of the goals (numpy's multinomial costs about 80 ns a category
+#: and resample, drawing a goal about 10 ns), else it draws the goals one by one.
+MULTINOMIAL_SHARE, MULTINOMIAL_MOST = 1 / 8, 256
+
+
 def resampled_ratio(totals: Sequence[float] | np.ndarray, sizes: Sequence[int] | np.ndarray, resamples: int = 10_000,
                     seed: int = 0, scale: float = 100.0, level: float = 0.95) -> Interval | None:
     """``sum(totals) / sum(sizes)`` x ``scale`` with the percentile bootstrap over clusters (goals).
 
     Cluster ``g`` holds ``sizes[g]`` values summing to ``totals[g]`` (a goal's samples and their
     reward total); a resample draws the clusters with replacement, each with all its values, and
-    takes the ratio of the drawn totals (the mean of the values drawn).  As :func:`resampled_mean`,
-    the clusters are drawn as a multinomial over the distinct ``(total, size)`` pairs.  With one
-    value per cluster it *is* :func:`resampled_mean` (the same draws, the same interval).
+    takes the ratio of the drawn totals (the mean of the values drawn).  With one value per cluster
+    it *is* :func:`resampled_mean` (the same draws, the same interval).  Otherwise the clusters
+    are drawn as a multinomial over the distinct ``(total, size)`` pairs when these are few
+    (:data:`MULTINOMIAL_MOST`, or an eighth of the clusters: a deterministic policy's goals played
+    K times then get the very draws of one play each), else one by one (the same distribution,
+    faster when most goals differ), :data:`INDEX_CHUNK` indices at a time.
 
     Example:
         >>> resampled_ratio([2.0, 0.0, 1.0], [2, 2, 2], resamples=2000).format()
@@ -129,16 +140,36 @@ def resampled_ratio(totals: Sequence[float] | np.ndarray, sizes: Sequence[int] |
         return resampled_mean(totals, resamples, seed, scale, level)
     if np.any(sizes <= 0):
         raise ValueError("every cluster needs at least one value")
+    return _percentile_interval(_cluster_means(totals, sizes, resamples, seed), float(totals.sum() / sizes.sum()),
+                                scale, level)
+
+
+def _cluster_means(totals: np.ndarray, sizes: np.ndarray, resamples: int, seed: int) -> np.ndarray:
+    """``resamples`` bootstrap means over clusters (see :func:`resampled_ratio`: a multinomial or one by one)."""
+    g = len(totals)
     distinct, counts = np.unique(np.column_stack([totals, sizes]), axis=0, return_counts=True)
     rng = np.random.default_rng(seed)
     means = np.empty(int(resamples))
-    for start in range(0, len(means), CHUNK):
-        size = min(CHUNK, len(means) - start)
-        drawn = rng.multinomial(g, counts / g, size=size)
-        means[start : start + size] = (drawn @ distinct[:, 0]) / (drawn @ distinct[:, 1])
+    if len(distinct) <= max(MULTINOMIAL_SHARE * g, MULTINOMIAL_MOST):
+        for start in range(0, len(means), CHUNK):
+            size = min(CHUNK, len(means) - start)
+            drawn = rng.multinomial(g, counts / g, size=size)
+            means[start : start + size] = (drawn @ distinct[:, 0]) / (drawn @ distinct[:, 1])
+    else:
+        rows = max(1, INDEX_CHUNK // g)
+        same = bool(np.all(sizes == sizes[0]))  # every goal the same samples: the drawn samples are known
+        for start in range(0, len(means), rows):
+            size = min(rows, len(means) - start)
+            picks = rng.integers(0, g, size=(size, g), dtype=np.int32 if g < 2**31 else np.int64)
+            drawn = g * sizes[0] if same else sizes[picks].sum(axis=1)
+            means[start : start + size] = totals[picks].sum(axis=1) / drawn
+    return means
+
+
+def _percentile_interval(means: np.ndarray, value: float, scale: float, level: float) -> Interval:
     tail = (1.0 - level) / 2 * 100
     low, high = np.percentile(means, [tail, 100 - tail])
-    return Interval(scale * float(totals.sum() / sizes.sum()), scale * float(low), scale * float(high))
+    return Interval(scale * value, scale * float(low), scale * float(high))
 
 
 def _lower_tail(n: int, k: int) -> int:
@@ -347,6 +378,18 @@ class PairedComparison:
     samples: int = 1
 
 
+def _mean_of_goals(values: np.ndarray, resamples: int, seed: int, sampled: bool) -> Interval | None:
+    """The paired bootstrap of per-goal differences x100.
+
+    :func:`resampled_mean` with one sample per goal (as always); for sampled runs the goals'
+    bootstrap of :func:`resampled_ratio` (each goal one value).
+    """
+    if not sampled or not len(values):
+        return resampled_mean(values, resamples, seed)
+    means = _cluster_means(values, np.ones(len(values)), resamples, seed)
+    return _percentile_interval(means, float(values.mean()), 100.0, 0.95)
+
+
 def paired(rewards_a: Sequence[float], rewards_b: Sequence[float], resamples: int = 10_000,
            seed: int = 0) -> PairedComparison:
     """Compare two runs goal by goal (``rewards_a[i]`` and ``rewards_b[i]`` are the same goal's)."""
@@ -372,6 +415,7 @@ def paired_goals(a: Goals, b: Goals, resamples: int = 10_000, seed: int = 0,
         raise ValueError(f"paired runs need the same goals in each, got {len(a)} and {len(b)}")
     ma, mb = a.mean_reward, b.mean_reward
     sa, sb = a.share, b.share
+    sampled = a.sampled or b.sampled
     won, lost = int((mb > ma).sum()), int((mb < ma).sum())
     higher = b.solved * a.played - a.solved * b.played  # B's share minus A's, over a.played * b.played
     only_a, only_b = int((higher < 0).sum()), int((higher > 0).sum())
@@ -380,8 +424,8 @@ def paired_goals(a: Goals, b: Goals, resamples: int = 10_000, seed: int = 0,
         goals=len(a), won=won, lost=lost, tied=len(a) - won - lost,
         solved_both=len(a) - only_a - only_b - neither, solved_a_only=only_a, solved_b_only=only_b,
         solved_neither=neither,
-        score_diff=resampled_mean(mb - ma, resamples, seed),
-        sr_diff=resampled_mean(sb - sa, resamples, seed),
+        score_diff=_mean_of_goals(mb - ma, resamples, seed, sampled),
+        sr_diff=_mean_of_goals(sb - sa, resamples, seed, sampled),
         sign_p=sign_test(won, lost), mcnemar_p=flip_test(higher, a.played * b.played, resamples, seed),
         samples=int(samples or max(a.played.max(initial=1), b.played.max(initial=1))),
     )  # fmt: skip

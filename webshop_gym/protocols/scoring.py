@@ -103,7 +103,8 @@ def figures(protocol, episodes: Iterable[Mapping]) -> dict:
 
     Returns:
         ``{metric name: value}`` (on the metric's scale); with several samples per goal also
-        ``mean@K`` and ``pass@K`` (K: the protocol's ``samples_per_goal``; pass@K: the mean over
+        ``mean@K`` and ``pass@K`` (K: the protocol's ``samples_per_goal``, else the most samples of
+        a goal; none before some goal has K; pass@K: the mean over
         goals of :func:`pass_at_k`, the unbiased estimate, which is the share of goals with a
         success among their K samples when each has K, x 100); for ``"trials"`` also
         ``{name}_by_trial``, the value after each trial.
@@ -134,8 +135,10 @@ def figures(protocol, episodes: Iterable[Mapping]) -> dict:
         out[metric["name"]] = value * scale
     samples = {goal: [_value(protocol, episodes[i], "success") for i in members]
                for goal, members in samples_by_goal(episodes).items()}
+    most = max((len(v) for v in samples.values()), default=0)
     k = int(getattr(protocol, "samples_per_goal", 1) or 1)
-    if k > 1 and max((len(v) for v in samples.values()), default=0) >= k:  # a run cut before any goal's K-th: none
+    k = k if k > 1 else most  # episodes given with samples of a protocol of one: K is what they hold
+    if k > 1 and most >= k:  # a run cut before any goal's K-th: none
         out[f"mean@{k}"] = _mean([_mean(v) for v in samples.values()]) * 100
         out[f"pass@{k}"] = _mean([pass_at_k(int(sum(v)), len(v), k) for v in samples.values()]) * 100
     return out
