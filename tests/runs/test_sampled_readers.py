@@ -23,6 +23,7 @@ from webshop_gym.analysis.intervals import fmt
 from webshop_gym.analysis.stats import SAMPLED_PAIRED_COLUMNS, sign_test
 from webshop_gym.cli.app import main
 from webshop_gym.evaluation.local import evaluate
+from webshop_gym.reporting.report import build_report
 
 K, GOALS = 5, 30
 SOLVED_BOTH = set(range(20, 25))
@@ -177,6 +178,10 @@ def test_every_reader_shows_the_same_intervals_of_a_sampled_run(sampled, make_vi
     cells = [c.strip() for c in lines[lines.index(r"\midrule") + 1][: -len(r" \\")].split(" & ")]
     latex = dict(zip(header, cells, strict=True))
     assert latex[f"mean@{K} [95\\% CI]"] == want["mean"] and latex[r"SR \% [95\% CI]"] == want["sr"]
+    # SR by category (the plot's error bars): over goals too, Wilson on each category's goals here
+    for name, c in build_report([run]).rows[0].categories.items():
+        ci = stats.binomtest(c["successes"] // K, c["episodes"] // K).proportion_ci(method="wilson")
+        assert (c["low"], c["high"]) == pytest.approx((100 * ci.low, 100 * ci.high)), name
     # the viewer: the run list, the run page, and the bundle (the run page saved)
     client = make_viewer(folder)
     listing = BeautifulSoup(client.get("/runs/").get_data(as_text=True), "html.parser")

@@ -22,7 +22,7 @@ from webshop_gym.analysis.stats import Goals, Interval, resampled_mean, resample
 from webshop_gym.protocols.scoring import pass_at_k
 
 __all__ = ["METHOD", "RESAMPLES", "SAMPLED_METHOD", "SAMPLES_DEFINITION", "Interval", "effective_trials", "fmt",
-           "goal_intervals", "method", "sampled_intervals", "score_interval", "share_interval", "sr_interval", "wilson",
+           "goal_intervals", "goal_sr_interval", "method", "sampled_intervals", "score_interval", "share_interval", "sr_interval", "wilson",
            "wilson_share"]
 
 #: Resamples of the Score's bootstrap (the report's ``--bootstrap`` default too).
@@ -162,10 +162,18 @@ def goal_intervals(goals: Goals, resamples: int = RESAMPLES, seed: int = 0) -> d
     number of trials, which is the goals' count when every goal's samples agree).  The values are
     the means over the episodes, as every figure of the run.
     """
+    score = resampled_ratio(goals.reward, goals.played, resamples, seed)  # one sample per goal: score_interval
+    return {"score": score, "sr": goal_sr_interval(goals)}
+
+
+def goal_sr_interval(goals: Goals) -> Interval | None:
+    """SR (x100) with its 95% interval over goals (``None`` without goals).
+
+    :func:`sr_interval` with one sample per goal, else :func:`share_interval` of the goals' successes.
+    """
     if not goals.sampled:
-        return {"score": score_interval(goals.reward, resamples, seed), "sr": sr_interval(goals.solved > 0)}
-    return {"score": resampled_ratio(goals.reward, goals.played, resamples, seed),
-            "sr": share_interval(goals.solved, goals.played)}
+        return sr_interval(goals.solved > 0)
+    return share_interval(goals.solved, goals.played)
 
 
 def sampled_intervals(goals: Goals, k: int) -> dict[str, Interval | None]:

@@ -29,8 +29,10 @@ from webshop_gym.analysis.figures import (
     pairing_key,
     samples_of,
 )
+from webshop_gym.analysis.intervals import goal_sr_interval
 from webshop_gym.analysis.intervals import method as interval_method
 from webshop_gym.analysis.stats import (
+    Goals,
     Interval,
     PairedComparison,
     paired_cells,
@@ -59,7 +61,8 @@ class RunSummary:
         label: the run's name (its file name without ``.jsonl``; the path when two names clash).
         run: the run.
         score, sr: with their bootstrap 95% intervals.
-        categories: per product category ``{"episodes", "successes", "sr"}``.
+        categories: per product category ``{"episodes", "successes", "sr", "low", "high"}`` (SR's 95%
+            interval, over goals for a sampled run).
         causes: purchases per first reward part short; ``any_causes``: purchases with each part short.
     """
 
@@ -129,15 +132,23 @@ def summarize_run(label: str, run: Run, resamples: int = RESAMPLES, seed: int = 
     goals for a run that played each goal several times), as ``eval`` and the viewer give them.
     """
     scored = [e for e in run.episodes if not e.errored]
+    keys = goal_keys(samples_of(run.protocol), [e.goal_index for e in run.episodes],
+                     [e.log.record.get("protocol") for e in run.episodes])
     categories: dict[str, dict] = {}
-    for e in scored:
+    members: dict[str, list[int]] = {}
+    for i, e in enumerate(run.episodes):
+        if e.errored:
+            continue
         c = categories.setdefault(e.category, {"episodes": 0, "successes": 0})
         c["episodes"] += 1
         c["successes"] += int(e.success)
-    for c in categories.values():
+        members.setdefault(e.category, []).append(i)
+    for name, c in categories.items():
         c["sr"] = 100.0 * c["successes"] / c["episodes"]
-    keys = goal_keys(samples_of(run.protocol), [e.goal_index for e in run.episodes],
-                     [e.log.record.get("protocol") for e in run.episodes])
+        picked = members[name]  # the category's SR interval, over its goals as the run's (the plot's error bars)
+        found = goal_sr_interval(Goals.of([run.episodes[i].reward for i in picked],
+                                          None if keys is None else [keys[i] for i in picked]))
+        c["low"], c["high"] = found.low, found.high
     found = intervals([e.reward for e in run.episodes], [e.errored for e in run.episodes], resamples, seed, keys)
     return RunSummary(
         label, run, found["score"], found["sr"],
