@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -230,7 +231,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--json", help="write the results here (default benchmarks/results/intervals.json)")
     args = parser.parse_args(argv)
     scenarios = [s for s in SCENARIOS if not args.scenarios or s.name in args.scenarios]
-    started = time.perf_counter()
+    if args.scenarios and len(scenarios) < len(args.scenarios):
+        parser.error(f"unknown scenario among {args.scenarios}; known: {', '.join(s.name for s in SCENARIOS)}")
+    started, load_before = time.perf_counter(), os.getloadavg()
     cells = []
     for scenario in scenarios:
         for goals in args.goals:
@@ -265,7 +268,7 @@ def main(argv: list[str] | None = None) -> dict:
                       **{t: f"{n['percent'][t]:.1f}" for t in tests if t in n["percent"]}} for n in nulls],
                     ["scenario", "null", "goals", "K", *tests]))
     payload = {"runs": args.runs, "resamples": args.resamples, "seconds": round(time.perf_counter() - started, 1),
-               "coverage": cells, "null": nulls,
+               "load_average": {"start": load_before, "end": os.getloadavg()}, "coverage": cells, "null": nulls,
                "conditions": "simulated runs (benchmarks/intervals.py docstring); coverage of nominal 95% intervals"}
     path = save("intervals", payload, Path(args.json) if args.json else None)
     print(f"\nwrote {path}", file=sys.stderr)
