@@ -56,8 +56,8 @@ from webshop_gym.agents.openai import request_messages
 from webshop_gym.analysis.diagnosis import SOLVED, TAG_RULES, TAGS, diagnose
 from webshop_gym.analysis.figures import (
     compare_goals,
+    goal_keys,
     intervals,
-    pairing_goal,
     pairing_goals,
     pairing_order,
 )
@@ -176,7 +176,8 @@ def stats_of(index: RunIndex) -> dict:
     found = _INTERVALS.get(key)
     if found is None:
         t = index.table()
-        goals = None if t.samples is None else [pairing_goal(k) for k in t.pairing]  # a sampled run: by goals
+        protocols = [index.protocol_fields(i) for i in range(len(t))] if t.samples is not None else []
+        goals = goal_keys(_samples(t), t.goal.tolist(), protocols)  # a sampled run: by goals, as eval groups them
         found = intervals(t.reward, t.errored, RESAMPLES, 0, goals)  # errored episodes never enter Score/SR
         _INTERVALS.put(key, found, 1024)
     return found

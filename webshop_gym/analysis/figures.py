@@ -82,21 +82,21 @@ def paired_positions(keys: Sequence, errored: Sequence[bool]) -> dict:
 
 
 def pairing_goal(key):
-    """The goal of a :func:`pairing_key`: the ``item`` of an ``(item, sample)`` key, else the key (the goal).
+    """The goal of a :func:`pairing_key`: the key without its last part, the sample, else the key (the goal).
 
     Example:
         >>> pairing_goal((3, 1)), pairing_goal(7)
-        (3, 7)
+        ((3,), 7)
     """
-    return key[0] if isinstance(key, tuple) else key
+    return key[:-1] if isinstance(key, tuple) else key
 
 
 def pairing_goals(keys: Sequence, rewards: Sequence[float] | np.ndarray, errored: Sequence[bool], samples: int) -> Goals:
     """A run's goals as a comparison pairs them, from each episode's :func:`pairing_key`, reward and errored flag.
 
     One sample per goal (``samples`` 1): per key, its last scored episode (:func:`paired_positions`),
-    as comparisons always paired.  Several (``eval --samples K``): per goal (the ``item`` of an
-    ``(item, sample)`` key), all its scored samples: the goal is the unit.
+    as comparisons always paired.  Several (``eval --samples K``): per goal (:func:`pairing_goal`:
+    the key without its sample), all its scored samples: the goal is the unit.
     """
     rewards = np.asarray(rewards, float)
     if samples <= 1:
