@@ -55,9 +55,21 @@ from webshop_gym.server.run_library import Entry, RunLibrary, get_library
 
 from webshop_gym.agents.openai import request_messages
 from webshop_gym.analysis.diagnosis import SOLVED, TAG_RULES, TAGS, diagnose
-from webshop_gym.analysis.figures import intervals, pairing_order
-from webshop_gym.analysis.intervals import METHOD, RESAMPLES, fmt, score_interval, sr_interval
-from webshop_gym.analysis.stats import PAIRED_COLUMNS, paired, paired_cells
+from webshop_gym.analysis.figures import (
+    compare_goals,
+    goal_keys,
+    intervals,
+    pairing_goals,
+    pairing_order,
+)
+from webshop_gym.analysis.intervals import (
+    RESAMPLES,
+    SAMPLES_DEFINITION,
+    fmt,
+    goal_intervals,
+    method,
+)
+from webshop_gym.analysis.stats import paired_cells, paired_columns
 from webshop_gym.analysis.taxonomy import CAUSES, FAMILIES, FAMILY
 from webshop_gym.error import Error
 from webshop_gym.protocols.comparable import comparison, refusal
@@ -169,7 +181,9 @@ def stats_of(index: RunIndex) -> dict:
     found = _INTERVALS.get(key)
     if found is None:
         t = index.table()
-        found = intervals(t.reward, t.errored, RESAMPLES, 0)  # errored episodes never enter Score/SR
+        protocols = [index.protocol_fields(i) for i in range(len(t))] if t.samples is not None else []
+        goals = goal_keys(_samples(t), t.goal.tolist(), protocols)  # a sampled run: by goals, as eval groups them
+        found = intervals(t.reward, t.errored, RESAMPLES, 0, goals)  # errored episodes never enter Score/SR
         _INTERVALS.put(key, found, 1024)
     return found
 
@@ -221,7 +235,8 @@ def _facts(index: RunIndex) -> list[str]:
     f = index.table().figures
     out = []
     if "unreachable" in f:
-        out.append(f"{f['unreachable']} unreachable goals (no purchase of the target scores 1.0 on them); "
+        episodes = f", {f['unreachable_episodes']} episodes" if f.get("unreachable") and "unreachable_episodes" in f else ""
+        out.append(f"{f['unreachable']} unreachable goals{episodes} (no purchase of the target scores 1.0 on them); "
                    f"SR on the others {fmt(f.get('sr_reachable'))}%")
     if index.summary is None and not index.header:
         out.append("no summary line: a trajectory log, or an evaluation that did not finish")
@@ -353,7 +368,8 @@ def index():
     seeds = seed_groups([(r["name"], r["index"].header, r["table"].figures) for r in rows if r["index"] is not None])
     return _render("runs/index.html", rows=rows, folder="" if _shared() else str(get_library().folder), seeds=seeds,
                    baseline=baseline, compared=[name for name in readable if baseline and name != baseline],
-                   protocols=_protocol_groups(rows), method=METHOD.format(resamples=RESAMPLES, seed=0))
+                   protocols=_protocol_groups(rows),
+                   method=method(RESAMPLES, 0, [_samples(r["table"]) for r in rows if r["index"] is not None]))
 
 
 # -- routes: a run ----------------------------------------------------------------------------------
@@ -523,7 +539,7 @@ def run_page(run: str):
         tag=query["tag"], category=query["category"], categories=sorted(t.categories), reachable=query["reachable"],
         families=_family_counts(t),
         tag_counts={name: tag_counts.get(j, 0) for j, name in enumerate(TAGS)}, solved=tag_counts.get(-1, 0),
-        examples=examples, cause_counts=cause_counts, method=METHOD.format(resamples=RESAMPLES, seed=0),
+        examples=examples, cause_counts=cause_counts, method=method(RESAMPLES, 0, _samples(t)),
         sampled=_sample_goals(t, args),
         header=json.dumps(header, indent=1, ensure_ascii=False)[:20000],
         query=lambda **changes: url_for("runs.run_page", run=run, **{
@@ -573,13 +589,12 @@ def _sample_goals(t: IndexTable, args) -> dict | None:
                      "samples": [(p, bool(t.success[p])) for p in members]})
     return {"figures": samples, "rows": rows, "show": show, "page": page, "pages": pages, "matched": len(picked),
             "total": len(played), "flipping": int(flipping.sum()), "filters": GOAL_FILTERS,
-            "method": SAMPLES_METHOD.format(resamples=RESAMPLES, seed=0)}
+            "method": SAMPLES_DEFINITION + " (their 95% intervals: over goals, as the run's, above)"}
 
 
-#: How mean@K and pass@K and their intervals are computed, in words (shown beside them).
-SAMPLES_METHOD = ("mean@K: the mean over goals of the share of a goal's K samples that succeeded; pass@K: the share "
-                  "of goals with a success among their samples. 95% intervals: percentile bootstrap over the goals "
-                  "({resamples:,} resamples, seed {seed}), each goal drawn with all its samples")
+def _samples(t: IndexTable) -> int:
+    """The samples per goal of a run (1: one play per goal)."""
+    return 1 if t.samples is None else t.samples.samples
 
 
 def _family_counts(t: IndexTable) -> dict[str, int]:
@@ -861,18 +876,24 @@ def page(run: str, position: int, k: int):
 _PAIRED = ByteLRU(1 << 20)
 
 
-def _on_common_goals(key: tuple, ra: np.ndarray, rb: np.ndarray) -> dict:
-    """The figures on the goals both runs played, cached per file state.
+def _on_common_goals(key: tuple, ta: IndexTable, tb: IndexTable) -> dict | None:
+    """The figures on the goals both runs played, cached per file state (``None``: no goal in common).
 
-    The report's paired statistics of b against a (:func:`~webshop_gym.analysis.stats.paired`, as
-    :func:`~webshop_gym.analysis.stats.paired_cells` prints them) and each run's Score and SR
-    with their intervals on those goals.
+    The report's paired statistics of b against a (:func:`~webshop_gym.analysis.figures.compare_goals`,
+    as :func:`~webshop_gym.analysis.stats.paired_cells` prints them: a sampled run's goals each with
+    all its samples) and each run's Score and SR with their intervals on those goals.
     """
     found = _PAIRED.get(key)
     if found is None:
-        found = {"paired": dict(zip(PAIRED_COLUMNS, paired_cells(paired(ra, rb, RESAMPLES, 0)), strict=True)),
-                 "score": [score_interval(r, RESAMPLES, 0) for r in (ra, rb)],
-                 "sr": [sr_interval(r == 1.0) for r in (ra, rb)]}
+        samples = max(_samples(ta), _samples(tb))
+        ga, gb = (pairing_goals(t.pairing, t.reward, t.errored.tolist(), samples) for t in (ta, tb))
+        compared = compare_goals(ga, gb, RESAMPLES, 0, samples)
+        if compared is None:
+            return None
+        common, result = compared
+        sides = [goal_intervals(g.take(common), RESAMPLES, 0) for g in (ga, gb)]
+        found = {"paired": dict(zip(paired_columns(samples), paired_cells(result), strict=True)), "goals": len(common),
+                 "score": [side["score"] for side in sides], "sr": [side["sr"] for side in sides]}
         _PAIRED.put(key, found, 4096)
     return found
 
@@ -924,8 +945,8 @@ def compare(a: str, b: str):
              {"name": b, "index": run_b, "about": _describe(run_b.header), "stats": stats_of(run_b), "table": tb,
               "progress": progress_of(run_b)}]
     context = {"a": a, "b": b, "sides": sides, "refused": refused, "details": details, "show": show,
-               "tag_a": tag_a, "tag_b": tag_b, "method": METHOD.format(resamples=RESAMPLES, seed=0),
-               "paired_columns": PAIRED_COLUMNS, "resamples": RESAMPLES}
+               "tag_a": tag_a, "tag_b": tag_b, "method": method(RESAMPLES, 0, [_samples(ta), _samples(tb)]),
+               "paired_columns": paired_columns(max(_samples(ta), _samples(tb))), "resamples": RESAMPLES}
     if refused:
         return _render("runs/compare.html", rows=[], counts=Counter(), common=0, unit="goals", page_no=1, pages=1,
                        paired=None,
@@ -940,7 +961,7 @@ def compare(a: str, b: str):
                       "both": int((sa & sb).sum()), "a only": int((sa & ~sb).sum()), "b only": int((sb & ~sa).sum()),
                       "neither": int((~sa & ~sb).sum())})
     key = (str(run_a.path), run_a.size, run_a.mtime_ns, str(run_b.path), run_b.size, run_b.mtime_ns)
-    on_common = _on_common_goals(key, ra, rb) if common else None
+    on_common = _on_common_goals(key, ta, tb) if common else None
     tags_a, tags_b = _tag_of(ta, pa), _tag_of(tb, pb)
     keep = {"all": np.ones(len(common), bool), "differ": ra != rb, "a": ra > rb, "b": rb > ra}[show]
     if tag_a:

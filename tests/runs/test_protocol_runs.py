@@ -112,7 +112,9 @@ def test_eval_prints_the_protocol_and_its_fingerprint(real_dir, capsys):
     assert main(["eval", "--quiet", "--shop", str(real_dir), "--policy", "random", "-n", "4", "--samples", "2"]) == 0
     out = capsys.readouterr().out
     assert re.search(r"^protocol +ad-hoc \(2 samples per goal\), fingerprint [0-9a-f]{16}$", out, re.M)
-    assert re.search(r"^mean@2 / pass@2 \(%\) +\d+\.\d / \d+\.\d$", out, re.M)
+    assert re.search(r"^mean@2 / pass@2 \(%\) \[95% CI\] +\d+\.\d \[\d+\.\d, \d+\.\d\] / \d+\.\d \[\d+\.\d, \d+\.\d\]$",
+                     out, re.M)
+    assert re.search(r"^95% intervals +over the 4 goals, each with its 2 samples", out, re.M)
 
 
 @pytest.mark.parametrize("extra, message", [
@@ -175,7 +177,8 @@ def test_report_latex_and_markdown_rows_in_the_published_shape(protocol_runs, tm
     header_line = lines[lines.index(r"\toprule") + 1]
     assert header_line.endswith(r" \\")
     header = [h.strip() for h in header_line[: -len(r" \\")].split(" & ")]
-    for name in ("method", "protocol", "fingerprint", "Score", r"SR \% [95\% CI]", r"valid \%", "mean steps", "mean@3", "pass@3"):
+    for name in ("method", "protocol", "fingerprint", "Score", r"SR \% [95\% CI]", r"valid \%", "mean steps",
+                 r"mean@3 [95\% CI]", r"pass@3 [95\% CI]"):
         assert name in header, name
     rows = {}
     for line in lines:
@@ -187,7 +190,9 @@ def test_report_latex_and_markdown_rows_in_the_published_shape(protocol_runs, tm
     assert rows["verl"][r"SR \% [95\% CI]"].startswith(f"{verl['sr']:.1f} [")
     assert rows["verl"][r"valid \%"] == f"{verl['valid_rate']:.1f}" and rows["verl"]["mean steps"] == f"{verl['mean_steps']:.2f}"
     sampled = json.loads((protocol_runs / "sampled.json").read_text())
-    assert rows["sampled"]["mean@3"] == f"{sampled['protocol']['mean@3']:.1f}" and rows["verl"]["mean@3"] == "-"
+    found = sampled["protocol"]["intervals"]["mean@3"]
+    assert rows["sampled"][r"mean@3 [95\% CI]"] == f"{sampled['protocol']['mean@3']:.1f} [{found['low']:.1f}, {found['high']:.1f}]"
+    assert rows["verl"][r"mean@3 [95\% CI]"] == "-"
     assert tex.count(r"\midrule") == 3  # under the header, then between the three protocols' blocks
     assert main(["report", *runs, "--format", "md", "--no-plots", "--bootstrap", "200"]) == 0
     md = capsys.readouterr().out

@@ -11,8 +11,8 @@ import pytest
 from bs4 import BeautifulSoup
 
 from webshop_gym.agents.policies import OraclePolicy, RandomPolicy
-from webshop_gym.analysis.intervals import fmt
-from webshop_gym.analysis.stats import PAIRED_COLUMNS, resampled_mean
+from webshop_gym.analysis.intervals import fmt, sampled_intervals, share_interval
+from webshop_gym.analysis.stats import SAMPLED_PAIRED_COLUMNS, Goals
 from webshop_gym.cli.app import main
 from webshop_gym.evaluation.local import evaluate
 from webshop_gym.reporting.report import build_report, tables
@@ -103,14 +103,16 @@ def test_each_goal_shows_its_samples_and_mean_and_pass_at_k_are_evals(name, samp
     assert len(by_goal) == GOALS and all(len(v) == K for v in by_goal.values())
     soup = _page(make_viewer(folder), f"/runs/{name}")
     assert soup.select_one("#samples-heading").text == f"Samples per goal ({K} each)"
-    # mean@K and pass@K are eval --json's; their intervals resample the goals (each with its samples)
-    shares = np.array([sum(ok for _, ok in v) / K for v in by_goal.values()])
-    passes = np.array([float(any(ok for _, ok in v)) for v in by_goal.values()])
-    for box, key, per_goal in (("mean-at-k", f"mean@{K}", shares), ("pass-at-k", f"pass@{K}", passes)):
-        ci = resampled_mean(per_goal, 10_000, 0)
+    # mean@K and pass@K are eval --json's, with their intervals over goals (each goal with its samples)
+    solved = [sum(ok for _, ok in v) for v in by_goal.values()]
+    goals = Goals(list(by_goal), np.full(GOALS, K), np.zeros(GOALS), np.array(solved))
+    for box, key in (("mean-at-k", f"mean@{K}"), ("pass-at-k", f"pass@{K}")):
+        ci = sampled_intervals(goals, K)[key]
+        assert expected["intervals"][key] == {"low": ci.low, "high": ci.high}
         assert _figure(soup, box) == (fmt(expected[key]), f"[{fmt(ci.low)}, {fmt(ci.high)}]")
         assert soup.select_one(f"#{box} small").text == f"{key} [95% CI]"
-    assert "bootstrap over the goals" in soup.select_one("#samples-method").text
+    assert "intervals: over goals" in soup.select_one("#samples-method").text
+    assert "over goals" in soup.select_one("#method").text
     # every goal: its samples solved of K, pass@K, whether it flips, a link to each sample
     rows = _goal_rows(soup)
     assert sorted(rows) == sorted(by_goal)
@@ -173,7 +175,7 @@ def test_sample_figures_group_goals_as_the_protocol_and_leave_errored_samples_ou
     outcomes = {0: [1.0, 0.0, 1.0], 1: [0.5, 0.0, 0.0], 2: [1.0, 1.0, None]}  # None: errored
     episodes = [{"reward": r or 0.0, "purchased": r is not None, "errored": r is None, "goal_index": 7 * g,
                  "protocol": {"item": g, "sample": s}} for g, rs in outcomes.items() for s, r in enumerate(rs)]
-    found = sample_figures(protocol, episodes, resamples=500)
+    found = sample_figures(protocol, episodes)
     assert found.samples == 3 and found.goals == [0, 1, 2]
     assert found.members == [[0, 1, 2], [3, 4, 5], [6, 7]]  # positions in the list given; errored left out
     assert found.successes.tolist() == [2, 0, 2] and found.played.tolist() == [3, 3, 2]
@@ -181,8 +183,12 @@ def test_sample_figures_group_goals_as_the_protocol_and_leave_errored_samples_ou
     figures = protocol_figures(protocol, episodes)
     assert found.mean_at_k.value == figures["mean@3"] == pytest.approx(100 * (2 / 3 + 0 + 1) / 3)
     assert found.pass_at_k.value == figures["pass@3"] == pytest.approx(200 / 3)
-    share = resampled_mean([2 / 3, 0.0, 1.0], 500, 0)
+    share = share_interval([2 / 3, 0.0, 1.0], units=8)  # the goals' shares, worth at most their 8 scored samples
     assert (found.mean_at_k.low, found.mean_at_k.high) == (share.low, share.high)
+    passed = share_interval([1.0, 0.0, 1.0], units=8)  # the third goal's 2 of 3 samples: its pass@3 from 2 plays
+    assert (found.pass_at_k.low, found.pass_at_k.high) == (passed.low, passed.high)
+    assert figures["intervals"] == {"mean@3": {"low": share.low, "high": share.high},
+                                    "pass@3": {"low": passed.low, "high": passed.high}}
     assert sample_figures(adhoc_protocol(start=0, stop=3, max_steps=15, price_seed=0, goal_kind="synthetic"),
                           episodes) is None
 
@@ -308,16 +314,16 @@ def test_links_from_the_run_page_and_the_comparison_reach_the_right_play(sampled
 
 
 def test_two_sampled_runs_pair_as_the_report_pairs_them(sampled_runs, make_viewer):
-    """Each (goal, sample) of one run is paired with the other's: the viewer's paired table is the report's."""
+    """The paired statistics pair goals (each with all its samples); the rows list each (goal, sample) of both runs."""
     folder, _ = sampled_runs
     soup = _page(make_viewer(folder), "/runs/coin/vs/random")
     headers = [th.text for th in soup.select("#paired thead th")]
-    assert headers == list(PAIRED_COLUMNS)
+    assert headers == list(SAMPLED_PAIRED_COLUMNS)
     viewer = dict(zip(headers, [td.text for td in soup.select("#paired tbody td")], strict=True))
     header, rows = tables(build_report([folder / "coin.jsonl", folder / "random.jsonl"]))["paired"]
     reported = dict(zip(header, rows[0], strict=True))
-    assert viewer["goals"] == reported["goals"] == str(GOALS * K)  # every sample paired, not the last play per goal
-    for name in PAIRED_COLUMNS:
+    assert viewer["goals"] == reported["goals"] == str(GOALS)  # goals, each with its K samples
+    for name in SAMPLED_PAIRED_COLUMNS:
         assert viewer[name] == reported[name], name
     # the rows: one per (goal, sample), each row's rewards those of the same sample in both files
     rows = soup.select("#goals tbody tr")

@@ -19,7 +19,9 @@ episode records, and never again elsewhere.  The rules:
 * **Intervals.**  :func:`intervals` gives the 95% intervals of Score and SR over the scored
   episodes (:mod:`webshop_gym.analysis.intervals`); :func:`summarize` gives them as
   ``intervals``: ``{"score": {"low", "high"}, "sr": {...}}`` (10,000 resamples, seed 0: the
-  viewer's and ``eval``'s).
+  viewer's and ``eval``'s).  A run that played each goal K times (``eval --samples K``) is
+  resampled by **goals** (:func:`goal_keys`: the protocol's resolved episode), not episodes;
+  its counts of goals (``counts.goals``, ``unreachable``) count goals.
 * **A protocol's metrics.**  :func:`protocol_figures` gives the metrics a run's protocol
   reports, aggregated as its family does (verl-agent: the mean of each reset's batch, then over
   the draws), and ``mean@K`` / ``pass@K`` when each goal was played K times (``eval --samples``);
@@ -30,25 +32,28 @@ episode records, and never again elsewhere.  The rules:
 * **Pairing two runs.**  A comparison (``report``'s paired table, the viewer's comparison pages)
   pairs each episode of one run with the other run's episode of the same :func:`pairing_key`, its
   identity ``(goal, price seed, sample)``; :func:`paired_positions` keeps per key the last
-  episode that is not errored.  Whether two runs may be paired at all is decided from what they
-  played (:mod:`webshop_gym.protocols.comparable`).
+  episode that is not errored.  Runs that played each goal K times are paired by **goal**, each
+  with all its scored samples (:func:`pairing_goals`, :func:`compare_goals`: the paired
+  statistics of :func:`~webshop_gym.analysis.stats.paired_goals`).  Whether two runs may be
+  paired at all is decided from what they played (:mod:`webshop_gym.protocols.comparable`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from webshop_gym.analysis.intervals import RESAMPLES, Interval, score_interval, sr_interval
-from webshop_gym.analysis.stats import resampled_mean
+from webshop_gym.analysis.intervals import RESAMPLES, Interval, goal_intervals, sampled_intervals
+from webshop_gym.analysis.stats import Goals, PairedComparison, paired_goals
 from webshop_gym.protocols import Protocol
 from webshop_gym.protocols.play import display_name, recorded_protocol
 from webshop_gym.protocols.scoring import samples_by_goal
 
-__all__ = ["BREAKDOWN", "SampleFigures", "accounting", "add_accounting", "billed", "cost", "intervals",
-           "paired_positions", "pairing_key", "pairing_order", "protocol_figures", "sample_figures", "scored", "summarize"]
+__all__ = ["BREAKDOWN", "SampleFigures", "accounting", "add_accounting", "billed", "compare_goals", "cost", "goal_key",
+           "goal_keys", "intervals", "pairing_goal", "pairing_goals", "paired_positions", "pairing_key", "pairing_order", "protocol_figures",
+           "sample_figures", "samples_of", "scored", "summarize"]
 
 #: The reward parts whose means over purchases a run's figures give.
 BREAKDOWN = ("r_type", "r_att", "r_option", "r_price")
@@ -80,6 +85,45 @@ def paired_positions(keys: Sequence, errored: Sequence[bool]) -> dict:
     return {key: i for i, (key, bad) in enumerate(zip(keys, errored, strict=True)) if not bad}
 
 
+def pairing_goal(key):
+    """The goal of a :func:`pairing_key`: the key without its last part, the sample, else the key (the goal).
+
+    Example:
+        >>> pairing_goal((3, 0, 1)), pairing_goal(7)
+        ((3, 0), 7)
+    """
+    return key[:-1] if isinstance(key, tuple) else key
+
+
+def pairing_goals(keys: Sequence, rewards: Sequence[float] | np.ndarray, errored: Sequence[bool], samples: int) -> Goals:
+    """A run's goals as a comparison pairs them, from each episode's :func:`pairing_key`, reward and errored flag.
+
+    One sample per goal (``samples`` 1): per key, its last scored episode (:func:`paired_positions`),
+    as comparisons always paired.  Several (``eval --samples K``): per goal (:func:`pairing_goal`:
+    the key without its sample), all its scored samples: the goal is the unit.
+    """
+    rewards = np.asarray(rewards, float)
+    if samples <= 1:
+        positions = paired_positions(keys, errored)
+        return Goals.of(rewards[list(positions.values())], list(positions))
+    kept = [i for i, bad in enumerate(errored) if not bad]
+    return Goals.of(rewards[kept], [pairing_goal(keys[i]) for i in kept])
+
+
+def compare_goals(a: Goals, b: Goals, resamples: int = RESAMPLES, seed: int = 0,
+                  samples: int = 1) -> tuple[list, PairedComparison] | None:
+    """Run ``b`` against run ``a`` on the goals both played (:func:`pairing_goals`, ``samples`` per goal).
+
+    Returns:
+        The common keys in order and :func:`~webshop_gym.analysis.stats.paired_goals`; ``None``
+        without a common goal.
+    """
+    common = sorted(set(a.keys) & set(b.keys), key=pairing_order)
+    if not common:
+        return None
+    return common, paired_goals(a.take(common), b.take(common), resamples, seed, samples)
+
+
 def pairing_order(key) -> tuple:
     """A sort key for pairing keys (goals, or ``(item, sample)`` with ``None`` first)."""
     parts = key if isinstance(key, tuple) else (key,)
@@ -91,8 +135,36 @@ def scored(episodes: Sequence[dict]) -> list[dict]:
     return [e for e in episodes if not e.get("errored")]
 
 
+def samples_of(protocol: Protocol | Mapping | None) -> int:
+    """The samples per goal of a run's protocol (a :class:`~webshop_gym.protocols.Protocol` or a run line's record; 1 without)."""
+    if protocol is None:
+        return 1
+    if isinstance(protocol, Mapping):
+        return int(protocol.get("samples") or protocol.get("samples_per_goal") or 1)
+    return int(protocol.samples_per_goal)
+
+
+def goal_key(goal: int | None, protocol: Mapping | None):
+    """The goal an episode of a sampled run plays: the protocol's resolved episode (``item``), else its goal index.
+
+    Example:
+        >>> goal_key(7, {"item": 3, "sample": 1}), goal_key(7, None)
+        (3, 7)
+    """
+    if isinstance(protocol, Mapping) and protocol.get("item") is not None:
+        return protocol["item"]
+    return None if goal is None else int(goal)
+
+
+def goal_keys(samples: int, goals: Sequence, protocols: Sequence[Mapping | None]) -> list | None:
+    """Per episode, its goal as the unit of the run's intervals: ``None`` (the episode is the unit) unless ``samples`` > 1."""
+    if samples <= 1:
+        return None
+    return [goal_key(g, p) for g, p in zip(goals, protocols, strict=True)]
+
+
 def intervals(rewards: Sequence[float] | np.ndarray, errored: Sequence[bool] | np.ndarray | None = None,
-              resamples: int = RESAMPLES, seed: int = 0) -> dict[str, Interval | None]:
+              resamples: int = RESAMPLES, seed: int = 0, goals: Sequence | None = None) -> dict[str, Interval | None]:
     """``{"score", "sr"}``: the 95% intervals of Score and SR over the scored episodes (``None`` without any).
 
     Args:
@@ -100,11 +172,19 @@ def intervals(rewards: Sequence[float] | np.ndarray, errored: Sequence[bool] | n
         errored: per episode, whether it errored (left out); ``None``: none did.
         resamples: the Score bootstrap's resamples.
         seed: the bootstrap's seed.
+        goals: per episode, its goal (:func:`goal_keys`) when the run played each goal several
+            times: the goals are the unit (:func:`~webshop_gym.analysis.intervals.goal_intervals`);
+            ``None``: every episode is.
     """
     rewards = np.asarray(rewards, float)
-    if errored is not None:
-        rewards = rewards[~np.asarray(errored, bool)]
-    return {"score": score_interval(rewards, resamples, seed), "sr": sr_interval(rewards == 1.0)}
+    keep = np.ones(len(rewards), bool) if errored is None else ~np.asarray(errored, bool)
+    kept = rewards[keep]
+    keys = None if goals is None else [k for k, ok in zip(goals, keep.tolist(), strict=True) if ok]
+    found = goal_intervals(Goals.of(kept, keys), resamples, seed)
+    if keys is not None and len(kept):  # the values: the episodes' means, as every figure of the run
+        found = {"score": replace(found["score"], value=100.0 * float(kept.mean())),
+                 "sr": replace(found["sr"], value=100.0 * float((kept == 1.0).mean()))}
+    return found
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -125,7 +205,7 @@ def _protocol_rows(protocol: Protocol, episodes: Sequence[dict]) -> tuple[list[d
             continue  # as scored(): an errored episode is not the agent's result
         extra = e.get("protocol") or {}
         row = {"raw_reward": float(e["reward"]), "purchased": bool(e.get("purchased", False)),
-               "goal": extra.get("item", e.get("goal_index")), "trial": 0}
+               "goal": goal_key(e.get("goal_index"), extra), "trial": 0}
         if extra.get("draw") is not None:
             row["draw"] = extra["draw"]
         if extra.get("progress") is not None:  # AgentBoard's progress rate, recorded by the loop that played it
@@ -135,6 +215,24 @@ def _protocol_rows(protocol: Protocol, episodes: Sequence[dict]) -> tuple[list[d
         rows.append(row)
         positions.append(i)
     return rows, positions
+
+
+def _sample_goals(protocol: Protocol, rows: list[dict]) -> Goals:
+    """The protocol's rows of a sampled run as goals (grouped as ``samples_by_goal`` does, the protocol's success rule)."""
+    return Goals.of([r["raw_reward"] for r in rows], [r["goal"] for r in rows],
+                    [protocol.is_success(r["raw_reward"], r["purchased"]) for r in rows])
+
+
+def _sampled(protocol: Protocol, goals: Goals, values: dict) -> dict[str, Interval | None]:
+    """mean@K and pass@K of a sampled run (the protocol's ``values``) with their intervals over its ``goals``.
+
+    ``{}``: one sample per goal, or no goal played K times.
+    """
+    k = int(protocol.samples_per_goal)
+    if k < 2 or f"mean@{k}" not in values:
+        return {}
+    found = sampled_intervals(goals, k)
+    return {key: None if found[key] is None else replace(found[key], value=values[key]) for key in found}
 
 
 def protocol_figures(protocol: Protocol | Mapping | None, episodes: Sequence[dict]) -> dict | None:
@@ -148,9 +246,11 @@ def protocol_figures(protocol: Protocol | Mapping | None, episodes: Sequence[dic
 
     Returns:
         ``None`` without a protocol; else ``{"name", "fingerprint", "metrics": [{"name",
-        "label", "of", "value"}], "samples"}`` and, with several samples per goal, ``mean@K`` and ``pass@K`` (% of the
-        resolved episodes with a success in their K samples).  Values are on the metric's scale
-        (x 100 for rates); ``None`` without a scored episode.
+        "label", "of", "value"}], "samples"}`` and, with several samples per goal, ``mean@K`` and
+        ``pass@K`` (:func:`webshop_gym.protocols.scoring.figures`) with ``intervals``: ``{"mean@K":
+        {"low", "high"}, "pass@K": {...}}`` (95%, over goals:
+        :func:`~webshop_gym.analysis.intervals.sampled_intervals`).  Values are on the metric's
+        scale (x 100 for rates); ``None`` without a scored episode.
     """
     record = protocol if isinstance(protocol, Mapping) else None
     protocol = _protocol_of(protocol)
@@ -166,6 +266,9 @@ def protocol_figures(protocol: Protocol | Mapping | None, episodes: Sequence[dic
     if samples > 1:
         for key in (f"mean@{samples}", f"pass@{samples}"):
             out[key] = values.get(key)
+        found = _sampled(protocol, _sample_goals(protocol, rows), values)
+        out["intervals"] = {key: None if v is None else {"low": float(v.low), "high": float(v.high)}
+                            for key, v in found.items()}
     return out
 
 
@@ -207,11 +310,18 @@ def summarize(episodes: Sequence[dict], protocol: Protocol | Mapping | None = No
             "invalid_actions": invalid,
         },
     }
-    found = intervals(rewards)
+    keys = goal_keys(samples_of(protocol), [e.get("goal_index") for e in episodes],
+                     [e.get("protocol") for e in episodes])
+    found = intervals(rewards, goals=keys)
     out["intervals"] = {k: None if v is None else {"low": float(v.low), "high": float(v.high)} for k, v in found.items()}
+    if keys is not None:  # a sampled run: its goals, each played several times
+        out["counts"]["goals"] = len(set(keys))
     if any("reachable" in e for e in episodes):
         reachable = [e for e in episodes if e.get("reachable", True)]
-        out["unreachable"] = n - len(reachable)
+        out["unreachable"] = n - len(reachable)  # a goal (its reward tables) is reachable or not, whatever the sample
+        if keys is not None:
+            out["unreachable"] = len({k for k, e in zip(keys, episodes, strict=True) if not e.get("reachable", True)})
+            out["unreachable_episodes"] = n - len(reachable)
         out["sr_reachable"] = 100.0 * float(np.mean([e["reward"] == 1.0 for e in reachable])) if reachable else None
     if any("errored" in e or "tokens" in e for e in everything):
         out.update(accounting(everything))
@@ -288,7 +398,7 @@ class SampleFigures:
         members: per goal, the positions (in the episodes given) of its scored samples, in order.
         successes: per goal, its samples that succeeded (the protocol's success rule).
         mean_at_k, pass_at_k: mean@K and pass@K (x 100; the values :func:`protocol_figures`
-            gives) with their 95% percentile-bootstrap intervals over goals (``None``: no goal).
+            gives) with their 95% intervals over goals (``None``: no goal, or no goal played K times).
     """
 
     samples: int
@@ -313,22 +423,18 @@ class SampleFigures:
         return 120 * len(self.goals) + 8 * sum(len(m) for m in self.members)
 
 
-def sample_figures(protocol: Protocol | Mapping | None, episodes: Sequence[dict], resamples: int = RESAMPLES,
-                   seed: int = 0) -> SampleFigures | None:
+def sample_figures(protocol: Protocol | Mapping | None, episodes: Sequence[dict]) -> SampleFigures | None:
     """Goal by goal, the samples of a run that played each goal several times, with mean@K and pass@K.
 
     The goals are grouped as the protocol groups them for mean@K and pass@K
-    (:func:`webshop_gym.protocols.scoring.samples_by_goal`, over the scored episodes); the
-    intervals resample the goals (each with all its samples): the percentile bootstrap of the
-    per-goal share of successful samples (mean@K) and of the per-goal "any sample succeeded"
-    (pass@K), drawn by :func:`~webshop_gym.analysis.stats.resampled_mean`.
+    (:func:`webshop_gym.protocols.scoring.samples_by_goal`, over the scored episodes); the values
+    and intervals are :func:`protocol_figures`' (the intervals over goals:
+    :func:`~webshop_gym.analysis.intervals.sampled_intervals`).
 
     Args:
         protocol: the run's protocol (a :class:`~webshop_gym.protocols.Protocol` or a run line's
             ``protocol`` object).
         episodes: episode records, as for :func:`protocol_figures`.
-        resamples: the bootstrap's resamples.
-        seed: the bootstrap's seed.
 
     Returns:
         ``None`` without a protocol or with one sample per goal.
@@ -339,17 +445,8 @@ def sample_figures(protocol: Protocol | Mapping | None, episodes: Sequence[dict]
     k = int(protocol.samples_per_goal)
     rows, positions = _protocol_rows(protocol, episodes)
     groups = samples_by_goal(rows)
-    won = [protocol.is_success(r["raw_reward"], r["purchased"]) for r in rows]
-    successes = np.array([sum(won[i] for i in members) for members in groups.values()], np.int64)
-    played = np.array([len(members) for members in groups.values()], np.int64)
-    values = protocol.figures(rows) if rows else {}
-    mean_at_k = pass_at_k = None
-    if len(played):
-        key = max(int(played.max()), 1)
-        if f"mean@{key}" in values:  # the values are the protocol's, the bounds resample the goals
-            mean_ci = resampled_mean(successes / played, resamples, seed)
-            pass_ci = resampled_mean((successes > 0).astype(float), resamples, seed)
-            mean_at_k = Interval(values[f"mean@{key}"], mean_ci.low, mean_ci.high)
-            pass_at_k = Interval(values[f"pass@{key}"], pass_ci.low, pass_ci.high)
+    goals = _sample_goals(protocol, rows)
+    found = _sampled(protocol, goals, protocol.figures(rows) if rows else {})
+    mean_at_k, pass_at_k = found.get(f"mean@{k}"), found.get(f"pass@{k}")
     return SampleFigures(k, list(groups), [[positions[i] for i in members] for members in groups.values()],
-                         successes, mean_at_k, pass_at_k)
+                         goals.solved, mean_at_k, pass_at_k)

@@ -6,22 +6,32 @@
 * :func:`resampled_mean`: the same percentile bootstrap drawn as a multinomial over the
   distinct values (resampling ``n`` values is drawing how often each distinct value comes up),
   so its cost grows with the distinct values, not with ``n``.
+* :func:`resampled_ratio`: the percentile bootstrap of a mean over **goals** (clusters): each
+  goal is drawn with all its samples (its reward total and its count of samples), the ratio of
+  the drawn totals is the resample's mean; with one sample per goal it is :func:`resampled_mean`.
+* :class:`Goals`: a run's scored episodes as goals (per goal: samples, reward total, successes).
 * :func:`paired`: two runs on the same goals: goals won / lost / tied by reward and by success,
   paired-bootstrap intervals of the differences in Score and SR (goals resampled together: the
   per-goal differences are resampled by :func:`resampled_mean`), a two-sided exact sign test on
   the reward wins and losses, and McNemar's exact test on the successes (the sign test on the
-  goals only one run solved).  :data:`PAIRED_COLUMNS` and :func:`paired_cells` are how every
-  reader (the report's paired table, the viewer's comparison page) prints it.
+  goals only one run solved).  :func:`paired_goals` is the same for runs that played each goal
+  several times: the goal is the unit (per-goal mean reward and share of successes), and the
+  test on successes is the exact sign-flip test on the per-goal differences in success share
+  (:func:`flip_test`; with one sample per goal it is McNemar's exact test).
+  :func:`paired_columns` and :func:`paired_cells` are how every reader (the report's paired
+  table, the viewer's comparison page) prints it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["PAIRED_COLUMNS", "Interval", "PairedComparison", "bootstrap_ci", "paired", "paired_cells", "resampled_mean",
+__all__ = ["PAIRED_COLUMNS", "SAMPLED_PAIRED_COLUMNS", "Goals", "Interval", "PairedComparison", "bootstrap_ci",
+           "flip_test", "paired", "paired_cells", "paired_columns", "paired_goals", "resampled_mean", "resampled_ratio",
            "sign_test"]
 
 #: Resamples drawn at once (bounds the memory of a bootstrap: CHUNK x episodes int64).
@@ -94,6 +104,74 @@ def resampled_mean(values: Sequence[float] | np.ndarray, resamples: int = 10_000
     return Interval(scale * float(data.mean()), scale * float(low), scale * float(high))
 
 
+#: Indices drawn at once by the goals' bootstrap when it draws goals one by one (bounds its memory: 4-8 bytes each).
+INDEX_CHUNK = 1 << 22
+#: The goals' bootstrap draws a multinomial over the distinct (total, size) pairs when there are at most
+#: ``MULTINOMIAL_MOST`` of them or at most this share of the goals (numpy's multinomial costs about 80 ns a category
+#: and resample, drawing a goal about 10 ns), else it draws the goals one by one.
+MULTINOMIAL_SHARE, MULTINOMIAL_MOST = 1 / 8, 256
+
+
+def resampled_ratio(totals: Sequence[float] | np.ndarray, sizes: Sequence[int] | np.ndarray, resamples: int = 10_000,
+                    seed: int = 0, scale: float = 100.0, level: float = 0.95) -> Interval | None:
+    """``sum(totals) / sum(sizes)`` x ``scale`` with the percentile bootstrap over clusters (goals).
+
+    Cluster ``g`` holds ``sizes[g]`` values summing to ``totals[g]`` (a goal's samples and their
+    reward total); a resample draws the clusters with replacement, each with all its values, and
+    takes the ratio of the drawn totals (the mean of the values drawn).  With one value per cluster
+    it *is* :func:`resampled_mean` (the same draws, the same interval).  Otherwise the clusters
+    are drawn as a multinomial over the distinct ``(total, size)`` pairs when these are few
+    (:data:`MULTINOMIAL_MOST`, or an eighth of the clusters: a deterministic policy's goals played
+    K times then get the very draws of one play each), else one by one (the same distribution,
+    faster when most goals differ), :data:`INDEX_CHUNK` indices at a time.
+
+    Example:
+        >>> resampled_ratio([2.0, 0.0, 1.0], [2, 2, 2], resamples=2000).format()
+        '50.0 [0.0, 100.0]'
+    """
+    totals = np.asarray(totals, dtype=float)
+    sizes = np.asarray(sizes, dtype=float)
+    if totals.shape != sizes.shape:
+        raise ValueError(f"one size per total, got {totals.shape} and {sizes.shape}")
+    g = len(totals)
+    if g == 0:
+        return None
+    if np.all(sizes == 1):
+        return resampled_mean(totals, resamples, seed, scale, level)
+    if np.any(sizes <= 0):
+        raise ValueError("every cluster needs at least one value")
+    return _percentile_interval(_cluster_means(totals, sizes, resamples, seed), float(totals.sum() / sizes.sum()),
+                                scale, level)
+
+
+def _cluster_means(totals: np.ndarray, sizes: np.ndarray, resamples: int, seed: int) -> np.ndarray:
+    """``resamples`` bootstrap means over clusters (see :func:`resampled_ratio`: a multinomial or one by one)."""
+    g = len(totals)
+    distinct, counts = np.unique(np.column_stack([totals, sizes]), axis=0, return_counts=True)
+    rng = np.random.default_rng(seed)
+    means = np.empty(int(resamples))
+    if len(distinct) <= max(MULTINOMIAL_SHARE * g, MULTINOMIAL_MOST):
+        for start in range(0, len(means), CHUNK):
+            size = min(CHUNK, len(means) - start)
+            drawn = rng.multinomial(g, counts / g, size=size)
+            means[start : start + size] = (drawn @ distinct[:, 0]) / (drawn @ distinct[:, 1])
+    else:
+        rows = max(1, INDEX_CHUNK // g)
+        same = bool(np.all(sizes == sizes[0]))  # every goal the same samples: the drawn samples are known
+        for start in range(0, len(means), rows):
+            size = min(rows, len(means) - start)
+            picks = rng.integers(0, g, size=(size, g), dtype=np.int32 if g < 2**31 else np.int64)
+            drawn = g * sizes[0] if same else sizes[picks].sum(axis=1)
+            means[start : start + size] = totals[picks].sum(axis=1) / drawn
+    return means
+
+
+def _percentile_interval(means: np.ndarray, value: float, scale: float, level: float) -> Interval:
+    tail = (1.0 - level) / 2 * 100
+    low, high = np.percentile(means, [tail, 100 - tail])
+    return Interval(scale * value, scale * float(low), scale * float(high))
+
+
 def _lower_tail(n: int, k: int) -> int:
     """``sum(math.comb(n, i) for i in range(k + 1))``, exactly, in O(k) small-factor steps.
 
@@ -127,17 +205,162 @@ def sign_test(wins: int, losses: int) -> float:
     return min(1.0, 2 * tail)
 
 
+#: The null distribution of :func:`flip_test` is computed exactly while its lattice (FFT points x distinct magnitudes)
+#: stays under this many points; beyond, it is drawn (``resamples`` seeded draws).
+EXACT_FLIPS = 1 << 24
+
+
+def flip_test(numerators: Sequence[int] | np.ndarray, denominators: Sequence[int] | np.ndarray | int = 1,
+              resamples: int = 10_000, seed: int = 0, exact_limit: int = EXACT_FLIPS) -> float:
+    """Two-sided exact sign-flip (paired permutation) test that per-goal differences are centred on 0.
+
+    ``numerators[g] / denominators[g]`` is goal ``g``'s difference between two runs (integers: a
+    difference of success shares ``c_b / n_b - c_a / n_a`` is ``(c_b n_a - c_a n_b) / (n_a n_b)``).
+    Under the null hypothesis (both runs are the same policy) each goal's difference is as likely
+    to have either sign, independently of the others; the p-value is the probability, over the
+    ``2**goals`` sign flips, of a sum at least as far from 0 as the observed one.  Goals with a zero
+    difference drop out.  With one distinct magnitude (one sample per goal: differences of -1, 0,
+    1) this is the sign test (:func:`sign_test`), i.e. McNemar's exact test.  Otherwise the sums of
+    flipped differences lie on an integer lattice (the magnitudes over their common denominator)
+    and their distribution is the product of one binomial per distinct magnitude, computed
+    exactly through its characteristic function (FFT); a lattice past ``exact_limit`` points
+    falls back to ``resamples`` seeded draws of the flips (``p = (1 + hits) / (1 + draws)``).
+
+    Example:
+        >>> round(flip_test([4, -1, 2, 3, 1], 4), 4)
+        0.1875
+    """
+    num = np.asarray(numerators, dtype=np.int64)
+    den = np.broadcast_to(np.asarray(denominators, dtype=np.int64), num.shape)
+    keep = num != 0
+    num, den = num[keep], den[keep]
+    if np.any(den <= 0):
+        raise ValueError("the denominators of the differences must be positive")
+    if len(num) == 0:
+        return 1.0
+    common = np.gcd(np.abs(num), den)
+    num, den = num // common, den // common
+    lcm = 1
+    for d in np.unique(den).tolist():
+        lcm = math.lcm(lcm, int(d))
+    magnitudes = [abs(int(n)) * (lcm // int(d)) for n, d in zip(num.tolist(), den.tolist(), strict=True)]
+    distinct: dict[int, int] = {}
+    for m in magnitudes:
+        distinct[m] = distinct.get(m, 0) + 1
+    if len(distinct) == 1:
+        return sign_test(int((num > 0).sum()), int((num < 0).sum()))
+    observed = sum(m if n > 0 else -m for m, n in zip(magnitudes, num.tolist(), strict=True))
+    span = sum(m * c for m, c in distinct.items())
+    upper, lower = (span + abs(observed)) // 2, (span - abs(observed)) // 2  # S >= upper or S <= lower
+    points = 1 << int(span).bit_length()
+    if points * len(distinct) <= exact_limit:
+        angle = np.pi * np.arange(points) / points
+        modulus = np.zeros(points)  # the log-modulus of the characteristic function of S = sum of m B(c, 1/2)
+        phase = np.zeros(points)
+        negative = np.zeros(points, dtype=bool)
+        for m, c in distinct.items():
+            cosine = np.cos(angle * m)
+            with np.errstate(divide="ignore"):
+                modulus += c * np.log(np.abs(cosine))
+            negative ^= (cosine < 0) & bool(c % 2)
+            phase -= c * m * angle
+        spectrum = np.exp(modulus + 1j * phase) * np.where(negative, -1.0, 1.0)
+        pmf = np.clip(np.fft.ifft(spectrum).real[: span + 1], 0.0, None)
+        p = float(pmf[upper:].sum() + pmf[: lower + 1].sum())
+    else:
+        rng = np.random.default_rng(seed)
+        values = np.array(list(distinct), dtype=float)
+        drawn = np.column_stack([rng.binomial(c, 0.5, size=int(resamples)) for c in distinct.values()]) @ values
+        hits = int(((drawn >= upper - 0.5) | (drawn <= lower + 0.5)).sum())
+        p = (1 + hits) / (1 + int(resamples))
+    return min(1.0, p)
+
+
+@dataclass(frozen=True)
+class Goals:
+    """A run's scored episodes as goals (the unit of a run that played each goal several times).
+
+    Attributes:
+        keys: each goal's key, in order of first appearance.
+        played: per goal, its scored samples.
+        reward: per goal, the sum of its samples' rewards.
+        solved: per goal, its samples that succeeded.
+    """
+
+    keys: list
+    played: np.ndarray
+    reward: np.ndarray
+    solved: np.ndarray
+
+    @classmethod
+    def of(cls, rewards: Sequence[float] | np.ndarray, keys: Sequence[Hashable] | None = None,
+           success: Sequence[bool] | np.ndarray | None = None) -> Goals:
+        """Goals from episodes.
+
+        ``rewards``: the scored episodes' rewards; ``keys``: each one's goal (``None``: each episode
+        is a goal of its own, keyed by its position); ``success``: default reward exactly 1.0.
+
+        Example:
+            >>> g = Goals.of([1.0, 0.0, 0.5], ["a", "a", "b"])
+            >>> g.keys, g.played.tolist(), g.reward.tolist(), g.solved.tolist()
+            (['a', 'b'], [2, 1], [1.0, 0.5], [1, 0])
+        """
+        rewards = np.asarray(rewards, dtype=float)
+        success = rewards == 1.0 if success is None else np.asarray(success, dtype=bool)
+        if keys is None:
+            return cls(list(range(len(rewards))), np.ones(len(rewards), np.int64), rewards, success.astype(np.int64))
+        index: dict = {}
+        codes = np.array([index.setdefault(k, len(index)) for k in keys], dtype=np.int64)
+        if len(codes) != len(rewards):
+            raise ValueError(f"one goal key per episode, got {len(codes)} keys for {len(rewards)} episodes")
+        g = len(index)
+        return cls(list(index), np.bincount(codes, minlength=g).astype(np.int64),
+                   np.bincount(codes, weights=rewards, minlength=g),
+                   np.bincount(codes, weights=success.astype(float), minlength=g).astype(np.int64))
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def take(self, keys: Sequence[Hashable]) -> Goals:
+        """These goals only, in the order given (each key must be one of :attr:`keys`)."""
+        where = {k: i for i, k in enumerate(self.keys)}
+        picked = np.array([where[k] for k in keys], dtype=np.int64)
+        return Goals(list(keys), self.played[picked], self.reward[picked], self.solved[picked])
+
+    @property
+    def mean_reward(self) -> np.ndarray:
+        """Per goal, the mean reward of its samples."""
+        return self.reward / self.played
+
+    @property
+    def share(self) -> np.ndarray:
+        """Per goal, the share of its samples that succeeded."""
+        return self.solved / self.played
+
+    @property
+    def sampled(self) -> bool:
+        """Whether some goal has more than one scored sample."""
+        return bool(len(self.played)) and int(self.played.max()) > 1
+
+
 @dataclass(frozen=True)
 class PairedComparison:
     """Run B against run A on their common goals.
 
     Attributes:
         goals: goals both runs played.
-        won, lost, tied: goals where B's reward is higher, lower, equal.
-        solved_both, solved_a_only, solved_b_only, solved_neither: success pattern per goal.
-        score_diff, sr_diff: B minus A (x100) with paired-bootstrap 95% intervals.
+        won, lost, tied: goals where B's reward (its mean over the goal's samples) is higher, lower, equal.
+        solved_both, solved_a_only, solved_b_only, solved_neither: success pattern per goal (one
+            sample per goal).  With several: ``solved_a_only`` / ``solved_b_only`` are the goals
+            where A's / B's share of successful samples is higher, ``solved_both`` the goals with
+            the same share above 0, ``solved_neither`` the goals neither run ever solved.
+        score_diff, sr_diff: B minus A (x100) with paired-bootstrap 95% intervals (of the per-goal
+            differences in mean reward and in share of successes).
         sign_p: two-sided sign test on ``won`` vs ``lost``.
-        mcnemar_p: McNemar's exact test on ``solved_b_only`` vs ``solved_a_only``.
+        mcnemar_p: McNemar's exact test on ``solved_b_only`` vs ``solved_a_only``; with several
+            samples per goal, the exact sign-flip test on the per-goal differences in share of
+            successes (:func:`flip_test`).
+        samples: the runs' samples per goal (1: one play per goal; :func:`paired_columns`).
     """
 
     goals: int
@@ -152,6 +375,19 @@ class PairedComparison:
     sr_diff: Interval | None
     sign_p: float
     mcnemar_p: float
+    samples: int = 1
+
+
+def _mean_of_goals(values: np.ndarray, resamples: int, seed: int, sampled: bool) -> Interval | None:
+    """The paired bootstrap of per-goal differences x100.
+
+    :func:`resampled_mean` with one sample per goal (as always); for sampled runs the goals'
+    bootstrap of :func:`resampled_ratio` (each goal one value).
+    """
+    if not sampled or not len(values):
+        return resampled_mean(values, resamples, seed)
+    means = _cluster_means(values, np.ones(len(values)), resamples, seed)
+    return _percentile_interval(means, float(values.mean()), 100.0, 0.95)
 
 
 def paired(rewards_a: Sequence[float], rewards_b: Sequence[float], resamples: int = 10_000,
@@ -161,22 +397,52 @@ def paired(rewards_a: Sequence[float], rewards_b: Sequence[float], resamples: in
     b = np.asarray(rewards_b, dtype=float)
     if a.shape != b.shape:
         raise ValueError(f"paired runs need one reward per common goal in each, got {a.shape} and {b.shape}")
-    sa, sb = a == 1.0, b == 1.0
-    won, lost = int((b > a).sum()), int((b < a).sum())
-    only_a, only_b = int((sa & ~sb).sum()), int((sb & ~sa).sum())
+    return paired_goals(Goals.of(a), Goals.of(b), resamples, seed)
+
+
+def paired_goals(a: Goals, b: Goals, resamples: int = 10_000, seed: int = 0,
+                 samples: int | None = None) -> PairedComparison:
+    """Compare two runs goal by goal: goal ``i`` of ``a`` and of ``b`` are the same goal (each with its samples).
+
+    Each goal counts once, whatever its samples: won / lost / tied and the sign test by its mean
+    reward, the intervals by the paired bootstrap of the per-goal differences (mean reward, share
+    of successes), the test on successes by :func:`flip_test` on the differences in share.  With
+    one sample per goal everywhere this is exactly :func:`paired` as it always was.  ``samples``:
+    the runs' samples per goal (how :func:`paired_cells` names the columns); default: the most
+    scored samples of a goal.
+    """
+    if len(a) != len(b):
+        raise ValueError(f"paired runs need the same goals in each, got {len(a)} and {len(b)}")
+    ma, mb = a.mean_reward, b.mean_reward
+    sa, sb = a.share, b.share
+    sampled = a.sampled or b.sampled
+    won, lost = int((mb > ma).sum()), int((mb < ma).sum())
+    higher = b.solved * a.played - a.solved * b.played  # B's share minus A's, over a.played * b.played
+    only_a, only_b = int((higher < 0).sum()), int((higher > 0).sum())
+    neither = int(((a.solved == 0) & (b.solved == 0)).sum())
     return PairedComparison(
         goals=len(a), won=won, lost=lost, tied=len(a) - won - lost,
-        solved_both=int((sa & sb).sum()), solved_a_only=only_a, solved_b_only=only_b,
-        solved_neither=int((~sa & ~sb).sum()),
-        score_diff=resampled_mean(b - a, resamples, seed),
-        sr_diff=resampled_mean(sb.astype(float) - sa.astype(float), resamples, seed),
-        sign_p=sign_test(won, lost), mcnemar_p=sign_test(only_b, only_a),
+        solved_both=len(a) - only_a - only_b - neither, solved_a_only=only_a, solved_b_only=only_b,
+        solved_neither=neither,
+        score_diff=_mean_of_goals(mb - ma, resamples, seed, sampled),
+        sr_diff=_mean_of_goals(sb - sa, resamples, seed, sampled),
+        sign_p=sign_test(won, lost), mcnemar_p=flip_test(higher, a.played * b.played, resamples, seed),
+        samples=int(samples or max(a.played.max(initial=1), b.played.max(initial=1))),
     )  # fmt: skip
 
 
 #: The columns of a paired comparison, as the report's paired table and the viewer's comparison name them.
 PAIRED_COLUMNS = ("goals", "won / lost / tied", "Δ Score [95% CI]", "sign test p",
                   "solved: only first / only this / both", "Δ SR [95% CI]", "McNemar p")
+#: The same columns for runs that played each goal several times (every figure per goal: see :func:`paired_goals`).
+SAMPLED_PAIRED_COLUMNS = ("goals", "won / lost / tied", "Δ Score [95% CI]", "sign test p",
+                          "higher success share: first / this / same (some solved)", "Δ SR [95% CI]",
+                          "sign-flip test p")
+
+
+def paired_columns(samples: int = 1) -> tuple[str, ...]:
+    """The columns of a comparison of runs with ``samples`` plays per goal (:attr:`PairedComparison.samples`)."""
+    return PAIRED_COLUMNS if samples <= 1 else SAMPLED_PAIRED_COLUMNS
 
 
 def _p_value(value: float) -> str:
@@ -184,7 +450,7 @@ def _p_value(value: float) -> str:
 
 
 def paired_cells(p: PairedComparison) -> list[str]:
-    """``p`` as the cells of :data:`PAIRED_COLUMNS` (differences: the later run minus the first, x100).
+    """``p`` as the cells of :func:`paired_columns` (differences: the later run minus the first, x100).
 
     Example:
         >>> paired_cells(paired([0.0, 1.0], [1.0, 1.0], resamples=100))[:2]

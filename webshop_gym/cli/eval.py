@@ -53,7 +53,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                "your copy instead of the shipped one)")
     protocol.add_argument("--samples", type=types.at_most(types.positive_int, 1000), default=1, metavar="K",
                           help="play every goal K times, each with its own recorded seed (sampling policies); "
-                               "reports mean@K and pass@K beside Score and SR (default 1; at most 1,000)")
+                               "reports mean@K and pass@K beside Score and SR, every 95%% interval over goals, not "
+                               "episodes (default 1; at most 1,000)")
     parser.add_argument("--num-workers", type=types.at_most(types.non_negative_int, types.MAX_WORKERS), default=0,
                         metavar="N", help="processes stepping the vector env: W >= 2 steps one shard here and the "
                                           "others in W - 1 spawned workers (default 0: all in this process; at most "

@@ -522,7 +522,12 @@ def protocol_rows(result: dict) -> list[tuple[str, str]]:
         rows.append((f"{m['label']} ({m['name']}, as the protocol aggregates it)", _fmt(m["value"], 1)))
     k = figures.get("samples", 1)
     if k > 1:
-        rows.append((f"mean@{k} / pass@{k} (%)", f"{_fmt(figures.get(f'mean@{k}'), 1)} / {_fmt(figures.get(f'pass@{k}'), 1)}"))
+        found = figures.get("intervals") or {}
+        cells = [_fmt(figures.get(key), 1) + _interval_text({"intervals": found}, key) for key in (f"mean@{k}", f"pass@{k}")]
+        rows.append((f"mean@{k} / pass@{k} (%) [95% CI]", " / ".join(cells)))
+        goals = (result.get("counts") or {}).get("goals")
+        if goals is not None:
+            rows.append(("95% intervals", f"over the {goals:,} goals, each with its {k} samples (docs/runs.md, Intervals)"))
     return rows
 
 
@@ -546,8 +551,9 @@ def format_table(result: dict) -> str:
     ]
     rows[4:4] = protocol_rows(result)
     if "unreachable" in result:
+        episodes = f", {result['unreachable_episodes']} episodes" if result.get("unreachable") and "unreachable_episodes" in result else ""
         rows.append(("SR on reachable goals (%)", f"{_fmt(result['sr_reachable'], 1)} ({result['unreachable']} "
-                                                  "unreachable goals: no purchase of the target scores 1.0)"))
+                                                  f"unreachable goals{episodes}: no purchase of the target scores 1.0)"))
     if result.get("tags"):
         rows.append(("failure tags", " · ".join(f"{t} {c}" for t, c in result["tags"].items() if c)))
     if "tokens" in result:

@@ -19,10 +19,11 @@ These functions are the definition the evaluation layer calls; they do not read 
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 
-__all__ = ["METRIC_INPUTS", "figures", "is_success", "samples_by_goal", "transform_reward"]
+__all__ = ["METRIC_INPUTS", "figures", "is_success", "pass_at_k", "samples_by_goal", "transform_reward"]
 
 METRIC_INPUTS = ("success", "raw_reward", "progress")
 """What a metric can average (its ``of``)."""
@@ -61,6 +62,29 @@ def _mean(values: list[float]) -> float:
     return sum(values) / len(values) if values else float("nan")
 
 
+def pass_at_k(successes: int, samples: int, k: int) -> float:
+    """The unbiased estimate of a goal's pass@k from ``samples`` plays of which ``successes`` succeeded.
+
+    ``1 - C(n - c, k) / C(n, k)``: the chance that ``k`` of the ``n`` plays drawn without
+    replacement hold a success (Chen et al. 2021, "Evaluating Large Language Models Trained on
+    Code", eq. 1).  With ``n = k`` it is 1 when any play succeeded; a goal with fewer plays than
+    ``k`` (errored samples left out) has no unbiased estimate and counts with its plays' own
+    value (1 when any of its ``n`` succeeded: a lower bound of its pass@k).
+
+    Example:
+        >>> pass_at_k(1, 4, 4), pass_at_k(1, 4, 2), pass_at_k(0, 16, 4)
+        (1.0, 0.5, 0.0)
+    """
+    n, c, k = int(samples), int(successes), int(k)
+    if not 0 <= c <= n or n < 1 or k < 1:
+        raise ValueError(f"pass@k needs 0 <= successes <= samples, samples >= 1 and k >= 1, got {c}, {n}, {k}")
+    if n <= k or c == 0:
+        return 1.0 if c else 0.0
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
 def samples_by_goal(episodes: list[Mapping]) -> dict:
     """The samples of each goal: ``{goal: [indices into episodes]}``, goals and samples in order of appearance.
 
@@ -87,8 +111,11 @@ def figures(protocol, episodes: Iterable[Mapping]) -> dict:
 
     Returns:
         ``{metric name: value}`` (on the metric's scale); with several samples per goal also
-        ``mean@K`` and ``pass@K`` (the share of goals with at least one success in their K
-        samples, x 100); for ``"trials"`` also ``{name}_by_trial``, the value after each trial.
+        ``mean@K`` and ``pass@K`` (K: the protocol's ``samples_per_goal``, else the most samples of
+        a goal; none before some goal has K; pass@K: the mean over
+        goals of :func:`pass_at_k`, the unbiased estimate, which is the share of goals with a
+        success among their K samples when each has K, x 100); for ``"trials"`` also
+        ``{name}_by_trial``, the value after each trial.
     """
     episodes = list(episodes)
     over = protocol.aggregate.get("over", "episodes")
@@ -116,8 +143,10 @@ def figures(protocol, episodes: Iterable[Mapping]) -> dict:
         out[metric["name"]] = value * scale
     samples = {goal: [_value(protocol, episodes[i], "success") for i in members]
                for goal, members in samples_by_goal(episodes).items()}
-    k = max((len(v) for v in samples.values()), default=0)
-    if k > 1:
+    most = max((len(v) for v in samples.values()), default=0)
+    k = int(getattr(protocol, "samples_per_goal", 1) or 1)
+    k = k if k > 1 else most  # episodes given with samples of a protocol of one: K is what they hold
+    if k > 1 and most >= k:  # a run cut before any goal's K-th: none
         out[f"mean@{k}"] = _mean([_mean(v) for v in samples.values()]) * 100
-        out[f"pass@{k}"] = _mean([1.0 if max(v) > 0 else 0.0 for v in samples.values()]) * 100
+        out[f"pass@{k}"] = _mean([pass_at_k(int(sum(v)), len(v), k) for v in samples.values()]) * 100
     return out

@@ -2,7 +2,7 @@
 
 Each function takes the report's per-run rows (:class:`webshop_gym.reporting.report.RunSummary`) and
 returns PNG bytes: Score and SR with their intervals, the reward histogram, SR by product
-category (with Wilson intervals), the distribution of steps, failure tags and the mean reward
+category (with its 95% intervals), the distribution of steps, failure tags and the mean reward
 breakdown, one bar (group) per run.  Legends sit outside the axes; a chart shows the unit of
 its table.
 """
@@ -14,7 +14,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from webshop_gym.analysis.intervals import wilson
 from webshop_gym.analysis.taxonomy import TAGS
 from webshop_gym.error import DependencyNotInstalled
 
@@ -97,9 +96,9 @@ def reward_histogram(rows) -> bytes:
 
 
 def sr_by_category(rows) -> bytes:
-    """SR per product category of the goal's target, with Wilson 95% intervals as error bars."""
+    """SR per product category of the goal's target, with its 95% intervals as error bars (the report's: Wilson)."""
     categories = sorted({c for row in rows for c in row.categories})
-    fig, ax = _figure("Success rate by product category (95% Wilson intervals)", width=max(7.0, 1.1 * len(categories)))
+    fig, ax = _figure("Success rate by product category (95% intervals)", width=max(7.0, 1.1 * len(categories)))
     series, errors = [], []
     for row in rows:
         values, lows, highs = [], [], []
@@ -110,10 +109,9 @@ def sr_by_category(rows) -> bytes:
                 lows.append(0.0)
                 highs.append(0.0)
                 continue
-            low, high = wilson(got["successes"], got["episodes"])
             values.append(got["sr"])
-            lows.append(100 * low)
-            highs.append(100 * high)
+            lows.append(got["low"])
+            highs.append(got["high"])
         series.append((row.label, values))
         errors.append((lows, highs))
     _grouped(ax, categories, series, fmt="{:.0f}", errors=errors)
@@ -123,7 +121,7 @@ def sr_by_category(rows) -> bytes:
 
 
 def score_and_sr(rows) -> bytes:
-    """Each run's Score and SR with their 95% intervals (bootstrap for Score, Wilson for SR) as error bars."""
+    """Each run's Score and SR with their 95% intervals (the report's, docs/runs.md Intervals) as error bars."""
     fig, ax = _figure("Score and SR with 95% intervals")
     series, errors = [], []
     for row in rows:

@@ -20,14 +20,24 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from webshop_gym.analysis.figures import billed, cost, paired_positions, pairing_key, pairing_order
-from webshop_gym.analysis.intervals import METHOD, score_interval, sr_interval
+from webshop_gym.analysis.figures import (
+    billed,
+    compare_goals,
+    cost,
+    goal_keys,
+    intervals,
+    pairing_goals,
+    pairing_key,
+    samples_of,
+)
+from webshop_gym.analysis.intervals import goal_sr_interval
+from webshop_gym.analysis.intervals import method as interval_method
 from webshop_gym.analysis.stats import (
-    PAIRED_COLUMNS,
+    Goals,
     Interval,
     PairedComparison,
-    paired,
     paired_cells,
+    paired_columns,
 )
 from webshop_gym.analysis.taxonomy import CAUSES, FAMILY, SOLVED, TAG_RULES, TAGS
 from webshop_gym.error import Error
@@ -61,7 +71,8 @@ class RunSummary:
         label: the run's name (its file name without ``.jsonl``; the path when two names clash).
         run: the run.
         score, sr: with their bootstrap 95% intervals.
-        categories: per product category ``{"episodes", "successes", "sr"}``.
+        categories: per product category ``{"episodes", "successes", "sr", "low", "high"}`` (SR's 95%
+            interval, over goals for a sampled run).
         causes: purchases per first reward part short; ``any_causes``: purchases with each part short.
     """
 
@@ -128,29 +139,43 @@ class Report:
 
 
 def summarize_run(label: str, run: Run, resamples: int = RESAMPLES, seed: int = 0) -> RunSummary:
-    """A run's report row (errored episodes of a served model are left out: they are counted apart)."""
+    """A run's report row (errored episodes of a served model are left out: they are counted apart).
+
+    Score and SR with their intervals are :func:`webshop_gym.analysis.figures.intervals`' (over
+    goals for a run that played each goal several times), as ``eval`` and the viewer give them.
+    """
     scored = [e for e in run.episodes if not e.errored]
-    rewards = [e.reward for e in scored]
+    keys = goal_keys(samples_of(run.protocol), [e.goal_index for e in run.episodes],
+                     [e.log.record.get("protocol") for e in run.episodes])
     categories: dict[str, dict] = {}
-    for e in scored:
+    members: dict[str, list[int]] = {}
+    for i, e in enumerate(run.episodes):
+        if e.errored:
+            continue
         c = categories.setdefault(e.category, {"episodes": 0, "successes": 0})
         c["episodes"] += 1
         c["successes"] += int(e.success)
-    for c in categories.values():
+        members.setdefault(e.category, []).append(i)
+    for name, c in categories.items():
         c["sr"] = 100.0 * c["successes"] / c["episodes"]
-
+        picked = members[name]  # the category's SR interval, over its goals as the run's (the plot's error bars)
+        found = goal_sr_interval(Goals.of([run.episodes[i].reward for i in picked],
+                                          None if keys is None else [keys[i] for i in picked]))
+        c["low"], c["high"] = found.low, found.high
+    found = intervals([e.reward for e in run.episodes], [e.errored for e in run.episodes], resamples, seed, keys)
     return RunSummary(
-        label, run, score_interval(rewards, resamples, seed), sr_interval([e.success for e in scored]),
+        label, run, found["score"], found["sr"],
         dict(sorted(categories.items())), Counter(e.cause for e in scored if e.cause),
         Counter(c for e in scored for c in e.causes),
     )  # fmt: skip
 
 
-def _pairing_keys(run: Run) -> dict:
-    """A run's scored episodes by what pairs them (:func:`~webshop_gym.analysis.figures.pairing_key`)."""
+def _pairing_goals(run: Run):
+    """A run's goals as a comparison pairs them (:func:`~webshop_gym.analysis.figures.pairing_goals`)."""
     price_seed = (run.header.get("fingerprint") or {}).get("price_seed")
     keys = [pairing_key(e.goal_index, e.log.record.get("protocol"), price_seed) for e in run.episodes]
-    return {k: run.episodes[i] for k, i in paired_positions(keys, [e.errored for e in run.episodes]).items()}
+    return pairing_goals(keys, [e.reward for e in run.episodes], [e.errored for e in run.episodes],
+                         samples_of(run.protocol))
 
 
 def refusal_of(a: Run, b: Run) -> str:
@@ -171,16 +196,16 @@ def refusal_of(a: Run, b: Run) -> str:
 
 
 def compare(a: RunSummary, b: RunSummary, resamples: int = RESAMPLES, seed: int = 0) -> Comparison:
-    """Pair run ``b`` with run ``a`` on their common episodes (not when they played different things: :func:`refusal_of`)."""
+    """Pair run ``b`` with run ``a`` on their common goals (not when they played different things: :func:`refusal_of`)."""
     refused = refusal_of(a.run, b.run)
     if refused:
         return Comparison(a, b, None, f"not paired: {refused}")
-    goals_a, goals_b = _pairing_keys(a.run), _pairing_keys(b.run)
-    common = sorted(set(goals_a) & set(goals_b), key=pairing_order)
-    if not common:
+    goals_a, goals_b = _pairing_goals(a.run), _pairing_goals(b.run)
+    found = compare_goals(goals_a, goals_b, resamples, seed, samples_of(a.run.protocol))
+    if found is None:
         return Comparison(a, b, None, "no goal in common: not paired")
+    common, result = found
     note = "" if len(common) == len(goals_a) == len(goals_b) else f"paired on the {len(common)} goals both runs played"
-    result = paired([goals_a[g].reward for g in common], [goals_b[g].reward for g in common], resamples, seed)
     return Comparison(a, b, result, note)
 
 
@@ -213,8 +238,9 @@ def build_report(paths: list[str | os.PathLike], resamples: int = RESAMPLES, see
         if not row.run.header:
             notes.append(f"{row.label}: a trajectory log without a run line (policy, split and settings unknown).")
         if row.figures.get("unreachable"):
-            notes.append(f"{row.label}: {row.figures['unreachable']} unreachable goals (no purchase of the target "
-                         f"scores 1.0 on them); SR on the others {_f(row.figures.get('sr_reachable'))}%.")
+            episodes = f", {row.figures['unreachable_episodes']} episodes" if "unreachable_episodes" in row.figures else ""
+            notes.append(f"{row.label}: {row.figures['unreachable']} unreachable goals{episodes} (no purchase of the "
+                         f"target scores 1.0 on them); SR on the others {_f(row.figures.get('sr_reachable'))}%.")
     report = Report(rows, comparisons, int(resamples), int(seed), now_iso(), title or "WebShop evaluation report", notes,
                     viewer)
     report.prices = (price_input, price_output)
@@ -252,7 +278,7 @@ def tables(report: Report) -> dict[str, tuple[list[str], list[list[str]]]]:
     out["runs"] = (header, rows)
     out["published"] = published_table(report)
     if report.comparisons:
-        header = ["run vs first", *PAIRED_COLUMNS]
+        header = ["run vs first", *paired_columns(samples_of(report.rows[0].run.protocol))]
         rows = []
         for c in report.comparisons:
             p = c.paired
@@ -354,8 +380,9 @@ def published_table(report: Report) -> tuple[list[str], list[list[str]]]:
     """The rows in the shape published WebShop tables use, grouped by protocol, ready to paste.
 
     Columns: the run (method), the protocol and its fingerprint, scored / planned episodes, Score,
-    SR with its 95% interval, the valid-action rate, mean steps and, when a run played each goal several times
-    (``eval --samples K``), mean@K and pass@K.  Figures come from the run's figures
+    SR with its 95% interval, the valid-action rate, mean steps and, when a run played each goal
+    several times (``eval --samples K``), mean@K and pass@K with their 95% intervals over goals,
+    then the protocols' own metrics.  Figures come from the run's figures
     (:func:`webshop_gym.analysis.figures.summarize`), never recomputed here.
     A run that did not score its whole plan (:mod:`webshop_gym.reporting.completeness`) gets no
     fingerprint (``incomplete: 5 / 12 scored``) and a block of its own.
@@ -364,7 +391,7 @@ def published_table(report: Report) -> tuple[list[str], list[list[str]]]:
     header = ["method", "protocol", "fingerprint", "scored / planned", "Score", "SR % [95% CI]", "valid %",
               "mean steps"]
     for k in sampled:
-        header += [f"mean@{k}", f"pass@{k}"]
+        header += [f"mean@{k} [95% CI]", f"pass@{k} [95% CI]"]
     family = _family_metrics(report)
     header += family
     rows = []
@@ -378,7 +405,7 @@ def published_table(report: Report) -> tuple[list[str], list[list[str]]]:
                      _f(f["valid_rate"]), _f(f["mean_steps"], 2)]
             for k in sampled:
                 mine = pf.get("samples") == k
-                cells += [_f(pf.get(f"mean@{k}")) if mine else "-", _f(pf.get(f"pass@{k}")) if mine else "-"]
+                cells += [_sampled_cell(pf, f"mean@{k}") if mine else "-", _sampled_cell(pf, f"pass@{k}") if mine else "-"]
             own = {m["label"]: m["value"] for m in pf.get("metrics") or () if m["label"] in family}
             cells += [_f(own.get(label)) for label in family]
             rows.append(cells)
@@ -398,6 +425,12 @@ def _family_metrics(report: Report) -> list[str]:
             if not same and m["label"] not in out and m["label"] not in ("Score", "SR"):
                 out.append(m["label"])
     return out
+
+
+def _sampled_cell(figures: dict, key: str) -> str:
+    """mean@K or pass@K of a run's protocol figures with its interval, as ``eval`` prints it (``-``: none)."""
+    found = (figures.get("intervals") or {}).get(key)
+    return _f(figures.get(key)) + (f" [{_f(found['low'])}, {_f(found['high'])}]" if found else "")
 
 
 _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
@@ -451,8 +484,9 @@ def _comment(text: str) -> str:
 
 
 def method(report: Report) -> str:
-    """How the report's intervals are computed (the one method of :mod:`webshop_gym.analysis.intervals`)."""
-    return METHOD.format(resamples=report.resamples, seed=report.seed) + "; paired differences by the paired bootstrap"
+    """How the report's intervals are computed (the one method of :mod:`webshop_gym.analysis.intervals`, by runs' samples)."""
+    samples = [samples_of(row.run.protocol) for row in report.rows]
+    return interval_method(report.resamples, report.seed, samples) + "; paired differences by the paired bootstrap"
 
 
 def failure_tags(report: Report, examples: int = 5) -> list[dict]:
