@@ -986,7 +986,8 @@ def compare(a: str, b: str):
         args = {"show": show, "tag_a": tag_a, "tag_b": tag_b, "per": per if per != PER_PAGE else "", **changes}
         return url_for("runs.compare", a=a, b=b, **{k: v for k, v in args.items() if v not in ("", None, "all")})
 
-    unit = "planned episodes (item, sample)" if common and isinstance(common[0], tuple) else "goals"
+    # a row per goal, unless a goal recurs among the rows (its samples, its price seeds): then per planned episode
+    unit = "planned episodes (goal, price seed, sample)" if len({k[0] for k in common}) < len(common) else "goals"
     return _render("runs/compare.html", rows=rows, counts=counts, common=len(common), unit=unit, page_no=page,
                    pages=pages,
                    per=per, matched=len(picked), paired=on_common and on_common["paired"], on_common=on_common,

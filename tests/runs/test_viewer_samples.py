@@ -328,7 +328,7 @@ def test_two_sampled_runs_pair_as_the_report_pairs_them(sampled_runs, make_viewe
     # the rows: one per (goal, sample), each row's rewards those of the same sample in both files
     rows = soup.select("#goals tbody tr")
     assert len(rows) == GOALS * K
-    assert "planned episodes (item, sample) in both" in soup.get_text(" ", strip=True)
+    assert "planned episodes (goal, price seed, sample) in both" in soup.get_text(" ", strip=True)
     coin, rand = _plays_of_file(folder / "coin.jsonl"), _plays_of_file(folder / "random.jsonl")
     by_position = {p["position"]: (goal, p["sample"]) for goal, plays in coin.items() for p in plays}
     seen = set()

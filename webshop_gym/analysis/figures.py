@@ -125,7 +125,7 @@ def compare_goals(a: Goals, b: Goals, resamples: int = RESAMPLES, seed: int = 0,
 
 
 def pairing_order(key) -> tuple:
-    """A sort key for pairing keys (goals, or ``(item, sample)`` with ``None`` first)."""
+    """A sort key for pairing keys (goals, or ``(goal, price seed, sample)`` with ``None`` first)."""
     parts = key if isinstance(key, tuple) else (key,)
     return tuple((0, 0) if v is None else (1, v) for v in parts)
 
