@@ -4,7 +4,8 @@
   environment (:class:`~webshop_gym.integrations.trl.WebShopToolEnv`) and the goal dataset that
   feeds it (:func:`~webshop_gym.integrations.trl.webshop_dataset`).
   :class:`~webshop_gym.integrations.trl.WebShopRemoteToolEnv` is the same class played on a remote
-  ``webshop-gym openenv`` server.
+  ``webshop-gym openenv`` server, over the OpenEnv session of
+  :mod:`webshop_gym.integrations.remote_session`.
 * ``webshop_gym.integrations.openenv``: WebShop served over OpenEnv's protocol
   (``webshop-gym openenv``), its typed client, and prompt builders and the reply parser for any client.
   Its sessions also serve ``search``/``click`` as OpenEnv MCP tools, and
