@@ -77,6 +77,22 @@ def test_tasks_are_the_split_s_goals_or_the_given_goal_indices(default_shop):
         load_environment(format="json")
 
 
+@pytest.mark.parametrize("fmt", ["think-answer", "tools"])
+def test_a_task_built_with_other_shop_settings_is_refused_before_the_model_is_called(fmt):
+    require_verifiers()
+    import asyncio
+
+    from webshop_gym.error import InvalidArgument
+    from webshop_gym.integrations.verifiers import load_environment
+
+    human = list(load_environment(human_goals=True, goal_indices=[3], format=fmt).taskset)[0]
+    env = load_environment(format=fmt, limit=1)  # synthetic goals: goal 3's instruction differs
+    assert human.data.instruction != list(load_environment(goal_indices=[3]).taskset)[0].data.instruction
+    with pytest.raises(InvalidArgument, match=r"is not goal 3's in this env's goal set .*same shop, goals, "
+                                              r"human_goals and price_seed"):
+        asyncio.run(env.run(human, None))  # no agents: it must fail before any model call
+
+
 def _traces(run_root: Path) -> list[dict]:
     """The agent traces of a run's episodes (``traces.jsonl`` holds one episode a line)."""
     files = list(run_root.glob("*/traces.jsonl"))

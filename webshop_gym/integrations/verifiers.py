@@ -6,7 +6,8 @@ one task with the model's agent.  :class:`WebShopVerifiersEnv` plays WebShop in 
 process itself, over the same engine as :class:`~webshop_gym.WebShopEnv` (no server): it
 opens the model's conversation with the goal's first page written in one of our prompt
 formats, parses each reply with the parser ``webshop-gym eval`` uses, steps the env with the
-action, and answers with the next page, until the purchase or the step cap.  In the ``tools``
+action, and answers with the next page, until the purchase or the step cap (the loop of
+:class:`~webshop_gym.integrations.text_episode.TextEpisode`, which SkyRL and GEM play too).  In the ``tools``
 format the model calls ``search``/``click`` instead, each call stepped in this process by the
 task's hook (:mod:`webshop_gym.integrations.verifiers_tools` says how).  The episode's
 WebShop reward is the trace's reward (``webshop_reward``, weight 1); its breakdown
@@ -48,8 +49,8 @@ except ImportError as exc:
     ) from exc
 
 from webshop_gym import WebShopEnv
-from webshop_gym.agents.parse import ParsedAction
-from webshop_gym.agents.prompts import PromptFormat, Turn, admissible_actions, make_prompt
+from webshop_gym.agents.prompts import PromptFormat, make_prompt
+from webshop_gym.integrations.text_episode import TextEpisode, check_instruction, last_user_turn
 from webshop_gym.integrations.trl import shared_shop
 from webshop_gym.integrations.verifiers_tools import ToolEpisode, WebShopTools
 
@@ -215,10 +216,6 @@ class WebShopEnvConfig(vf.EnvConfig):
     player: vf.AgentConfig = vf.AgentConfig(harness=NullHarnessConfig(id="null"), runtime=SubprocessConfig())
 
 
-def _last_user_turn(messages: list[dict[str, str]]) -> str:
-    return next(m["content"] for m in reversed(messages) if m["role"] == "user")
-
-
 class WebShopVerifiersEnv(vf.Env[WebShopEnvConfig]):
     """Plays each task as one WebShop episode in this process, the model's replies parsed into actions.
 
@@ -235,32 +232,16 @@ class WebShopVerifiersEnv(vf.Env[WebShopEnvConfig]):
         if config.format == "tools":
             await self._run_tools(task, agents, config)
             return
-        fmt = _prompt(config)
         env = WebShopEnv(shop=_shop(config), split=None, max_steps=config.max_steps)
-        obs, info = env.reset(options={"goal_index": task.data.goal_index})
-        if info["instruction"] != task.data.instruction:
-            raise InvalidArgument(
-                f"task {task.data.name}: its instruction is not goal {task.data.goal_index}'s in this env's goal set; "
-                "run the env with the taskset settings that built the task")
-        turns: list[Turn] = []
-        actions: list[str] = []
-        parsed_actions: list[ParsedAction] = []
-        reward, done, truncated = 0.0, False, False
+        episode = TextEpisode(env, task.data.goal_index, _prompt(config), config.closest, task.data.instruction)
         async with agents.player.interaction(task) as interaction:
-            segment = await interaction.turn(_last_user_turn(fmt.messages(obs, info, turns)))
+            segment = await interaction.turn(last_user_turn(episode.messages()))
             while not segment.terminated:
-                reply = segment.last_reply
-                admissible = admissible_actions(info)
-                parsed = fmt.parse_detailed(reply, admissible, config.closest)
-                turns.append(Turn(obs, parsed.action, reply, tuple(admissible)))
-                obs, reward, done, truncated, info = env.step(parsed.action)
-                actions.append(parsed.action)
-                parsed_actions.append(parsed)
-                if done or truncated:
+                if episode.act(segment.last_reply).done:
                     break
-                segment = await interaction.turn(_last_user_turn(fmt.messages(obs, info, turns)))
-            self._score(interaction.trace, task, float(reward) if done else 0.0, info, actions,
-                        [p.valid for p in parsed_actions], [p.format_ok for p in parsed_actions])
+                segment = await interaction.turn(last_user_turn(episode.messages()))
+            self._score(interaction.trace, task, episode.reward, episode.info, episode.actions, episode.valid,
+                        episode.well_formed)
 
     async def _run_tools(self, task: WebShopTask, agents: vf.Agents, config: WebShopConfig) -> None:
         """The ``tools`` format: the model's tool calls are stepped by the task's hook, within a harness segment.
@@ -271,10 +252,7 @@ class WebShopVerifiersEnv(vf.Env[WebShopEnvConfig]):
         """
         env = WebShopEnv(shop=_shop(config), split=None, max_steps=config.max_steps)
         episode = ToolEpisode(env, task.data.goal_index, config.max_steps)
-        if episode.info["instruction"] != task.data.instruction:
-            raise InvalidArgument(
-                f"task {task.data.name}: its instruction is not goal {task.data.goal_index}'s in this env's goal set; "
-                "run the env with the taskset settings that built the task")
+        check_instruction(task.data.goal_index, task.data.instruction, episode.info["instruction"])
         playing = WebShopToolTask(task, episode)
         async with agents.player.interaction(playing) as interaction:
             segment = await interaction.turn(episode.first_message)
