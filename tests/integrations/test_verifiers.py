@@ -2,7 +2,8 @@
 
 verifiers 0.4 needs mcp 2 and OpenEnv 0.10 needs mcp < 2, so the two extras live in different
 environments; these tests skip where verifiers is missing (the project's main environment) and run
-in one made with ``pip install -e '.[dev,verifiers]'`` (docs/training.md).
+in one made with ``pip install -e '.[dev,verifiers]' -e environments/webshop_verifiers``
+(docs/training.md; the second distribution ships the module the id ``webshop-verifiers`` names).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from webshop_gym.agents.prompts import Turn, admissible_actions, make_prompt
 
 ROOT = Path(__file__).resolve().parents[2]
 VERIFIERS_MISSING = ("verifiers is not installed here: it goes in an environment of its own, without "
-                     "webshop-gym[openenv] (pip install -e '.[dev,verifiers]'; docs/training.md)")
+                     "webshop-gym[openenv] (pip install -e '.[dev,verifiers]' -e environments/webshop_verifiers; "
+                     "docs/training.md)")
 
 
 def require_verifiers():
@@ -36,7 +38,7 @@ def test_without_verifiers_the_import_names_the_extra():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
     assert out.startswith("DependencyNotInstalled ")
-    assert "pip install 'webshop-gym[verifiers]'" in out and "mcp" in out
+    assert "pip install webshop-verifiers" in out and "webshop-gym[verifiers]" in out and "mcp" in out
 
 
 # -- with verifiers -----------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""WebShop as a native verifiers environment (``pip install 'webshop-gym[verifiers]'``, ``verifiers==0.4.0``).
+"""WebShop as a native verifiers environment (``pip install webshop-verifiers``, ``verifiers==0.4.0``).
 
 verifiers 0.4 (Prime Intellect's ``vf-eval``, prime-rl, the Environments Hub) builds an
 environment from a *taskset* (the tasks: here one per goal) and an *env* whose ``run()`` plays
@@ -14,9 +14,12 @@ WebShop reward is the trace's reward (``webshop_reward``, weight 1); its breakdo
 (``r_type``, ``r_att``, ``r_option``, ``r_price``), ``success``, ``steps``,
 ``invalid_actions`` and ``format_errors`` are the trace's metrics.
 
-verifiers finds a plugin by a top-level module name, so the distribution ships the one-line
-module ``webshop_verifiers`` that re-exports this one: ``vf-eval webshop-verifiers -m MODEL
---client.base-url URL --no-push`` (see docs/training.md).  In Python::
+verifiers finds a plugin by a top-level module name (dashes to underscores; a dotted path is
+not an id), so the Environments Hub's distribution ``webshop-verifiers``
+(``environments/webshop_verifiers/`` in the repository, which depends on
+``webshop-gym[verifiers]``) ships the one-line module ``webshop_verifiers`` that re-exports this
+one: ``vf-eval webshop-verifiers -m MODEL --client.base-url URL --no-push`` (see
+docs/training.md).  verifiers builds every env from that id, so it is needed in Python too::
 
     env = load_environment(split="test", format="think-answer", limit=50)   # a vf.Env
 
@@ -28,6 +31,7 @@ settings.  :func:`prepare_harness` makes that harness's later runs need no netwo
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -44,8 +48,9 @@ try:  # the whole module is built on verifiers' classes: it is imported only whe
     from verifiers.v1.runtimes import SubprocessConfig
 except ImportError as exc:
     raise DependencyNotInstalled(
-        f"the verifiers environment needs verifiers 0.4 ({exc}): pip install 'webshop-gym[verifiers]' "
-        "(in an environment without webshop-gym[openenv]: the two need different mcp versions)"
+        f"the verifiers environment needs verifiers 0.4 ({exc}): pip install webshop-verifiers (its distribution, "
+        "which installs webshop-gym[verifiers]) in an environment without webshop-gym[openenv]: the two need "
+        "different mcp versions"
     ) from exc
 
 from webshop_gym import WebShopEnv
@@ -56,6 +61,7 @@ from webshop_gym.integrations.verifiers_tools import ToolEpisode, WebShopTools
 
 __all__ = [
     "PLUGIN_ID",
+    "PLUGIN_MODULE",
     "WebShopConfig",
     "WebShopData",
     "WebShopEnvConfig",
@@ -70,6 +76,9 @@ __all__ = [
 
 PLUGIN_ID = "webshop-verifiers"
 """The taskset id verifiers resolves to this environment (the top-level module ``webshop_verifiers``)."""
+
+PLUGIN_MODULE = "webshop_verifiers"
+"""The module verifiers imports for :data:`PLUGIN_ID`, shipped by the ``webshop-verifiers`` distribution."""
 
 METRICS = ("r_type", "r_att", "r_option", "r_price")
 """The reward breakdown's components recorded as metrics (0 without a purchase)."""
@@ -325,7 +334,16 @@ def load_environment(*, player: dict[str, Any] | None = None, **taskset: Any) ->
 
     Returns:
         A ``vf.Env`` whose ``taskset`` yields one task per goal.
+
+    Raises:
+        DependencyNotInstalled: the ``webshop-verifiers`` distribution is not installed (verifiers
+            builds the env from its id, which names the module ``webshop_verifiers``).
     """
+    if importlib.util.find_spec(PLUGIN_MODULE) is None:
+        raise DependencyNotInstalled(
+            f"verifiers builds this env from its id {PLUGIN_ID!r}, whose module {PLUGIN_MODULE!r} comes with the "
+            "webshop-verifiers distribution: pip install webshop-verifiers (from a checkout: "
+            "pip install -e '.[verifiers]' -e environments/webshop_verifiers)")
     data: dict[str, Any] = {"taskset": {"id": PLUGIN_ID, **{k: os.fspath(v) if isinstance(v, os.PathLike) else v
                                                             for k, v in taskset.items()}}}
     if player:
