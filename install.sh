@@ -4,7 +4,8 @@
 #   ./install.sh          core + Flask server + test tools (+ Debian's Chromium for the browser test)
 #   ./install.sh --all    also the optional extras whose tests need them: Hugging Face (torch), Ray, TRL,
 #                         OpenEnv, SkyRL-gym, GEM (Python < 3.12), build and twine for the release checks;
-#                         and .venv-verifiers, a second environment with webshop-gym[verifiers]
+#                         and .venv-verifiers, a second environment with webshop-gym[verifiers] and
+#                         webshop-verifiers (environments/webshop_verifiers: the id vf-eval resolves)
 #                         (verifiers 0.4 needs mcp 2, OpenEnv mcp < 2: they cannot share one)
 #   ./install.sh --verifiers   only .venv-verifiers
 #
@@ -52,8 +53,10 @@ install_verifiers() {
   quietly "$PYTHON" -m venv .venv-verifiers
   quietly .venv-verifiers/bin/python -m pip install --upgrade pip
   quietly .venv-verifiers/bin/python -m pip install --no-deps "pyserini==1.6.0"
-  echo "==> installing webshop-gym[dev,verifiers] and uv into .venv-verifiers"
-  quietly .venv-verifiers/bin/python -m pip install --no-warn-conflicts -e ".[dev,verifiers]" uv
+  echo "==> installing webshop-gym[dev,verifiers], webshop-verifiers and uv into .venv-verifiers"
+  # one command, so that webshop-verifiers' pin on webshop-gym[verifiers] is met by this checkout
+  quietly .venv-verifiers/bin/python -m pip install --no-warn-conflicts -e ".[dev,verifiers]" \
+    -e environments/webshop_verifiers uv
   echo "==> preparing verifiers' chat program (its uv environment, locked: later runs need no network)"
   quietly env PATH="$PWD/.venv-verifiers/bin:$PATH" .venv-verifiers/bin/python -c \
     "from webshop_gym.integrations.verifiers import prepare_harness; prepare_harness()"

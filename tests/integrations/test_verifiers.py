@@ -2,7 +2,8 @@
 
 verifiers 0.4 needs mcp 2 and OpenEnv 0.10 needs mcp < 2, so the two extras live in different
 environments; these tests skip where verifiers is missing (the project's main environment) and run
-in one made with ``pip install -e '.[dev,verifiers]'`` (docs/training.md).
+in one made with ``pip install -e '.[dev,verifiers]' -e environments/webshop_verifiers``
+(docs/training.md; the second distribution ships the module the id ``webshop-verifiers`` names).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from webshop_gym.agents.prompts import Turn, admissible_actions, make_prompt
 
 ROOT = Path(__file__).resolve().parents[2]
 VERIFIERS_MISSING = ("verifiers is not installed here: it goes in an environment of its own, without "
-                     "webshop-gym[openenv] (pip install -e '.[dev,verifiers]'; docs/training.md)")
+                     "webshop-gym[openenv] (pip install -e '.[dev,verifiers]' -e environments/webshop_verifiers; "
+                     "docs/training.md)")
 
 
 def require_verifiers():
@@ -36,7 +38,7 @@ def test_without_verifiers_the_import_names_the_extra():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
     assert out.startswith("DependencyNotInstalled ")
-    assert "pip install 'webshop-gym[verifiers]'" in out and "mcp" in out
+    assert "pip install webshop-verifiers" in out and "webshop-gym[verifiers]" in out and "mcp" in out
 
 
 # -- with verifiers -----------------------------------------------------------------------------------
@@ -75,6 +77,22 @@ def test_tasks_are_the_split_s_goals_or_the_given_goal_indices(default_shop):
         list(load_environment(goal_indices=[1, 99999]).taskset)
     with pytest.raises(ValueError, match="format"):
         load_environment(format="json")
+
+
+@pytest.mark.parametrize("fmt", ["think-answer", "tools"])
+def test_a_task_built_with_other_shop_settings_is_refused_before_the_model_is_called(fmt):
+    require_verifiers()
+    import asyncio
+
+    from webshop_gym.error import InvalidArgument
+    from webshop_gym.integrations.verifiers import load_environment
+
+    human = list(load_environment(human_goals=True, goal_indices=[3], format=fmt).taskset)[0]
+    env = load_environment(format=fmt, limit=1)  # synthetic goals: goal 3's instruction differs
+    assert human.data.instruction != list(load_environment(goal_indices=[3]).taskset)[0].data.instruction
+    with pytest.raises(InvalidArgument, match=r"is not goal 3's in this env's goal set .*same shop, goals, "
+                                              r"human_goals and price_seed"):
+        asyncio.run(env.run(human, None))  # no agents: it must fail before any model call
 
 
 def _traces(run_root: Path) -> list[dict]:

@@ -33,6 +33,13 @@ def test_the_verifiers_tests_all_pass_in_the_verifiers_environment(tmp_path):
     env = dict(os.environ, PATH=f"{VENV / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}")
     env.pop("PYTEST_XDIST_WORKER", None)
     env.pop("PYTEST_ADDOPTS", None)
+    # the id's module comes with the webshop-verifiers distribution (environments/webshop_verifiers)
+    has_plugin = subprocess.run([str(python), "-c", "import importlib.util as u; print(u.find_spec('webshop_verifiers'))"],
+                                cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert has_plugin.stdout.strip() not in ("", "None"), (
+        "webshop-verifiers is not installed in .venv-verifiers, so vf-eval cannot resolve webshop-verifiers: "
+        "./install.sh --verifiers (or .venv-verifiers/bin/python -m pip install -e environments/webshop_verifiers)"
+        + has_plugin.stderr[-1000:])
     done = subprocess.run(
         [str(python), "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", "--basetemp", str(tmp_path / "tmp"),
          f"--junitxml={report}", TESTS],

@@ -28,12 +28,26 @@ from webshop_gym.agents.parse import ParsedAction
 from webshop_gym.agents.prompts import PromptFormat, Turn, admissible_actions, make_prompt
 from webshop_gym.error import InvalidArgument
 
-__all__ = ["TextEpisode", "TextStep", "last_user_turn"]
+__all__ = ["TextEpisode", "TextStep", "check_instruction", "last_user_turn"]
 
 
 def last_user_turn(messages: list[dict[str, str]]) -> str:
     """The content of the last user message (the page a growing conversation adds)."""
     return next(m["content"] for m in reversed(messages) if m["role"] == "user")
+
+
+def check_instruction(goal_index: int, instruction: str | None, actual: str) -> None:
+    """Refuse a task whose instruction is not its goal's in the env's goal set (``None``: nothing to check).
+
+    It catches a task built with other shop settings than the env that plays it.
+
+    Raises:
+        InvalidArgument: the instructions differ.
+    """
+    if instruction is not None and instruction != actual:
+        raise InvalidArgument(
+            f"the task's instruction {instruction!r} is not goal {goal_index}'s in this env's goal set "
+            f"({actual!r}): build the tasks and the env with the same shop, goals, human_goals and price_seed")
 
 
 @dataclass(frozen=True)
@@ -88,11 +102,7 @@ class TextEpisode:
         self.env = env
         self.closest = bool(closest)
         self.obs, self.info = env.reset(options={"goal_index": goal_index})
-        if instruction is not None and instruction != self.info["instruction"]:
-            raise InvalidArgument(
-                f"the task's instruction {instruction!r} is not goal {goal_index}'s in this env's goal set "
-                f"({self.info['instruction']!r}): build the tasks and the env with the same shop, goals, "
-                "human_goals and price_seed")
+        check_instruction(goal_index, instruction, self.info["instruction"])
         self.goal_index = int(goal_index)
         self.turns: list[Turn] = []
         self.actions: list[str] = []

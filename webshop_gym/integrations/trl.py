@@ -42,9 +42,7 @@ webshop_gym.integrations.trl.InadmissibleAction: click('buy now') is not admissi
 from __future__ import annotations
 
 import os
-import re
 import threading
-import weakref
 from pathlib import Path
 from typing import Any
 
@@ -63,10 +61,16 @@ from webshop_gym.agents.tools import (
 from webshop_gym.error import (
     DependencyNotInstalled,
     EpisodeFinished,
-    Error,
     GoalNotFound,
     InvalidAction,
     InvalidArgument,
+)
+from webshop_gym.integrations.remote_session import (
+    EpisodeLost,
+    RemoteSession,
+    ServerFull,
+    dropped,
+    unpack,
 )
 from webshop_gym.integrations.remote_tasks import remote_goals
 from webshop_gym.protocols import ProtocolSplit, goal_ids
@@ -324,82 +328,13 @@ class WebShopToolEnv:
         return ending_text(self.info, self._max_steps)
 
 
-class EpisodeLost(Error, ConnectionError):
-    """The connection to a remote shop dropped and the episode could not be re-established."""
-
-
-class ServerFull(Error, RuntimeError):
-    """The remote shop holds as many sessions as its ``--max-envs`` allows; the message names the limit."""
-
-
-def _server_full(url: str, message: str) -> ServerFull:
-    """The one-line error of a session refused at capacity (OpenEnv's ``CAPACITY_REACHED`` frame)."""
-    found = re.search(r"(\d+)/(\d+) sessions", message)
-    held = f"{found.group(1)}/{found.group(2)} sessions" if found else "its maximum of sessions"
-    limit = found.group(2) if found else "N"
-    return ServerFull(f"the shop server at {url} is full: it holds {held}, the limit it was started with "
-                      f"(webshop-gym openenv --max-envs {limit}); close() the instances you no longer use, or "
-                      "restart the server with a larger --max-envs")
-
-
-RELEASE_TIMEOUT = 5.0
-"""Seconds a collected instance (or the process exit) waits for its session's close handshake."""
-
-
-class _Session:
-    """An instance's OpenEnv client, held apart from the instance so that a finalizer can close it."""
-
-    __slots__ = ("client",)
-
-    def __init__(self) -> None:
-        self.client = None
-
-
-def _release(session: _Session) -> None:
-    """Close a session's socket (an instance collected without ``close()``, or the process exiting).
-
-    The server sees the close at once and hands the session's slot back, instead of holding it
-    until its idle timeout.  Never raises; never waits on the event-loop thread itself.
-    """
-    client, session.client = session.client, None
-    if client is None or not _LOOP:
-        return
-    import asyncio
-
-    loop = _LOOP[0]
-    try:
-        future = asyncio.run_coroutine_threadsafe(client._close_async(), loop)
-        if _LOOP_THREAD and threading.current_thread() is not _LOOP_THREAD[0]:
-            future.result(RELEASE_TIMEOUT)
-    except Exception:  # noqa: BLE001 - the socket or the loop may be gone already
-        pass
-
-
-_LOOP_LOCK = threading.Lock()
-_LOOP: list = []
-"""The one background event loop (and its thread) that carries every remote instance's WebSocket."""
-_LOOP_THREAD: list[threading.Thread] = []
-
-
-def _client_loop():
-    with _LOOP_LOCK:
-        if not _LOOP:
-            import asyncio
-
-            loop = asyncio.new_event_loop()
-            thread = threading.Thread(target=loop.run_forever, name="webshop-remote-tools", daemon=True)
-            thread.start()
-            _LOOP.append(loop)
-            _LOOP_THREAD.append(thread)
-        return _LOOP[0]
-
-
 class WebShopRemoteToolEnv(WebShopToolEnv):
     """:class:`WebShopToolEnv` played on a remote ``webshop-gym openenv`` server: TRL on the GPU host, the shop elsewhere.
 
     The same tools (``search``, ``click``), ``reset`` and ``get_reward``, and the same texts, as
-    the in-process class; each instance holds one OpenEnv WebSocket session (all instances of a
-    process share one background event-loop thread).  The server's settings (shop, goals,
+    the in-process class; each instance holds one OpenEnv WebSocket session
+    (:class:`~webshop_gym.integrations.remote_session.RemoteSession`; all instances of a process
+    share one background event-loop thread).  The server's settings (shop, goals,
     ``--max-steps``) are the episode's; build the dataset with the same shop settings (``reset``
     checks each row's instruction against the server's goal).
 
@@ -438,14 +373,10 @@ class WebShopRemoteToolEnv(WebShopToolEnv):
         except ImportError as exc:
             raise DependencyNotInstalled(
                 f"WebShopRemoteToolEnv needs OpenEnv's client ({exc}): pip install 'webshop-gym[openenv]'") from exc
-        self._client_cls = WebShopEnvClient
-        self.url = url.rstrip("/")
-        self._timeout = float(timeout)
         self._reconnects = reconnects
         # TRL never calls close(): a collected instance, or one alive when the process exits, closes
-        # its socket through this finalizer, so the server frees its session at once.
-        self._session = _Session()
-        weakref.finalize(self, _release, self._session)
+        # its socket through the session's finalizer, so the server frees its session at once.
+        self._session = RemoteSession(url.rstrip("/"), timeout, WebShopEnvClient)
         self._max_steps = None
         self._split = split
         self._seed = seed
@@ -478,16 +409,16 @@ class WebShopRemoteToolEnv(WebShopToolEnv):
             arguments = {} if self._split is None else {"split": self._split}
             if not self._seeded and self._seed is not None:
                 arguments["seed"] = self._seed
-        result = self._call("reset", arguments, retry=True)
+        result = self._session.call("reset", arguments, retry=True)
         self._seeded = True
-        obs, _, _, _, info = self._unpack(result)
+        obs, _, _, _, info = unpack(result)
         expected = row.get("instruction")
         if expected is not None and expected != info["instruction"]:
             raise ValueError(
                 f"the row's instruction {expected!r} is not goal {info['goal_index']}'s on the server "
                 f"({info['instruction']!r}): build the dataset with the server's shop, goals, human_goals and price_seed")
         if self._max_steps is None:
-            self._max_steps = self._call("state", {}, retry=True).max_steps
+            self._max_steps = self._session.call("state", {}, retry=True).max_steps
         self._page = obs
         return self._begin(obs, info)
 
@@ -507,13 +438,18 @@ class WebShopRemoteToolEnv(WebShopToolEnv):
         return self.info.get("goal_index") if self._started else None
 
     @property
+    def url(self) -> str:
+        """The server; the next session opens there."""
+        return self._session.url
+
+    @url.setter
+    def url(self, url: str) -> None:
+        self._session.url = url
+
+    @property
     def _client(self):
         """This instance's OpenEnv client (``None`` until the first request, and after :meth:`close`)."""
         return self._session.client
-
-    @_client.setter
-    def _client(self, client) -> None:
-        self._session.client = client
 
     def close(self) -> None:
         """Close the session.
@@ -521,78 +457,24 @@ class WebShopRemoteToolEnv(WebShopToolEnv):
         TRL never calls it: an instance closes its session by itself when it is collected or when
         the process exits, and the server evicts idle sessions too.
         """
-        if self._client is not None:
-            client, self._client = self._client, None
-            try:
-                self._run(client._close_async())  # on the loop that holds its socket (close() would use another)
-            except Exception:  # noqa: BLE001 - the socket may be gone already
-                pass
-
-    # -- the wire ---------------------------------------------------------------------------------
+        self._session.close()
 
     def _run(self, coroutine):
-        import asyncio
-
-        return asyncio.run_coroutine_threadsafe(coroutine, _client_loop()).result(self._timeout + 5)
-
-    def _call(self, method: str, arguments: dict[str, Any], retry: bool = False):
-        """One request on this instance's session (opened on first use); with ``retry``, once more on a fresh one if the socket dropped."""
-        for attempt in range(2 if retry else 1):
-            if self._client is None:
-                self._client = self._client_cls(base_url=self.url, message_timeout_s=self._timeout)
-            try:
-                return self._run(self._request(self._client, method, arguments))
-            except Exception as exc:
-                if isinstance(exc, RuntimeError) and "CAPACITY_REACHED" in str(exc):
-                    self.close()  # the server refused the session: no socket to keep
-                    raise _server_full(self.url, str(exc)) from None
-                if not self._dropped(exc) or attempt == (1 if retry else 0):
-                    raise
-                self.close()
-        raise AssertionError("unreachable")
-
-    @staticmethod
-    async def _request(client, method: str, arguments: dict[str, Any]):
-        if method == "reset":
-            return await client._reset_async(**arguments)
-        if method == "step":
-            return await client._step_async(arguments["action"])
-        return await client._state_async()
-
-    @staticmethod
-    def _dropped(exc: BaseException) -> bool:
-        """Whether an error means the session is gone (and a new one can take over)."""
-        from websockets.exceptions import ConnectionClosed
-
-        if isinstance(exc, ConnectionClosed | ConnectionError | OSError):
-            return True
-        # OpenEnv's client reopens a closed socket by itself, as a new session without our episode
-        return isinstance(exc, RuntimeError) and any(
-            text in str(exc) for text in ("session was closed", "no episode in this session"))
-
-    @staticmethod
-    def _unpack(result) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        o = result.observation
-        info: dict[str, Any] = {"goal_index": o.goal_index, "instruction": o.instruction, "page": o.page,
-                                "steps": o.steps, "invalid_action": o.invalid_action,
-                                "valid_actions": list(o.admissible_actions), "purchased_asin": o.purchased_asin}
-        if o.reward_breakdown is not None:
-            info["reward_info"] = dict(o.reward_breakdown)
-        done = bool(result.done)
-        return o.text, float(result.reward or 0.0), done and not o.truncated, done and o.truncated, info
+        """Run a coroutine on the event-loop thread that holds the session's socket."""
+        return self._session.run(coroutine)
 
     def _step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         for attempt in range(self._reconnects + 1):
             try:
                 if attempt:
                     self._reestablish()
-                out = self._unpack(self._call("step", {"action": action}))
+                out = unpack(self._session.call("step", {"action": action}))
                 self._page = out[0]
                 return out
             except EpisodeLost:
                 raise
             except Exception as exc:
-                if not self._dropped(exc):
+                if not dropped(exc):
                     raise
                 self.close()
                 error = exc
@@ -601,10 +483,10 @@ class WebShopRemoteToolEnv(WebShopToolEnv):
     def _reestablish(self) -> None:
         """A new session on the same goal, the episode's actions replayed; it must land on the page the episode was on."""
         goal = self.info.get("goal_index")
-        result = self._call("reset", {"goal_index": goal})
+        result = self._session.call("reset", {"goal_index": goal})
         for action in self.actions:
-            result = self._call("step", {"action": action})
-        obs, _, terminated, truncated, info = self._unpack(result)
+            result = self._session.call("step", {"action": action})
+        obs, _, terminated, truncated, info = unpack(result)
         if obs != self._page or info["steps"] != len(self.actions) or terminated or truncated:
             self._lose(f"replaying the episode's {len(self.actions)} actions on goal {goal} at {self.url} did not "
                        "reach the page the episode was on (was the server restarted with other settings?)")
@@ -614,6 +496,7 @@ class WebShopRemoteToolEnv(WebShopToolEnv):
         self._over = True
         self._reward = 0.0
         raise EpisodeLost(f"the episode is lost: {why}; its reward is 0.0")
+
 
 def unfinished_episodes(environments=None, **kwargs: Any) -> list[float | None]:
     """A TRL reward function that logs the share of episodes cut short: 1.0 for an episode not over.

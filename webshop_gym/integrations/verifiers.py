@@ -1,4 +1,4 @@
-"""WebShop as a native verifiers environment (``pip install 'webshop-gym[verifiers]'``, ``verifiers==0.4.0``).
+"""WebShop as a native verifiers environment (``pip install webshop-verifiers``, ``verifiers==0.4.0``).
 
 verifiers 0.4 (Prime Intellect's ``vf-eval``, prime-rl, the Environments Hub) builds an
 environment from a *taskset* (the tasks: here one per goal) and an *env* whose ``run()`` plays
@@ -6,16 +6,20 @@ one task with the model's agent.  :class:`WebShopVerifiersEnv` plays WebShop in 
 process itself, over the same engine as :class:`~webshop_gym.WebShopEnv` (no server): it
 opens the model's conversation with the goal's first page written in one of our prompt
 formats, parses each reply with the parser ``webshop-gym eval`` uses, steps the env with the
-action, and answers with the next page, until the purchase or the step cap.  In the ``tools``
+action, and answers with the next page, until the purchase or the step cap (the loop of
+:class:`~webshop_gym.integrations.text_episode.TextEpisode`, which SkyRL and GEM play too).  In the ``tools``
 format the model calls ``search``/``click`` instead, each call stepped in this process by the
 task's hook (:mod:`webshop_gym.integrations.verifiers_tools` says how).  The episode's
 WebShop reward is the trace's reward (``webshop_reward``, weight 1); its breakdown
 (``r_type``, ``r_att``, ``r_option``, ``r_price``), ``success``, ``steps``,
 ``invalid_actions`` and ``format_errors`` are the trace's metrics.
 
-verifiers finds a plugin by a top-level module name, so the distribution ships the one-line
-module ``webshop_verifiers`` that re-exports this one: ``vf-eval webshop-verifiers -m MODEL
---client.base-url URL --no-push`` (see docs/training.md).  In Python::
+verifiers finds a plugin by a top-level module name (dashes to underscores; a dotted path is
+not an id), so the Environments Hub's distribution ``webshop-verifiers``
+(``environments/webshop_verifiers/`` in the repository, which depends on
+``webshop-gym[verifiers]``) ships the one-line module ``webshop_verifiers`` that re-exports this
+one: ``vf-eval webshop-verifiers -m MODEL --client.base-url URL --no-push`` (see
+docs/training.md).  verifiers builds every env from that id, so it is needed in Python too::
 
     env = load_environment(split="test", format="think-answer", limit=50)   # a vf.Env
 
@@ -27,6 +31,7 @@ settings.  :func:`prepare_harness` makes that harness's later runs need no netwo
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -43,18 +48,20 @@ try:  # the whole module is built on verifiers' classes: it is imported only whe
     from verifiers.v1.runtimes import SubprocessConfig
 except ImportError as exc:
     raise DependencyNotInstalled(
-        f"the verifiers environment needs verifiers 0.4 ({exc}): pip install 'webshop-gym[verifiers]' "
-        "(in an environment without webshop-gym[openenv]: the two need different mcp versions)"
+        f"the verifiers environment needs verifiers 0.4 ({exc}): pip install webshop-verifiers (its distribution, "
+        "which installs webshop-gym[verifiers]) in an environment without webshop-gym[openenv]: the two need "
+        "different mcp versions"
     ) from exc
 
 from webshop_gym import WebShopEnv
-from webshop_gym.agents.parse import ParsedAction
-from webshop_gym.agents.prompts import PromptFormat, Turn, admissible_actions, make_prompt
+from webshop_gym.agents.prompts import PromptFormat, make_prompt
+from webshop_gym.integrations.text_episode import TextEpisode, check_instruction, last_user_turn
 from webshop_gym.integrations.trl import shared_shop
 from webshop_gym.integrations.verifiers_tools import ToolEpisode, WebShopTools
 
 __all__ = [
     "PLUGIN_ID",
+    "PLUGIN_MODULE",
     "WebShopConfig",
     "WebShopData",
     "WebShopEnvConfig",
@@ -69,6 +76,9 @@ __all__ = [
 
 PLUGIN_ID = "webshop-verifiers"
 """The taskset id verifiers resolves to this environment (the top-level module ``webshop_verifiers``)."""
+
+PLUGIN_MODULE = "webshop_verifiers"
+"""The module verifiers imports for :data:`PLUGIN_ID`, shipped by the ``webshop-verifiers`` distribution."""
 
 METRICS = ("r_type", "r_att", "r_option", "r_price")
 """The reward breakdown's components recorded as metrics (0 without a purchase)."""
@@ -215,10 +225,6 @@ class WebShopEnvConfig(vf.EnvConfig):
     player: vf.AgentConfig = vf.AgentConfig(harness=NullHarnessConfig(id="null"), runtime=SubprocessConfig())
 
 
-def _last_user_turn(messages: list[dict[str, str]]) -> str:
-    return next(m["content"] for m in reversed(messages) if m["role"] == "user")
-
-
 class WebShopVerifiersEnv(vf.Env[WebShopEnvConfig]):
     """Plays each task as one WebShop episode in this process, the model's replies parsed into actions.
 
@@ -235,32 +241,16 @@ class WebShopVerifiersEnv(vf.Env[WebShopEnvConfig]):
         if config.format == "tools":
             await self._run_tools(task, agents, config)
             return
-        fmt = _prompt(config)
         env = WebShopEnv(shop=_shop(config), split=None, max_steps=config.max_steps)
-        obs, info = env.reset(options={"goal_index": task.data.goal_index})
-        if info["instruction"] != task.data.instruction:
-            raise InvalidArgument(
-                f"task {task.data.name}: its instruction is not goal {task.data.goal_index}'s in this env's goal set; "
-                "run the env with the taskset settings that built the task")
-        turns: list[Turn] = []
-        actions: list[str] = []
-        parsed_actions: list[ParsedAction] = []
-        reward, done, truncated = 0.0, False, False
+        episode = TextEpisode(env, task.data.goal_index, _prompt(config), config.closest, task.data.instruction)
         async with agents.player.interaction(task) as interaction:
-            segment = await interaction.turn(_last_user_turn(fmt.messages(obs, info, turns)))
+            segment = await interaction.turn(last_user_turn(episode.messages()))
             while not segment.terminated:
-                reply = segment.last_reply
-                admissible = admissible_actions(info)
-                parsed = fmt.parse_detailed(reply, admissible, config.closest)
-                turns.append(Turn(obs, parsed.action, reply, tuple(admissible)))
-                obs, reward, done, truncated, info = env.step(parsed.action)
-                actions.append(parsed.action)
-                parsed_actions.append(parsed)
-                if done or truncated:
+                if episode.act(segment.last_reply).done:
                     break
-                segment = await interaction.turn(_last_user_turn(fmt.messages(obs, info, turns)))
-            self._score(interaction.trace, task, float(reward) if done else 0.0, info, actions,
-                        [p.valid for p in parsed_actions], [p.format_ok for p in parsed_actions])
+                segment = await interaction.turn(last_user_turn(episode.messages()))
+            self._score(interaction.trace, task, episode.reward, episode.info, episode.actions, episode.valid,
+                        episode.well_formed)
 
     async def _run_tools(self, task: WebShopTask, agents: vf.Agents, config: WebShopConfig) -> None:
         """The ``tools`` format: the model's tool calls are stepped by the task's hook, within a harness segment.
@@ -271,10 +261,7 @@ class WebShopVerifiersEnv(vf.Env[WebShopEnvConfig]):
         """
         env = WebShopEnv(shop=_shop(config), split=None, max_steps=config.max_steps)
         episode = ToolEpisode(env, task.data.goal_index, config.max_steps)
-        if episode.info["instruction"] != task.data.instruction:
-            raise InvalidArgument(
-                f"task {task.data.name}: its instruction is not goal {task.data.goal_index}'s in this env's goal set; "
-                "run the env with the taskset settings that built the task")
+        check_instruction(task.data.goal_index, task.data.instruction, episode.info["instruction"])
         playing = WebShopToolTask(task, episode)
         async with agents.player.interaction(playing) as interaction:
             segment = await interaction.turn(episode.first_message)
@@ -347,7 +334,16 @@ def load_environment(*, player: dict[str, Any] | None = None, **taskset: Any) ->
 
     Returns:
         A ``vf.Env`` whose ``taskset`` yields one task per goal.
+
+    Raises:
+        DependencyNotInstalled: the ``webshop-verifiers`` distribution is not installed (verifiers
+            builds the env from its id, which names the module ``webshop_verifiers``).
     """
+    if importlib.util.find_spec(PLUGIN_MODULE) is None:
+        raise DependencyNotInstalled(
+            f"verifiers builds this env from its id {PLUGIN_ID!r}, whose module {PLUGIN_MODULE!r} comes with the "
+            "webshop-verifiers distribution: pip install webshop-verifiers (from a checkout: "
+            "pip install -e '.[verifiers]' -e environments/webshop_verifiers)")
     data: dict[str, Any] = {"taskset": {"id": PLUGIN_ID, **{k: os.fspath(v) if isinstance(v, os.PathLike) else v
                                                             for k, v in taskset.items()}}}
     if player:
