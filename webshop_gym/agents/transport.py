@@ -114,13 +114,17 @@ class HTTPTransport:
         self._lock = threading.Lock()
 
     def _context(self) -> ssl.SSLContext:
+        """The TLS context: ``$SSL_CERT_FILE`` / ``$SSL_CERT_DIR`` when set, else certifi's bundle, else the system's."""
         if self._ssl is None:
-            try:
-                import certifi
+            cafile, capath = os.environ.get("SSL_CERT_FILE") or None, os.environ.get("SSL_CERT_DIR") or None
+            if cafile is None and capath is None:
+                try:
+                    import certifi
 
-                self._ssl = ssl.create_default_context(cafile=certifi.where())
-            except ImportError:  # pragma: no cover - certifi comes with the openai client
-                self._ssl = ssl.create_default_context()
+                    cafile = certifi.where()
+                except ImportError:  # pragma: no cover - certifi comes with the openai client
+                    pass
+            self._ssl = ssl.create_default_context(cafile=cafile, capath=capath)
         return self._ssl
 
     async def post(self, body: dict) -> Reply:
@@ -314,9 +318,9 @@ class _Connection(asyncio.Protocol):
         while True:
             if self.head is None:
                 end = self.buffer.find(b"\r\n\r\n")
+                if end > MAX_HEAD or (end < 0 and len(self.buffer) > MAX_HEAD):
+                    raise TransportError(f"the answer's headers are over {MAX_HEAD:,} bytes")
                 if end < 0:
-                    if len(self.buffer) > MAX_HEAD:
-                        raise TransportError("the answer's headers are too long")
                     return
                 status, headers, version = _parse_head(bytes(self.buffer[:end]))
                 del self.buffer[: end + 4]
@@ -332,7 +336,7 @@ class _Connection(asyncio.Protocol):
                     except ValueError:
                         raise TransportError("the answer has a malformed Content-Length") from None
                     if not 0 <= self.need <= MAX_BODY:
-                        raise TransportError(f"the answer's body is over {MAX_BODY // 2**20} MiB")
+                        raise TransportError(f"the answer's body is over {MAX_BODY:,} bytes")
                     self.head = (status, headers, "length")
                 elif status in (204, 304):
                     self.head, self.need = (status, headers, "length"), 0
@@ -351,7 +355,7 @@ class _Connection(asyncio.Protocol):
                 self.body += self.buffer
                 self.buffer.clear()
                 if len(self.body) > MAX_BODY:
-                    raise TransportError(f"the answer's body is over {MAX_BODY // 2**20} MiB")
+                    raise TransportError(f"the answer's body is over {MAX_BODY:,} bytes")
                 return
             if not self._chunks():
                 return
@@ -376,7 +380,7 @@ class _Connection(asyncio.Protocol):
                     self.need = -2
                 else:
                     if len(self.body) + size > MAX_BODY:
-                        raise TransportError(f"the answer's body is over {MAX_BODY // 2**20} MiB")
+                        raise TransportError(f"the answer's body is over {MAX_BODY:,} bytes")
                     self.need = size + 2  # the chunk and its CRLF
             if self.need == -2:  # trailers, up to an empty line
                 end = self.buffer.find(b"\r\n")
@@ -424,7 +428,7 @@ def _decompress(body: bytes, encoding: str) -> bytes:
         except zlib.error:
             raise TransportError("the answer's deflate body is corrupt") from None
     if len(data) > MAX_BODY:
-        raise TransportError(f"the answer's body is over {MAX_BODY // 2**20} MiB")
+        raise TransportError(f"the answer's body is over {MAX_BODY:,} bytes")
     return data
 
 

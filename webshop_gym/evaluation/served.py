@@ -25,6 +25,7 @@ that arrived together are stepped as one batch.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import time
@@ -319,13 +320,26 @@ def play(
 
 
 def _run_loop(coroutine):
-    """Run ``coroutine`` on a new event loop in this thread, or in a fresh thread when this one runs a loop already."""
+    """Run ``coroutine`` on a new event loop in this thread, or in a fresh thread when this one runs a loop already.
+
+    While it runs, the objects alive before it (the loaded shop: ~200,000 tracked objects) sit in
+    the collector's permanent generation, unless the process froze its heap itself: a full
+    collection walked them all in 0.1-0.2 s, a stall of every episode in flight (the objects made
+    while playing are collected as usual; the frozen ones are handed back at the end).
+    """
+    freeze = gc.get_freeze_count() == 0
+    if freeze:
+        gc.freeze()
     try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coroutine)
-    with ThreadPoolExecutor(1, thread_name_prefix="webshop-served-loop") as thread:
-        return thread.submit(asyncio.run, coroutine).result()
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(coroutine)
+        with ThreadPoolExecutor(1, thread_name_prefix="webshop-served-loop") as thread:
+            return thread.submit(asyncio.run, coroutine).result()
+    finally:
+        if freeze:
+            gc.unfreeze()
 
 
 def _account(episode: dict, call) -> None:
