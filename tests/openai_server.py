@@ -40,6 +40,14 @@ class ToolCalls:
         self.content = content
 
 
+class Status:
+    """An answer (of ``ChatServer``'s ``answer``) that is an error: ``Status(400, {"object": "error", "message": ...})``."""
+
+    def __init__(self, status: int, body: dict):
+        self.status = status
+        self.body = body
+
+
 def scripted_answer(messages: list[dict], fmt: str = "think-answer") -> str:
     """The scripted policy: search the instruction, open the first result, choose nothing, buy."""
     text = "\n".join(str(m.get("content", "")) for m in messages if m.get("role") == "user")
@@ -73,7 +81,7 @@ class ChatServer:
         usage: send ``usage`` (else none: the client must mark tokens unknown).
         reasoning: send this as ``reasoning_content`` besides the answer.
         answer: replaces :func:`scripted_answer` (``messages -> content``; may return None or a list,
-            or bytes: a raw response body, or :class:`ToolCalls`).
+            or bytes: a raw response body, or :class:`ToolCalls`, or :class:`Status`: an error answer).
         edit: called with each successful reply (the JSON object) before it is sent; may change it.
         seed: seed of the fault draws.
     """
@@ -246,6 +254,9 @@ class ChatServer:
         content = self.answer(messages) if self.answer else scripted_answer(messages, fmt)
         if isinstance(content, bytes):  # a raw response body, sent as it is
             connection.send(200, content)
+            return
+        if isinstance(content, Status):
+            connection.json(content.status, content.body)
             return
         tool_calls = None
         if isinstance(content, ToolCalls):  # an answer that calls tools

@@ -468,7 +468,7 @@ class OpenAIPolicy:
         if not conversation.observe(obs, info):  # the next call of the last answer: no request
             return self._step_tool_call(conversation, info, Call(requests=0))
         call = await self.acomplete(conversation.messages, seed=session.seed + len(session.turns))
-        self._probe_tools(call)
+        self._probe_tools(call, len(session.turns) + 1)
         if call.error is not None:
             return Decision("", None, call)
         call.text = conversation.answer(call.text, call.tool_calls or [], len(session.turns))
@@ -477,14 +477,17 @@ class OpenAIPolicy:
             return Decision("", ParsedAction("", False, False, False, "no tool call"), call)
         return self._step_tool_call(conversation, info, call)
 
-    def _probe_tools(self, call: Call) -> None:
+    def _probe_tools(self, call: Call, answers: int) -> None:
         """Stop a tools run whose server ignores the tools, from its first answers.
 
         Until some answer calls a tool: an answer refused with a 4xx status whose message names
         tools (vLLM without ``--enable-auto-tool-choice``: ``"auto" tool choice requires
-        --enable-auto-tool-choice and --tool-call-parser to be set``), or :data:`TOOLS_PROBE`
-        answers without any tool call (a server that puts the calls into the content as text, or
-        never shows the model the tools), raise :class:`ToolsIgnored`.
+        --enable-auto-tool-choice and --tool-call-parser to be set``) raises
+        :class:`ToolsIgnored`, and so do :data:`TOOLS_PROBE` answers without any tool call once
+        an episode has answered twice without one (``answers``: this episode's answers, this one
+        included): a server that returns the calls as text (SGLang without
+        ``--tool-call-parser``) or never shows the model the tools.  A model that writes a text
+        before its first call, in every episode, goes on.
         """
         if self._tool_called:
             return
@@ -502,7 +505,7 @@ class OpenAIPolicy:
                 return
             self._answers_without_tools += 1
             seen = self._answers_without_tools
-        if seen >= TOOLS_PROBE:
+        if seen >= TOOLS_PROBE and answers >= 2:
             example = " ".join((call.text or "").split())[:80]
             raise ToolsIgnored(f"--prompt tools: the server at {where} ignores the tools: none of the first {seen} "
                                f"answers called one (the last: {example!r}); " + flags)
