@@ -149,14 +149,16 @@ class ChatServer:
 
         async def shutdown() -> None:
             self.server.close()
-            for connection in list(self.connections):
-                connection.close()
+            await asyncio.sleep(0)  # connections accepted just now: their connection_made
             me = asyncio.current_task()
             tasks = [t for t in asyncio.all_tasks() if t is not me]
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-            await asyncio.sleep(0)  # the closed transports' last callbacks
+            for connection in list(self.connections):
+                connection.close()
+            for _ in range(3):  # the closed transports' last callbacks
+                await asyncio.sleep(0)
 
         asyncio.run_coroutine_threadsafe(shutdown(), self.loop).result(30)
         self.loop.call_soon_threadsafe(self.loop.stop)

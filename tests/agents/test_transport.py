@@ -44,19 +44,24 @@ def _chunked(body: bytes, size: int = 7) -> bytes:
 
 
 class RawServer:
-    """A server that reads each request and answers with what ``reply(index, head, body)`` (a coroutine) writes."""
+    """A server that reads each request and answers with what ``reply(index, head, body, writer)`` (a coroutine) writes.
+
+    ``reply`` returns whether the connection stays open for the next request.
+    """
 
     def __init__(self, reply, tls: ssl.SSLContext | None = None):
         self.reply = reply
         self.tls = tls
         self.heads: list[str] = []
         self.connections = 0
+        self.open: set = set()
         self.loop = asyncio.new_event_loop()
         started = threading.Event()
 
         def run():
             asyncio.set_event_loop(self.loop)
-            self.server = self.loop.run_until_complete(asyncio.start_server(self._serve, "127.0.0.1", 0, ssl=tls))
+            self.server = self.loop.run_until_complete(self.loop.create_server(lambda: _RawConnection(self), "127.0.0.1",
+                                                                               0, ssl=tls))
             self.port = self.server.sockets[0].getsockname()[1]
             started.set()
             self.loop.run_forever()
@@ -69,34 +74,77 @@ class RawServer:
     def url(self) -> str:
         return f"{'https' if self.tls else 'http'}://{'localhost' if self.tls else '127.0.0.1'}:{self.port}/v1"
 
-    async def _serve(self, reader, writer):
-        self.connections += 1
-        try:
-            while True:
-                head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1")
-                length = int(next((line.split(":")[1] for line in head.split("\r\n")
-                                   if line.lower().startswith("content-length")), "0"))
-                body = await reader.readexactly(length)
-                self.heads.append(head)
-                if not await self.reply(len(self.heads) - 1, head, body, writer):
-                    break
-        except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):
-            pass
-        finally:
-            writer.close()
-
     def close(self):
         async def stop():
             self.server.close()
+            await asyncio.sleep(0)
             tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            for connection in list(self.open):
+                connection.abort()
+            for _ in range(3):
+                await asyncio.sleep(0)
 
         asyncio.run_coroutine_threadsafe(stop(), self.loop).result(10)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(10)
         self.loop.close()
+
+
+class _RawConnection(asyncio.Protocol):
+    def __init__(self, owner: RawServer):
+        self.owner = owner
+        self.buffer = b""
+        self.busy = False
+
+    def connection_made(self, transport):
+        self.transport = transport
+        self.owner.open.add(transport)
+        self.owner.connections += 1
+
+    def connection_lost(self, exc):
+        self.owner.open.discard(self.transport)
+
+    def data_received(self, data):
+        self.buffer += data
+        if not self.busy:
+            self._next()
+
+    def _next(self):
+        end = self.buffer.find(b"\r\n\r\n")
+        if end < 0:
+            return
+        head = self.buffer[:end].decode("latin-1")
+        length = int(next((line.split(":")[1] for line in head.split("\r\n") if line.lower().startswith("content-length")),
+                          "0"))
+        if len(self.buffer) < end + 4 + length:
+            return
+        body, self.buffer = self.buffer[end + 4 : end + 4 + length], self.buffer[end + 4 + length :]
+        self.owner.heads.append(head)
+        self.busy = True
+        task = asyncio.get_running_loop().create_task(self.owner.reply(len(self.owner.heads) - 1, head, body, self))
+        task.add_done_callback(self._done)
+
+    def _done(self, task):
+        self.busy = False
+        if task.cancelled() or task.exception() is not None or not task.result():
+            self.close()
+        else:
+            self._next()
+
+    # the writer's side, for the replies
+    def write(self, data: bytes):
+        if not self.transport.is_closing():
+            self.transport.write(data)
+
+    async def drain(self):
+        await asyncio.sleep(0)
+
+    def close(self):
+        if not self.transport.is_closing():
+            self.transport.close()
 
 
 def _fixed(data: bytes, keep: bool = True):

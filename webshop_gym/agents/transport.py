@@ -133,7 +133,7 @@ class HTTPTransport:
         Raises:
             TransportError: no answer (see :class:`TransportError`).
         """
-        data = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+        data = encode(body)
         loop = asyncio.get_running_loop()
         with self._lock:
             idle = self._idle.get(loop)
@@ -185,6 +185,26 @@ class HTTPTransport:
                 if each.is_closed():
                     self._open.pop(each, None)
                     self._idle.pop(each, None)
+
+
+def encode(body: dict) -> bytes:
+    """``body`` as JSON in UTF-8 (orjson when installed: 1-2 µs where ``json`` takes 20-60 µs per prompt).
+
+    What orjson refuses (a lone surrogate, a key that is no string, an integer past 64 bits) goes
+    through ``json`` as the ``openai`` client would send it, or fails as it would.
+    """
+    if _orjson is not None:
+        try:
+            return _orjson.dumps(body)
+        except TypeError:
+            pass
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+
+
+try:  # optional: the [openai] extra installs it
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - a client installed without the extra
+    _orjson = None
 
 
 def _os_error_text(exc: OSError) -> str:
@@ -309,8 +329,10 @@ class _Connection(asyncio.Protocol):
         return TransportError("peer closed connection without sending complete message body")
 
     def close(self) -> None:
-        if self.transport is not None and not self.transport.is_closing():
-            self.transport.close()
+        """Close at once: the connection is idle, done with or failed (nothing to flush, no TLS goodbye awaited)."""
+        self.keep = False
+        if self.transport is not None:
+            self.transport.abort()
 
     # -- the answer's bytes ------------------------------------------------------------------------------
 
@@ -470,6 +492,8 @@ class LoopThread:
             await asyncio.gather(*tasks, return_exceptions=True)
             if before is not None:
                 await before()
+            for _ in range(3):  # the closed connections' last callbacks
+                await asyncio.sleep(0)
 
         try:
             asyncio.run_coroutine_threadsafe(finish(), loop).result(timeout=30)
