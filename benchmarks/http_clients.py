@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import save, table  # noqa: E402
+from _common import save, start_chat_server, table  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CLIENTS = ("builtin", "openai-threads", "openai-async", "httpx-async")
@@ -143,11 +143,9 @@ def main() -> None:
     if args.one:  # each client in a fresh process: no pool, thread or import of another client counts
         print(json.dumps(measure(args.one[0], args.url, args.requests, int(args.one[1]), args.latency)))
         return
-    server = subprocess.Popen([sys.executable, str(ROOT / "tests" / "openai_server.py"), "--latency", str(args.latency)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    server, url = start_chat_server(args.latency)
     rows = []
     try:
-        url = server.stdout.readline().strip()
         for c in args.in_flight:
             for client in args.clients:
                 out = subprocess.run([sys.executable, __file__, "--one", client, str(c), "--url", url, "--requests",

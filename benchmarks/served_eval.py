@@ -36,7 +36,7 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import save, table  # noqa: E402
+from _common import save, start_chat_server, table  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -177,11 +177,9 @@ def main() -> None:
         print(table(rows, ["in_flight", "goals", "turns", "wall_s", "turns_per_s", "cpu_ms_per_turn"]))
         print(f"wrote {save(args.name + '_loop', {'rows': rows, 'load_average': load})}")
         return
-    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "openai_server.py"), "--latency", str(args.latency)],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    proc, url = start_chat_server(args.latency)
     rows = []
     try:
-        url = proc.stdout.readline().strip()
         from webshop_gym.evaluation.local import evaluate
 
         warm = OpenAIPolicy("scripted", base_url=url, concurrency=64)

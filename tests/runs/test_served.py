@@ -48,16 +48,8 @@ def _episodes(path):
 
 
 @pytest.fixture(autouse=True)
-def _fast_backoff(monkeypatch):
+def _fast_backoff(fast_backoff):
     """Retries wait 1-20 ms here (the policy's backoff), so fault tests stay quick."""
-    original = OpenAIPolicy.__init__
-
-    def init(self, *args, **kw):
-        kw.setdefault("backoff", 0.001)
-        kw.setdefault("max_backoff", 0.02)
-        original(self, *args, **kw)
-
-    monkeypatch.setattr(OpenAIPolicy, "__init__", init)
 
 
 def test_a_run_with_faults_loses_nothing_and_counts_every_token(tmp_path, capsys):

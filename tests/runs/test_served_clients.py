@@ -11,7 +11,6 @@ import pytest
 pytest.importorskip("openai", reason="pip install 'webshop-gym[openai]' to run the served-model tests")
 
 from tests.openai_server import ChatServer  # noqa: E402
-from webshop_gym.adapters import OpenAIPolicy  # noqa: E402
 from webshop_gym.cli.app import main  # noqa: E402
 from webshop_gym.runs.log import read_log  # noqa: E402
 
@@ -19,16 +18,8 @@ FAULTS = {"429": 0.06, "500": 0.06, "malformed": 0.05, "drop": 0.05, "timeout": 
 
 
 @pytest.fixture(autouse=True)
-def _fast_backoff(monkeypatch):
+def _fast_backoff(fast_backoff):
     """Retries wait 1-20 ms here (the policy's backoff), so fault tests stay quick."""
-    original = OpenAIPolicy.__init__
-
-    def init(self, *args, **kw):
-        kw.setdefault("backoff", 0.001)
-        kw.setdefault("max_backoff", 0.02)
-        original(self, *args, **kw)
-
-    monkeypatch.setattr(OpenAIPolicy, "__init__", init)
 
 
 def _normalized(path: Path) -> list[dict]:
