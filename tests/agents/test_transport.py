@@ -20,7 +20,7 @@ pytest.importorskip("openai", reason="pip install 'webshop-gym[openai]' to run t
 from tests.openai_server import ChatServer  # noqa: E402
 from webshop_gym.adapters import OpenAIPolicy  # noqa: E402
 from webshop_gym.agents import transport  # noqa: E402
-from webshop_gym.agents.openai import status_message  # noqa: E402
+from webshop_gym.agents.answer import status_message  # noqa: E402
 from webshop_gym.cli.app import main  # noqa: E402
 from webshop_gym.error import InvalidArgument  # noqa: E402
 

@@ -13,15 +13,21 @@ goes through, whatever carried it.  Everything it returns is safe to keep, send 
   raises :class:`MalformedAnswer` (the turn is retried).
 * ``usage`` counts that are no counts (negative, not integers, above :data:`MAX_USAGE`) are
   unknown (``None``), as the run file's readers require.
+
+An error answer is read here too: :func:`status_message` is its one-line reason (as the ``openai``
+client reads it) and :func:`retry_after` the wait its headers ask for.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["MAX_USAGE", "Answer", "MalformedAnswer", "clean_json_text", "clean_text", "read_answer"]
+__all__ = ["MAX_USAGE", "Answer", "MalformedAnswer", "clean_json_text", "clean_text", "one_line", "read_answer",
+           "retry_after", "status_message"]
 
 #: A usage count above this is no real count (the field is recorded as unknown, as the run file's readers require).
 MAX_USAGE = 10**12
@@ -126,3 +132,50 @@ def _text_of(content) -> tuple[str, bool]:
 def _count(value) -> int | None:
     ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_USAGE
     return int(value) if ok else None
+
+
+def status_message(status: int, content: bytes) -> str:
+    """The one-line reason of an error answer, as the ``openai`` client reads it (either transport).
+
+    The JSON body's ``error.message`` (or ``message``; vLLM sends ``{"object": "error", "message":
+    ...}``), else the client's ``Error code: N`` (with the message when the body has one).
+    """
+    text = content.decode("utf-8", "replace").strip()
+    fallback = f"Error code: {status}"
+    try:
+        body = json.loads(text)
+    except (ValueError, RecursionError):
+        data: Any = text
+    else:
+        data = body.get("error", body) if isinstance(body, dict) else body
+        message = data.get("message") if isinstance(data, dict) else None
+        if isinstance(message, str) and message:
+            fallback += f" - {message}"
+    message = None
+    if isinstance(data, dict):
+        inner = data.get("error", data)
+        message = inner.get("message") if isinstance(inner, dict) else inner
+    return one_line(Exception(message or fallback))
+
+
+def retry_after(headers) -> float | None:
+    """Seconds a ``retry-after-ms`` / ``Retry-After`` header asks to wait (``None``: none or not a number)."""
+    if headers is None:
+        return None
+    for name, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) / divisor
+        except ValueError:
+            continue
+        if math.isfinite(seconds):
+            return max(seconds, 0.0)
+    return None
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception (or anything) as one line of at most 200 characters."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text[:200]

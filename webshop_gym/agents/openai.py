@@ -46,7 +46,13 @@ from typing import Any
 
 import numpy as np
 
-from webshop_gym.agents.answer import MalformedAnswer, read_answer
+from webshop_gym.agents.answer import (
+    MalformedAnswer,
+    one_line,
+    read_answer,
+    retry_after,
+    status_message,
+)
 from webshop_gym.agents.batch import unbatch_infos
 from webshop_gym.agents.grammar import find_blocks
 from webshop_gym.agents.parse import ParsedAction
@@ -63,7 +69,7 @@ from webshop_gym.agents.transport import (
 from webshop_gym.error import DependencyNotInstalled, Error, InvalidArgument, close_match
 
 __all__ = ["MAX_CONCURRENCY", "TOOLS_PROBE", "Call", "Decision", "OpenAIPolicy", "ServedModelError", "Session",
-           "ToolsIgnored", "request_messages", "require_openai", "status_message"]
+           "ToolsIgnored", "request_messages", "require_openai"]
 
 OPENAI_PIP = "pip install 'webshop-gym[openai]'"
 #: The most requests in flight ``--concurrency`` allows.
@@ -310,7 +316,7 @@ class OpenAIPolicy:
             raise ServedModelError(f"{where} did not answer within {self.timeout:g} s (--base-url, --timeout)") from None
         except openai.APIConnectionError as exc:
             cause = exc.__cause__ or exc
-            raise ServedModelError(f"cannot reach {where} ({_one_line(cause)}); is the server running? "
+            raise ServedModelError(f"cannot reach {where} ({one_line(cause)}); is the server running? "
                                    "(--base-url or $OPENAI_BASE_URL)") from None
         except openai.AuthenticationError:
             raise ServedModelError(f"{where} refused the API key (status 401); set $OPENAI_API_KEY or "
@@ -384,7 +390,7 @@ class OpenAIPolicy:
                 if reply.status not in _RETRY_STATUS and reply.status < 500:
                     call.error = reason  # a bad request, a refused key, a prompt over the context: not retried
                     break
-                wait = _retry_after(reply.headers)
+                wait = retry_after(reply.headers)
             except MalformedAnswer as exc:
                 reason = str(exc)
             except TransportError as exc:
@@ -393,9 +399,9 @@ class OpenAIPolicy:
                 if exc.timeout:
                     reason = f"timed out after {self.timeout:g} s" if exc.sent else f"could not connect within {self.timeout:g} s"
                 else:
-                    reason = f"connection error ({_one_line(exc)})"
+                    reason = f"connection error ({one_line(exc)})"
             except Exception as exc:  # anything else the answer or the client raised: this turn fails, not the run
-                call.error = f"unexpected {type(exc).__name__}: {_one_line(exc)}"[:500]
+                call.error = f"unexpected {type(exc).__name__}: {one_line(exc)}"[:500]
                 break
             if attempt >= self.max_retries:
                 call.error = reason + (f" (after {attempt} retries)" if attempt else "")
@@ -647,35 +653,6 @@ def _check_number(name: str, value, low=None, high=None, integer: bool = False, 
         raise InvalidArgument(f"{name} must be {what}{bounds}, got {value!r}")
 
 
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text[:200]
-
-
-def status_message(status: int, content: bytes) -> str:
-    """The one-line reason of an error answer, as the ``openai`` client reads it (either transport).
-
-    The JSON body's ``error.message`` (or ``message``; vLLM sends ``{"object": "error", "message":
-    ...}``), else the client's ``Error code: N`` (with the message when the body has one).
-    """
-    text = content.decode("utf-8", "replace").strip()
-    fallback = f"Error code: {status}"
-    try:
-        body = json.loads(text)
-    except (ValueError, RecursionError):
-        data: Any = text
-    else:
-        data = body.get("error", body) if isinstance(body, dict) else body
-        message = data.get("message") if isinstance(data, dict) else None
-        if isinstance(message, str) and message:
-            fallback += f" - {message}"
-    message = None
-    if isinstance(data, dict):
-        inner = data.get("error", data)
-        message = inner.get("message") if isinstance(inner, dict) else inner
-    return _one_line(Exception(message or fallback))
-
-
 def check_base_url(url: str) -> str:
     """An API root as given (``http(s)://host[:port]/path``), or :class:`InvalidArgument` in one line.
 
@@ -693,23 +670,6 @@ def check_base_url(url: str) -> str:
         raise InvalidArgument(f"base_url {url!r} is not an http(s) URL with a host, e.g. http://127.0.0.1:8000/v1")
     del port
     return text
-
-
-def _retry_after(headers) -> float | None:
-    """Seconds a ``retry-after-ms`` / ``Retry-After`` header asks to wait (``None``: none or not a number)."""
-    if headers is None:
-        return None
-    for name, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            seconds = float(value) / divisor
-        except ValueError:
-            continue
-        if math.isfinite(seconds):
-            return max(seconds, 0.0)
-    return None
 
 
 def _close_answer(text: str, tag: str) -> str:
