@@ -3,10 +3,10 @@
 :func:`evaluate_served` is what :func:`webshop_gym.evaluation.local.evaluate` runs for a policy that
 plays episodes turn by turn over the network (:class:`~webshop_gym.agents.openai.OpenAIPolicy`,
 ``openai:MODEL``).  Episodes advance independently: up to ``concurrency`` of them are in flight,
-each with at most one model request outstanding and its turns in order.  All of them step one
-:class:`~webshop_gym.engine.Engine` with one slot per episode in flight, owned by the calling
-thread; worker threads only build prompts, wait for the server and parse answers.  The answers
-that arrived together are stepped as one batch.
+each with at most one model request outstanding and its turns in order, all on one event loop
+in the calling thread, which owns the engines (one slot per episode in flight; one
+:class:`~webshop_gym.engine.Engine` per shop, i.e. per price seed of a protocol's plan) and the
+run file.  The answers that arrived together are stepped as one batch.
 
 * An episode whose model call still fails after the policy's retries ends as **errored**: the
   steps it took are kept, ``errored``/``error`` mark it, and it never counts towards Score or SR.
