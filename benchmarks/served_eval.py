@@ -64,7 +64,7 @@ def categorize(raw: Path) -> dict[str, float]:
     for line in raw.read_text().splitlines():
         stack, _, n = line.rpartition(" ")
         frames = stack.split(";")
-        if frames[-1].startswith(WAITS):
+        if any(wait in frames[-1] for wait in WAITS):
             continue
         name = next((c for f in reversed(frames) for c, marks in CATEGORIES if any(m in f for m in marks)), "other")
         counts[name] += int(n)
