@@ -211,6 +211,16 @@ def test_both_clients_read_every_answer_alike(case):
                                            "--tool-call-parser to be set")
 
 
+def test_a_redirect_is_the_turns_error_not_followed():
+    server = RawServer(_fixed(_response(307, b"", "Location: http://127.0.0.1:9/v1/chat/completions")))
+    try:
+        call = _complete(server.url, "builtin", max_retries=3)
+    finally:
+        server.close()
+    assert call.error == "status 307: Error code: 307" and call.requests == 1 and call.retries == 0
+    assert len(server.heads) == 1
+
+
 def test_a_close_delimited_answer_is_read_to_the_end():
     for client in ("builtin", "openai"):
         server = RawServer(_fixed(CLOSE_DELIMITED, keep=False))
