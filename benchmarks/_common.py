@@ -56,6 +56,18 @@ def start_cli_server(args: list[str], url: str, limit: float) -> tuple[subproces
     return proc, port, goals
 
 
+def start_chat_server(latency: float) -> tuple[subprocess.Popen, str]:
+    """Start the test chat server (tests/openai_server.py) in its own process; return it and its API root.
+
+    It serves until its standard input closes: ``proc.stdin.close(); proc.wait()``.
+    """
+    import sys
+
+    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "openai_server.py"), "--latency", str(latency)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    return proc, proc.stdout.readline().strip()
+
+
 def sample_rss(pid: int, stop, out: list[float]) -> None:
     """Append the RSS (MB) of process ``pid`` and its children to ``out`` every 0.2 s until ``stop`` is set."""
     import psutil

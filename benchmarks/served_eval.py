@@ -1,103 +1,119 @@
-"""`eval --policy openai:MODEL` against the local test server: episodes/s vs the ideal, and where a turn's CPU goes.
+"""`eval --policy openai:MODEL` against the local test server: requests/s against the ideal, and where the CPU goes.
 
-The test server (tests/openai_server.py, its own process) answers every request after a fixed
-latency (default 200 ms) with a scripted policy (3 turns per episode: search, open, buy).  For
-each concurrency, 500 goals of the test split are evaluated with `evaluate(OpenAIPolicy(...),
-out=...)` (concurrency 1: 50 goals unless --full; at 200 ms x 3 turns, 500 goals take 300 s).
+The test server (tests/openai_server.py, its own process: one asyncio loop) answers every request
+after a fixed latency (default 200 ms) with a scripted policy (3 turns per episode: search, open,
+buy).  For each number of requests in flight (default 8, 64 and 256), the 500 test goals are
+evaluated with `evaluate(OpenAIPolicy(..., http_client=C), out=...)`, the code path of `eval
+--policy openai:scripted --concurrency N --out RUN.jsonl`, once per HTTP client C (`builtin`, the
+default, and `openai`, the official client).  A first evaluation warms the process up (the search
+cache of these goals' queries, the imports) and is not timed.
 
-* ideal wall = ceil(goals / concurrency) x mean turns x latency (every slot busy, zero overhead);
-  "% of ideal" = ideal wall / measured wall.
-* CPU per turn, split into: ours (main thread: the loop, stepping the engine, writing the run
-  file; worker threads: building prompts, decoding the JSON answer, parsing), the client library
-  (the rest of the worker threads' CPU inside the `openai` call: httpx, pydantic, ...), other
-  threads of our process (GIL hand-offs, the progress bar; measured as the process total minus
-  the parts), and the test server's process.
+* ideal = in flight / latency requests per second (every slot always waiting on the server,
+  zero overhead); "% of ideal" = measured requests/s / ideal.
+* CPU per turn: this process (the evaluation and its HTTP client) and the test server's process.
+* `--profile` samples both processes with py-spy (when it is on PATH) and splits this process's
+  CPU by what runs: the HTTP client (the transport or the `openai` client with httpx and
+  pydantic), the event loop, prompts, answers (decode + parse), the engine step, the run file and
+  the loop's own bookkeeping.
+* The load average (1 minute) is read after each row: other work on the machine takes CPU from
+  both processes, and the figures are only comparable at a similar load.
 
-    python benchmarks/served_eval.py [--latency 0.2] [--goals 500] [--concurrency 1 8 64 256] [--full]
+    python benchmarks/served_eval.py [--latency 0.2] [--goals 500] [--concurrency 8 64 256]
+                                     [--clients builtin openai] [--profile] [--loop-only]
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import os
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import machine, save, table  # noqa: E402
+from _common import save, start_chat_server, table  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
-
-class _Clock:
-    """Thread CPU time spent inside wrapped callables, summed over threads."""
-
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.total = {}
-
-    def wrap(self, key, fn):
-        def timed(*args, **kwargs):
-            start = time.thread_time()
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                spent = time.thread_time() - start
-                with self.lock:
-                    self.total[key] = self.total.get(key, 0.0) + spent
-        return timed
+#: py-spy's frames by what they run: the first rule that matches a frame, from the innermost frame out.
+CATEGORIES = (
+    ("http client", ("agents/transport.py", "/openai/", "/httpx", "/httpcore", "/h11/", "/pydantic", "/anyio/",
+                     "/ssl.py", "concurrent/futures", "/threading.py")),
+    ("event loop", ("asyncio/", "/selectors.py")),
+    ("prompt", ("agents/prompts.py", "agents/tools.py")),
+    ("answer (decode + parse)", ("agents/answer.py", "agents/parse.py", "agents/grammar.py")),
+    ("run file", ("webshop_gym/runs/",)),
+    ("engine step", ("webshop_gym/engine.py", "webshop_gym/core/", "webshop_gym/render/", "webshop_gym/search/",
+                     "webshop_gym/reward/", "webshop_gym/shop.py", "webshop_gym/data/")),
+    ("loop", ("webshop_gym/evaluation/", "agents/openai.py", "webshop_gym/analysis/")),
+)
 
 
-def run_once(url: str, shop, goals: int, concurrency: int, latency: float, server_pid: int) -> dict:
+#: Innermost frames that wait rather than run (py-spy counts a thread in ``epoll_wait`` as running).
+WAITS = ("select (selectors.py", "wait (threading.py", "_worker (concurrent/futures/thread.py")
+
+
+def categorize(raw: Path) -> dict[str, float]:
+    """Shares of py-spy's samples (``--format raw``) by :data:`CATEGORIES` (``other``: none matched; waits left out)."""
+    counts: Counter = Counter()
+    for line in raw.read_text().splitlines():
+        stack, _, n = line.rpartition(" ")
+        frames = stack.split(";")
+        if any(wait in frames[-1] for wait in WAITS):
+            continue
+        name = next((c for f in reversed(frames) for c, marks in CATEGORIES if any(m in f for m in marks)), "other")
+        counts[name] += int(n)
+    total = sum(counts.values()) or 1
+    return {name: counts[name] / total for name in [c for c, _ in CATEGORIES] + ["other"]}
+
+
+def run_once(url: str, shop, goals: int, concurrency: int, latency: float, client: str, server_pid: int,
+             profile: Path | None) -> dict:
     import psutil
 
     from webshop_gym.agents import OpenAIPolicy
     from webshop_gym.evaluation.local import evaluate
 
-    clock = _Clock()
-    policy = OpenAIPolicy("scripted", base_url=url, concurrency=concurrency, timeout=60, max_retries=3)
-    policy.prompt.messages = clock.wrap("prompt", policy.prompt.messages)
-    policy.prompt.parse_detailed = clock.wrap("parse", policy.prompt.parse_detailed)
-    policy._read = clock.wrap("decode", policy._read)
-    policy.complete = clock.wrap("complete", policy.complete)
-    server = psutil.Process(server_pid)
-    me = psutil.Process()
-    server_cpu0 = sum(server.cpu_times()[:2])
-    cpu0 = sum(me.cpu_times()[:2])
-    main0 = time.thread_time()
+    policy = OpenAIPolicy("scripted", base_url=url, concurrency=concurrency, timeout=60, max_retries=3,
+                          http_client=client)
+    server, me = psutil.Process(server_pid), psutil.Process()
+    spies = []
+    if profile is not None:
+        for pid, name in ((os.getpid(), "eval"), (server_pid, "server")):
+            spies.append(subprocess.Popen(["py-spy", "record", "--nonblocking", "-r", "250", "-f", "raw", "-o",
+                                           str(profile / f"{name}.txt"), "--pid", str(pid)],
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        time.sleep(1.0)
+    server_cpu0, cpu0 = sum(server.cpu_times()[:2]), sum(me.cpu_times()[:2])
     with tempfile.TemporaryDirectory() as folder:
         started = time.perf_counter()
         result = evaluate(policy, shop=shop, split="test", num_goals=goals, concurrency=concurrency,
                           out=Path(folder) / "run.jsonl", keep_episodes=False)
         wall = time.perf_counter() - started
-        size = (Path(folder) / "run.jsonl").stat().st_size
-    main_cpu = time.thread_time() - main0
     cpu = sum(me.cpu_times()[:2]) - cpu0
     server_cpu = sum(server.cpu_times()[:2]) - server_cpu0
     policy.close()
+    for spy in spies:
+        spy.send_signal(signal.SIGINT)
+        spy.wait(timeout=60)
     turns = result["counts"]["steps"]
-    mean_turns = turns / result["counts"]["episodes"]
-    ideal = math.ceil(goals / concurrency) * mean_turns * latency
-    t = clock.total
-    ours_workers = t.get("prompt", 0.0) + t.get("parse", 0.0) + t.get("decode", 0.0)
-    client = t.get("complete", 0.0) - t.get("decode", 0.0)
-    other = cpu - main_cpu - ours_workers - client
-    ms = 1000.0 / turns
-    return {"concurrency": concurrency, "goals": goals, "turns": turns, "wall_s": round(wall, 2),
-            "episodes_per_s": round(goals / wall, 2), "ideal_episodes_per_s": round(goals / ideal, 2),
-            "pct_of_ideal": round(100 * ideal / wall, 1), "requests_per_s": round(result["requests"] / wall, 1),
-            "max_in_flight": result["requests_max_in_flight"], "errored": result["errored"],
-            "retries": result["retries"],
-            "ours_ms_per_turn": round((main_cpu + ours_workers) * ms, 3),
-            "ours_loop_step_write_ms": round(main_cpu * ms, 3), "ours_prompt_ms": round(t.get("prompt", 0.0) * ms, 3),
-            "ours_decode_parse_ms": round((t.get("parse", 0.0) + t.get("decode", 0.0)) * ms, 3),
-            "client_ms_per_turn": round(client * ms, 3), "other_threads_ms_per_turn": round(other * ms, 3),
-            "server_ms_per_turn": round(server_cpu * ms, 3), "run_file_mb": round(size / 1e6, 2)}
+    ideal = concurrency / latency
+    row = {"in_flight": concurrency, "client": client, "goals": goals, "requests": result["requests"],
+           "wall_s": round(wall, 2), "requests_per_s": round(result["requests"] / wall, 1), "ideal_per_s": ideal,
+           "pct_of_ideal": round(100 * result["requests"] / wall / ideal, 1),
+           "max_in_flight": result["requests_max_in_flight"], "errored": result["errored"],
+           "eval_cpu_ms_per_turn": round(1000 * cpu / turns, 3),
+           "server_cpu_ms_per_turn": round(1000 * server_cpu / turns, 3),
+           "load_average": round(os.getloadavg()[0], 2)}
+    if profile is not None:
+        shares = categorize(profile / "eval.txt")
+        row["eval_cpu_split_ms_per_turn"] = {k: round(v * 1000 * cpu / turns, 3) for k, v in shares.items()}
+    return row
 
 
 def loop_only(shop, goals: int, concurrency: int) -> dict:
@@ -116,7 +132,7 @@ def loop_only(shop, goals: int, concurrency: int) -> dict:
         def new_session(self, info, seed=0):
             return Session(int(info["goal_index"]), seed)
 
-        def decide(self, session, obs, info):
+        async def adecide(self, session, obs, info):
             messages = self.prompt.messages(obs, info, session.turns)
             text = scripted_answer(messages)
             admissible = admissible_actions(info)
@@ -126,26 +142,29 @@ def loop_only(shop, goals: int, concurrency: int) -> dict:
 
     evaluate(Instant(), shop=shop, num_goals=goals, concurrency=concurrency, keep_episodes=False)  # warm
     with tempfile.TemporaryDirectory() as folder:
-        main0, cpu0, started = time.thread_time(), time.process_time(), time.perf_counter()
+        cpu0, started = time.process_time(), time.perf_counter()
         result = evaluate(Instant(), shop=shop, num_goals=goals, concurrency=concurrency, keep_episodes=False,
                           out=Path(folder) / "run.jsonl")
-        wall, main_cpu, cpu = time.perf_counter() - started, time.thread_time() - main0, time.process_time() - cpu0
+        wall, cpu = time.perf_counter() - started, time.process_time() - cpu0
     turns = result["counts"]["steps"]
-    return {"concurrency": concurrency, "goals": goals, "turns": turns, "wall_s": round(wall, 2),
-            "main_thread_ms_per_turn": round(1000 * main_cpu / turns, 3),
-            "process_ms_per_turn": round(1000 * cpu / turns, 3), "turns_per_s": round(turns / wall)}
+    return {"in_flight": concurrency, "goals": goals, "turns": turns, "wall_s": round(wall, 2),
+            "cpu_ms_per_turn": round(1000 * cpu / turns, 3), "turns_per_s": round(turns / wall)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--latency", type=float, default=0.2)
-    parser.add_argument("--goals", type=int, default=500)
-    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 64, 256])
-    parser.add_argument("--full", action="store_true", help="500 goals at concurrency 1 too (300 s at 200 ms)")
+    parser.add_argument("--latency", type=float, default=0.2, help="seconds the server takes per request (default 0.2)")
+    parser.add_argument("--goals", type=int, default=500, help="test goals per evaluation (default 500)")
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[8, 64, 256], help="requests in flight")
+    parser.add_argument("--clients", nargs="+", default=["builtin", "openai"], choices=["builtin", "openai"],
+                        help="HTTP clients to measure (default both)")
+    parser.add_argument("--profile", action="store_true", help="split the CPU with py-spy (must be on PATH)")
     parser.add_argument("--name", default="served_eval")
     parser.add_argument("--loop-only", action="store_true",
                         help="only our part: the loop with a policy that answers at once (no server, no HTTP)")
     args = parser.parse_args()
+    if args.profile and shutil.which("py-spy") is None:
+        parser.error("--profile needs py-spy on PATH (pip install py-spy)")
     from webshop_gym import load_shop
     from webshop_gym.agents import OpenAIPolicy
 
@@ -153,43 +172,59 @@ def main() -> None:
     if args.loop_only:
         rows = [loop_only(shop, args.goals, c) for c in args.concurrency]
         load = os.getloadavg()[0]
-        print(f"our part alone (prompt, parse, engine, run file; no HTTP), load average {load:.1f} on "
+        print(f"our part alone (prompt, parse, engine, run file, the loop; no HTTP), load average {load:.2f} on "
               f"{os.cpu_count()} cores")
-        print(table(rows, ["concurrency", "goals", "turns", "wall_s", "turns_per_s", "main_thread_ms_per_turn",
-                           "process_ms_per_turn"]))
+        print(table(rows, ["in_flight", "goals", "turns", "wall_s", "turns_per_s", "cpu_ms_per_turn"]))
         print(f"wrote {save(args.name + '_loop', {'rows': rows, 'load_average': load})}")
         return
-    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "openai_server.py"), "--latency", str(args.latency)],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    proc, url = start_chat_server(args.latency)
+    rows = []
     try:
-        url = proc.stdout.readline().strip()
-        # warm up: the JVM, the search cache of these goals' queries, the client's imports
-        warm = OpenAIPolicy("scripted", base_url=url, concurrency=64)
         from webshop_gym.evaluation.local import evaluate
 
+        warm = OpenAIPolicy("scripted", base_url=url, concurrency=64)
         evaluate(warm, shop=shop, split="test", num_goals=args.goals, concurrency=64, keep_episodes=False)
         warm.close()
-        rows = []
-        for c in args.concurrency:
-            goals = args.goals if (c > 1 or args.full) else min(args.goals, 50)
-            row = run_once(url, shop, goals, c, args.latency, proc.pid)
-            rows.append(row)
-            print(f"concurrency {c}: {row['episodes_per_s']} episodes/s ({row['pct_of_ideal']}% of ideal)", flush=True)
+        with tempfile.TemporaryDirectory() as spy_folder:
+            for c in args.concurrency:
+                for client in args.clients:
+                    folder = Path(spy_folder) / f"{client}-{c}" if args.profile else None
+                    if folder is not None:
+                        folder.mkdir()
+                    row = run_once(url, shop, args.goals, c, args.latency, client, proc.pid, folder)
+                    rows.append(row)
+                    print(f"{c} in flight, {client}: {row['requests_per_s']} requests/s, {row['pct_of_ideal']}% of "
+                          f"the ideal (load average {row['load_average']})", flush=True)
     finally:
         proc.stdin.close()
         proc.wait(timeout=30)
-    load = os.getloadavg()
-    conditions = (f"test server in its own process, {args.latency * 1000:.0f} ms per request, scripted 3-turn episodes, "
-                  f"text observations, run file written; load average {load[0]:.1f} on {os.cpu_count()} cores "
-                  "at the end")
+    conditions = (f"test server in its own process (one asyncio loop), {args.latency * 1000:.0f} ms per request, "
+                  f"{args.goals} test goals of 3 turns, text observations, the run file written; "
+                  f"{os.cpu_count()} cores shared by both processes (load average after each row)")
     print(conditions)
-    print(table(rows, ["concurrency", "goals", "wall_s", "episodes_per_s", "ideal_episodes_per_s", "pct_of_ideal",
-                       "requests_per_s", "max_in_flight"]))
+    side = []
+    for c in args.concurrency:
+        line = {"in_flight": c, "ideal_requests_per_s": round(c / args.latency)}
+        for row in rows:
+            if row["in_flight"] == c:
+                line[f"{row['client']}_requests_per_s"] = row["requests_per_s"]
+                line[f"{row['client']}_pct"] = row["pct_of_ideal"]
+                line[f"{row['client']}_load"] = row["load_average"]
+        side.append(line)
+    columns = ["in_flight", "ideal_requests_per_s"]
+    for client in args.clients:
+        columns += [f"{client}_requests_per_s", f"{client}_pct", f"{client}_load"]
+    print(table(side, columns))
     print()
     print("CPU per turn (ms):")
-    print(table(rows, ["concurrency", "ours_ms_per_turn", "ours_loop_step_write_ms", "ours_prompt_ms",
-                       "ours_decode_parse_ms", "client_ms_per_turn", "other_threads_ms_per_turn", "server_ms_per_turn"]))
-    path = save(args.name, {"conditions": conditions, "latency_s": args.latency, "rows": rows, "machine": machine()})
+    print(table(rows, ["in_flight", "client", "eval_cpu_ms_per_turn", "server_cpu_ms_per_turn", "load_average"]))
+    if args.profile:
+        print()
+        print("this process's CPU per turn by what runs (ms; py-spy):")
+        names = [c for c, _ in CATEGORIES] + ["other"]
+        print(table([{"in_flight": r["in_flight"], "client": r["client"], **r["eval_cpu_split_ms_per_turn"]}
+                     for r in rows], ["in_flight", "client", *names]))
+    path = save(args.name, {"conditions": conditions, "latency_s": args.latency, "rows": rows, "side_by_side": side})
     print(f"wrote {path}")
 
 

@@ -1,4 +1,4 @@
-"""A local OpenAI-compatible chat server for tests and benchmarks (a thread on 127.0.0.1).
+"""A local OpenAI-compatible chat server for tests and benchmarks (an event loop thread on 127.0.0.1).
 
 It answers ``GET /v1/models`` and ``POST /v1/chat/completions`` (streamed as server-sent events when
 the request asks for ``"stream": true``, as verifiers' interception proxy does) with a scripted shopping policy
@@ -8,19 +8,24 @@ per request, inject faults at set rates (429 with ``Retry-After``, 500, a timeou
 body, a dropped connection), fail every request whose prompt contains given text, and records
 what it received and how many requests overlapped.
 
+It is one asyncio event loop (HTTP/1.1 with kept-alive connections, parsed by hand): benchmarks
+run it on the same cores as the evaluation they measure, so its own CPU must stay small (about
+0.1 ms per request, where a thread per connection with ``http.server`` cost 0.3-0.6 ms and
+hundreds of threads contending for the interpreter lock; docs/benchmarks.md).
+
 >>> with ChatServer(latency=0.0) as server:  # doctest: +SKIP
 ...     server.url  # 'http://127.0.0.1:PORT/v1'
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
-import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.client import responses
 
 import numpy as np
 
@@ -33,6 +38,14 @@ class ToolCalls:
     def __init__(self, calls: list[tuple[str, dict]], content: str | None = None):
         self.calls = calls
         self.content = content
+
+
+class Status:
+    """An answer (of ``ChatServer``'s ``answer``) that is an error: ``Status(400, {"object": "error", "message": ...})``."""
+
+    def __init__(self, status: int, body: dict):
+        self.status = status
+        self.body = body
 
 
 def scripted_answer(messages: list[dict], fmt: str = "think-answer") -> str:
@@ -86,13 +99,15 @@ class ChatServer:
         usage: send ``usage`` (else none: the client must mark tokens unknown).
         reasoning: send this as ``reasoning_content`` besides the answer.
         answer: replaces :func:`scripted_answer` (``messages -> content``; may return None or a list,
-            or bytes: a raw response body, or :class:`ToolCalls`).
+            or bytes: a raw response body, or :class:`ToolCalls`, or :class:`Status`: an error answer).
+        edit: called with each successful reply (the JSON object) before it is sent; may change it.
         seed: seed of the fault draws.
     """
 
     def __init__(self, models=("scripted",), latency: float = 0.0, faults: dict | None = None,
                  fail_when: str | Sequence[str] | None = None, retry_after: str = "0.01", hang: float = 2.0, usage: bool = True,
-                 reasoning: str | None = None, answer: Callable | None = None, seed: int = 0):
+                 reasoning: str | None = None, answer: Callable | None = None, edit: Callable | None = None,
+                 seed: int = 0):
         self.models = list(models)
         self.latency = float(latency)
         self.faults = {k: float(v) for k, v in (faults or {}).items()}
@@ -105,6 +120,7 @@ class ChatServer:
         self.usage = usage
         self.reasoning = reasoning
         self.answer = answer
+        self.edit = edit
         self.rng = np.random.default_rng(seed)
         self.lock = threading.Lock()
         self.requests: list[dict] = []  # every chat request received (body)
@@ -113,32 +129,60 @@ class ChatServer:
         self.injected: dict[str, int] = dict.fromkeys(FAULTS, 0)
         self.in_flight = 0
         self.max_in_flight = 0
-        self.stopping = threading.Event()
-        self.server: _Server | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.server: asyncio.Server | None = None
         self.thread: threading.Thread | None = None
+        self.connections: set[_Connection] = set()
+        self.port = 0
 
     # -- life cycle -------------------------------------------------------------------------------------
 
     @property
     def url(self) -> str:
         """The API root (``http://127.0.0.1:PORT/v1``)."""
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        return f"http://127.0.0.1:{self.port}/v1"
 
     def start(self) -> ChatServer:
-        handler = _handler(self)
-        self.server = _Server(("127.0.0.1", 0), handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.loop = asyncio.new_event_loop()
+        started = threading.Event()
+
+        def serve() -> None:
+            asyncio.set_event_loop(self.loop)
+            # a backlog of 2048: a small one drops connections under load (the client's connect then times out)
+            self.server = self.loop.run_until_complete(
+                self.loop.create_server(lambda: _Connection(self), "127.0.0.1", 0, backlog=2048))
+            self.port = self.server.sockets[0].getsockname()[1]
+            started.set()
+            self.loop.run_forever()
+
+        self.thread = threading.Thread(target=serve, name="chat-server", daemon=True)
         self.thread.start()
+        started.wait(30)
         return self
 
     def stop(self) -> None:
-        """Stop serving and wait for every request thread (none is left running after a test)."""
-        if self.server is not None:
-            self.stopping.set()  # ends the waits of latency and timeout faults
-            self.server.shutdown()
-            self.server.close_connections()  # ends the threads waiting on a kept-alive connection
-            self.server.server_close()  # joins the request threads (block_on_close)
-            self.server = None
+        """Stop serving: close every connection, end the waits of latency and timeout faults, stop the loop."""
+        if self.loop is None:
+            return
+
+        async def shutdown() -> None:
+            self.server.close()
+            await asyncio.sleep(0)  # connections accepted just now: their connection_made
+            me = asyncio.current_task()
+            tasks = [t for t in asyncio.all_tasks() if t is not me]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            for connection in list(self.connections):
+                connection.close()
+            for _ in range(3):  # the closed transports' last callbacks
+                await asyncio.sleep(0)
+
+        asyncio.run_coroutine_threadsafe(shutdown(), self.loop).result(30)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(30)
+        self.loop.close()
+        self.loop = None
 
     def __enter__(self) -> ChatServer:
         return self.start()
@@ -154,9 +198,12 @@ class ChatServer:
                 sum(r["usage"]["completion_tokens"] for r in self.responses if r["usage"]))
 
     def _fault(self, body: dict) -> str | None:
-        prompt = json.dumps(body.get("messages", []))
-        if self.fail_when and any(text in prompt for text in self.fail_when):
-            return "500"
+        if self.fail_when:
+            prompt = json.dumps(body.get("messages", []))
+            if any(text in prompt for text in self.fail_when):
+                return "500"
+        if not self.faults:
+            return None
         with self.lock:
             draw = float(self.rng.random())
         for name in FAULTS:
@@ -166,188 +213,210 @@ class ChatServer:
             draw -= rate
         return None
 
+    # -- answering ------------------------------------------------------------------------------------------
 
-class _Server(ThreadingHTTPServer):
-    # set on the class: the constructor already listens, with the backlog it finds here (the
-    # default of 5 drops connections under load: the client's connect then times out)
-    request_queue_size = 2048
-    daemon_threads = False  # tracked, so that server_close() joins them (socketserver skips daemon threads)
-    block_on_close = True
+    async def handle(self, connection: _Connection, method: str, path: str, headers: dict, body: bytes) -> None:
+        path = path.rstrip("/")
+        if method == "GET":
+            if path == "/v1/models":
+                connection.json(200, {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "test"}
+                                                                 for m in self.models]})
+            else:
+                connection.json(404, {"error": {"message": "not found"}})
+            return
+        try:
+            request = json.loads(body or b"{}")
+        except ValueError:
+            connection.json(400, {"error": {"message": "the body is not JSON"}})
+            return
+        if path != "/v1/chat/completions":
+            connection.json(404, {"error": {"message": "not found"}})
+            return
+        with self.lock:
+            self.requests.append(request)
+            self.keys.append(headers.get("authorization"))
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            await self._chat(connection, request)
+        finally:
+            with self.lock:
+                self.in_flight -= 1
 
-    def __init__(self, *args, **kwargs):
-        self.open_connections: set = set()
-        self.connections_lock = threading.Lock()
-        super().__init__(*args, **kwargs)
+    async def _chat(self, connection: _Connection, body: dict) -> None:
+        if body.get("model") not in self.models:
+            connection.json(404, {"error": {"message": f"The model `{body.get('model')}` does not exist."}})
+            return
+        fault = self._fault(body)
+        if fault is not None:
+            with self.lock:
+                self.injected[fault] += 1
+        if fault == "429":
+            connection.json(429, {"error": {"message": "rate limited"}}, {"Retry-After": self.retry_after})
+            return
+        if fault == "500":
+            connection.json(500, {"error": {"message": "internal error"}})
+            return
+        if fault == "drop":
+            connection.close()
+            return
+        if fault == "timeout":  # the client gave up long before: nothing is sent
+            await asyncio.sleep(self.hang)
+            connection.close()
+            return
+        if self.latency:
+            await asyncio.sleep(self.latency)
+        if fault == "malformed":
+            connection.send(200, b'{"id": "x", "choices": [ {"message": ')
+            return
+        messages = body.get("messages", [])
+        fmt = "react" if "Thought:" in str(messages[0].get("content", "")) else "think-answer"
+        content = self.answer(messages) if self.answer else scripted_answer(messages, fmt)
+        if isinstance(content, bytes):  # a raw response body, sent as it is
+            connection.send(200, content)
+            return
+        if isinstance(content, Status):
+            connection.json(content.status, content.body)
+            return
+        tool_calls = None
+        if isinstance(content, ToolCalls):  # an answer that calls tools
+            content, tool_calls = content.content, content.calls
+        stops = body.get("stop") or []
+        if isinstance(content, str):
+            for stop in stops:  # like vLLM: cut at the stop string, which is not returned
+                if stop in content:
+                    content = content[: content.index(stop)]
+        usage = None
+        if self.usage:
+            completion = len(str(content).split()) if content else 0
+            usage = {"prompt_tokens": _count_tokens(messages), "completion_tokens": completion,
+                     "total_tokens": _count_tokens(messages) + completion}
+        message = {"role": "assistant", "content": content}
+        if tool_calls is not None:
+            message["tool_calls"] = [{"id": f"call_{len(messages)}_{k}", "type": "function",
+                                      "function": {"name": name, "arguments": json.dumps(arguments)}}
+                                     for k, (name, arguments) in enumerate(tool_calls)]
+        if self.reasoning is not None:
+            message["reasoning_content"] = self.reasoning
+        reply = {"id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
+                 "model": body.get("model"), "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
+        if usage is not None:
+            reply["usage"] = usage
+        with self.lock:
+            self.responses.append({"content": content, "usage": usage})
+        if self.edit is not None:
+            reply = self.edit(reply) or reply
+        if body.get("stream"):
+            connection.stream(_events(reply, content, usage if (body.get("stream_options") or {}).get("include_usage")
+                                      else None, self.reasoning))
+        else:
+            connection.json(200, reply)
 
-    def process_request(self, request, client_address):
-        with self.connections_lock:
-            self.open_connections.add(request)
-        super().process_request(request, client_address)
 
-    def shutdown_request(self, request):
-        with self.connections_lock:
-            self.open_connections.discard(request)
-        super().shutdown_request(request)
+def _events(reply: dict, content, usage: dict | None, reasoning: str | None) -> list[dict]:
+    """The answer as server-sent events, as vLLM and OpenAI stream it: a role chunk, the content in a
+    few pieces, each tool call (its id and name, then its arguments in pieces), a chunk with the
+    finish reason, the usage chunk when asked for."""
+    head = {k: reply[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+    text = content if isinstance(content, str) else ""
+    pieces = [text[i : i + 16] for i in range(0, len(text), 16)]
+    deltas = [{"role": "assistant", "content": ""}, *({"content": p} for p in pieces)]
+    for k, call in enumerate(reply["choices"][0]["message"].get("tool_calls") or []):
+        # a call's id and name first, then its arguments in two pieces (as OpenAI streams them)
+        arguments = call["function"]["arguments"]
+        half = len(arguments) // 2
+        deltas.append({"tool_calls": [{"index": k, "id": call["id"], "type": "function",
+                                       "function": {"name": call["function"]["name"], "arguments": ""}}]})
+        deltas += [{"tool_calls": [{"index": k, "function": {"arguments": piece}}]}
+                   for piece in (arguments[:half], arguments[half:])]
+    if reasoning is not None:
+        deltas.insert(1, {"reasoning_content": reasoning})
+    events = [head | {"choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
+    events.append(head | {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    if usage is not None:
+        events.append(head | {"choices": [], "usage": usage})
+    return events
 
-    def close_connections(self) -> None:
-        with self.connections_lock:
-            connections = list(self.open_connections)
-        for connection in connections:
-            try:
-                connection.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+
+class _Connection(asyncio.Protocol):
+    """One client connection: requests read one at a time (kept alive), each answered by a task."""
+
+    def __init__(self, owner: ChatServer):
+        self.owner = owner
+        self.transport: asyncio.Transport | None = None
+        self.buffer = bytearray()
+        self.busy = False  # a request is being answered: later bytes wait in the buffer
+        self.keep = True
+
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+        self.owner.connections.add(self)
+
+    def connection_lost(self, exc) -> None:
+        self.owner.connections.discard(self)
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        if not self.busy:
+            self._next()
+
+    def _next(self) -> None:
+        end = self.buffer.find(b"\r\n\r\n")
+        if end < 0:
+            return
+        lines = bytes(self.buffer[:end]).decode("latin-1").split("\r\n")
+        headers = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        length = int(headers.get("content-length") or 0)
+        if len(self.buffer) < end + 4 + length:
+            return
+        body = bytes(self.buffer[end + 4 : end + 4 + length])
+        del self.buffer[: end + 4 + length]
+        method, path, version = (lines[0].split(" ") + ["", "", ""])[:3]
+        if version == "HTTP/1.0" or headers.get("connection", "").lower() == "close":
+            self.keep = False
+        self.busy = True
+        task = asyncio.get_running_loop().create_task(self.owner.handle(self, method, path, headers, body))
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task) -> None:
+        self.busy = False
+        if not task.cancelled() and task.exception() is not None:
+            self.json(500, {"error": {"message": f"server error: {task.exception()!r}"}})
+        if not self.keep:
+            self.close()
+        elif self.transport is not None and not self.transport.is_closing():
+            self._next()
+
+    def send(self, status: int, payload: bytes, headers: dict | None = None, kind: str = "application/json") -> None:
+        if self.transport is None or self.transport.is_closing():
+            return
+        head = [f"HTTP/1.1 {status} {responses.get(status, '')}", f"Content-Type: {kind}",
+                f"Content-Length: {len(payload)}", *(f"{k}: {v}" for k, v in (headers or {}).items())]
+        self.transport.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + payload)
+
+    def json(self, status: int, obj, headers: dict | None = None) -> None:
+        self.send(status, json.dumps(obj).encode(), headers)
+
+    def stream(self, events: list[dict]) -> None:
+        """Server-sent events, then the end of the connection (the body ends when it closes)."""
+        if self.transport is None or self.transport.is_closing():
+            return
+        self.keep = False
+        head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n"
+        self.transport.write(head.encode() + b"".join(f"data: {json.dumps(e)}\n\n".encode() for e in events)
+                             + b"data: [DONE]\n\n")
+
+    def close(self) -> None:
+        self.keep = False
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.close()
 
 
 def _count_tokens(messages: list[dict]) -> int:
     return sum(len(str(m.get("content", "")).split()) + 4 for m in messages)
-
-
-def _handler(owner: ChatServer):
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        # headers and body go out in two writes: with Nagle's algorithm the body would wait for
-        # the client's delayed ACK of the headers (~40 ms per request), as no real server does
-        disable_nagle_algorithm = True
-
-        def log_message(self, *args) -> None:  # quiet
-            pass
-
-        def _send(self, status: int, payload: bytes, headers: dict | None = None) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            for key, value in (headers or {}).items():
-                self.send_header(key, value)
-            self.end_headers()
-            self.wfile.write(payload)
-
-        def _json(self, status: int, obj, headers: dict | None = None) -> None:
-            self._send(status, json.dumps(obj).encode(), headers)
-
-        def do_GET(self) -> None:
-            if self.path.rstrip("/") == "/v1/models":
-                self._json(200, {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "test"}
-                                                            for m in owner.models]})
-            else:
-                self._json(404, {"error": {"message": "not found"}})
-
-        def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            body = json.loads(self.rfile.read(length) or b"{}")
-            if self.path.rstrip("/") != "/v1/chat/completions":
-                self._json(404, {"error": {"message": "not found"}})
-                return
-            with owner.lock:
-                owner.requests.append(body)
-                owner.keys.append(self.headers.get("Authorization"))
-                owner.in_flight += 1
-                owner.max_in_flight = max(owner.max_in_flight, owner.in_flight)
-            try:
-                self._chat(body)
-            finally:
-                with owner.lock:
-                    owner.in_flight -= 1
-
-        def _chat(self, body: dict) -> None:
-            if body.get("model") not in owner.models:
-                self._json(404, {"error": {"message": f"The model `{body.get('model')}` does not exist."}})
-                return
-            fault = owner._fault(body)
-            if fault is not None:
-                with owner.lock:
-                    owner.injected[fault] += 1
-            if fault == "429":
-                self._json(429, {"error": {"message": "rate limited"}}, {"Retry-After": owner.retry_after})
-                return
-            if fault == "500":
-                self._json(500, {"error": {"message": "internal error"}})
-                return
-            if fault == "drop":
-                self.close_connection = True
-                self.connection.shutdown(2)
-                return
-            if fault == "timeout":  # the client gave up long before: nothing is sent
-                owner.stopping.wait(owner.hang)
-                self.close_connection = True
-                return
-            if owner.latency:
-                owner.stopping.wait(owner.latency)
-            if fault == "malformed":
-                self._send(200, b'{"id": "x", "choices": [ {"message": ')
-                return
-            messages = body.get("messages", [])
-            fmt = "react" if "Thought:" in str(messages[0].get("content", "")) else "think-answer"
-            content = owner.answer(messages) if owner.answer else scripted_answer(messages, fmt)
-            if isinstance(content, bytes):  # a raw response body, sent as it is
-                self._send(200, content)
-                return
-            tool_calls = None
-            if isinstance(content, ToolCalls):  # an answer that calls tools
-                content, tool_calls = content.content, content.calls
-            stops = body.get("stop") or []
-            if isinstance(content, str):
-                for stop in stops:  # like vLLM: cut at the stop string, which is not returned
-                    if stop in content:
-                        content = content[: content.index(stop)]
-            usage = None
-            if owner.usage:
-                completion = len(str(content).split()) if content else 0
-                usage = {"prompt_tokens": _count_tokens(messages), "completion_tokens": completion,
-                         "total_tokens": _count_tokens(messages) + completion}
-            message = {"role": "assistant", "content": content}
-            if tool_calls is not None:
-                message["tool_calls"] = [{"id": f"call_{len(messages)}_{k}", "type": "function",
-                                          "function": {"name": name, "arguments": json.dumps(arguments)}}
-                                         for k, (name, arguments) in enumerate(tool_calls)]
-            if owner.reasoning is not None:
-                message["reasoning_content"] = owner.reasoning
-            reply = {"id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
-                     "model": body.get("model"), "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
-            if usage is not None:
-                reply["usage"] = usage
-            with owner.lock:
-                owner.responses.append({"content": content, "usage": usage})
-            if body.get("stream"):
-                self._stream(reply, content, usage if (body.get("stream_options") or {}).get("include_usage") else None)
-            else:
-                self._json(200, reply)
-
-        def _stream(self, reply: dict, content, usage: dict | None) -> None:
-            """The answer as server-sent events, as vLLM and OpenAI stream it: a role chunk, the content
-            in a few pieces, each tool call (its id and name, then its arguments in pieces), a chunk with
-            the finish reason, the usage chunk when asked for, ``[DONE]``."""
-            head = {k: reply[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
-            text = content if isinstance(content, str) else ""
-            pieces = [text[i : i + 16] for i in range(0, len(text), 16)]
-            deltas = [{"role": "assistant", "content": ""}, *({"content": p} for p in pieces)]
-            for k, call in enumerate(reply["choices"][0]["message"].get("tool_calls") or []):
-                # a call's id and name first, then its arguments in two pieces (as OpenAI streams them)
-                arguments = call["function"]["arguments"]
-                half = len(arguments) // 2
-                deltas.append({"tool_calls": [{"index": k, "id": call["id"], "type": "function",
-                                               "function": {"name": call["function"]["name"], "arguments": ""}}]})
-                deltas += [{"tool_calls": [{"index": k, "function": {"arguments": piece}}]}
-                           for piece in (arguments[:half], arguments[half:])]
-            if owner.reasoning is not None:
-                deltas.insert(1, {"reasoning_content": owner.reasoning})
-            events = [head | {"choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
-            events.append(head | {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
-            if usage is not None:
-                events.append(head | {"choices": [], "usage": usage})
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Cache-Control", "no-cache")
-            self.send_header("Connection", "close")  # the body ends when the connection closes
-            self.end_headers()
-            self.close_connection = True
-            for event in events:
-                self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
-                self.wfile.flush()
-            self.wfile.write(b"data: [DONE]\n\n")
-            self.wfile.flush()
-
-    return Handler
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -119,3 +119,18 @@ def make_viewer(default_shop):
     for app in apps:
         app.extensions["webshop_gym"].close()
         app.extensions["webshop_gym_runs"].close()
+
+
+@pytest.fixture
+def fast_backoff(monkeypatch):
+    """Served policies retry after 1-20 ms here (their backoff), so fault tests stay quick."""
+    from webshop_gym.agents.openai import OpenAIPolicy
+
+    original = OpenAIPolicy.__init__
+
+    def init(self, *args, **kw):
+        kw.setdefault("backoff", 0.001)
+        kw.setdefault("max_backoff", 0.02)
+        original(self, *args, **kw)
+
+    monkeypatch.setattr(OpenAIPolicy, "__init__", init)

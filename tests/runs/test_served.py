@@ -48,16 +48,8 @@ def _episodes(path):
 
 
 @pytest.fixture(autouse=True)
-def _fast_backoff(monkeypatch):
+def _fast_backoff(fast_backoff):
     """Retries wait 1-20 ms here (the policy's backoff), so fault tests stay quick."""
-    original = OpenAIPolicy.__init__
-
-    def init(self, *args, **kw):
-        kw.setdefault("backoff", 0.001)
-        kw.setdefault("max_backoff", 0.02)
-        original(self, *args, **kw)
-
-    monkeypatch.setattr(OpenAIPolicy, "__init__", init)
 
 
 def test_a_run_with_faults_loses_nothing_and_counts_every_token(tmp_path, capsys):
@@ -379,15 +371,10 @@ def test_absurd_usage_counts_are_unknown_and_readers_refuse_them(tmp_path, capsy
     from webshop_gym.runs.log import LogError
 
     out = tmp_path / "run.jsonl"
-    with ChatServer() as server:
-        original = server.server.RequestHandlerClass._json
+    def huge(reply):
+        reply["usage"]["prompt_tokens"] = 10**400
 
-        def huge(self, status, obj, headers=None):
-            if isinstance(obj, dict) and "usage" in obj:
-                obj["usage"]["prompt_tokens"] = 10**400
-            return original(self, status, obj, headers)
-
-        server.server.RequestHandlerClass._json = huge
+    with ChatServer(edit=huge) as server:
         assert _eval(server, out, "--json", str(tmp_path / "r.json"), goals=2) == 0
     result = json.loads((tmp_path / "r.json").read_text())
     assert result["tokens"]["unknown"] == 2 and result["tokens"]["prompt"] == 0

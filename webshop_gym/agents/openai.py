@@ -6,6 +6,10 @@ messages to ``POST {base_url}/chat/completions`` and parses the answers with the
 ``pip install 'webshop-gym[openai]'`` (the official ``openai`` client), imported only when a
 policy is built.
 
+* **Transport.** Requests go through the built-in pooled HTTP/1.1 client (``http_client="builtin"``,
+  the default) or the official client (``"openai"``); both read and retry alike
+  (:mod:`webshop_gym.agents.transport`), and every answer enters through
+  :func:`~webshop_gym.agents.answer.read_answer`, which cleans it.
 * **Retries are ours.** The client is built with ``max_retries=0``; 429, 408, 409, 5xx, timeouts,
   dropped connections and malformed bodies are retried here with exponential backoff and jitter
   (``Retry-After`` / ``retry-after-ms`` honoured), up to ``max_retries`` times, so every retry is
@@ -18,38 +22,54 @@ policy is built.
   :attr:`Call.reasoning`, never parsed as the answer and never shown to the model again.
 * An empty or non-text answer parses as an invalid action for that turn.
 
-Two ways to drive it: :meth:`OpenAIPolicy.decide` plays one turn of one episode (thread-safe
-across episodes; :mod:`webshop_gym.evaluation.served` keeps up to ``concurrency`` episodes in
-flight with it), and :meth:`OpenAIPolicy.act_batch` is the batch-policy protocol of
+Three ways to drive it: :meth:`OpenAIPolicy.adecide` plays one turn of one episode on the
+caller's event loop (:mod:`webshop_gym.evaluation.served` keeps up to ``concurrency`` episodes in
+flight with it, all on one loop), :meth:`OpenAIPolicy.decide` is the same turn for a thread
+(thread-safe across episodes; it runs on the policy's own event loop thread), and
+:meth:`OpenAIPolicy.act_batch` is the batch-policy protocol of
 :func:`~webshop_gym.evaluation.local.rollout` and :func:`~webshop_gym.evaluation.demos.make_demos` (the slots'
 requests are sent together, ``concurrency`` at a time; a failed call there is an invalid action).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import os
-import re
 import threading
 import time
 import urllib.parse
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from webshop_gym.agents.answer import (
+    MalformedAnswer,
+    one_line,
+    read_answer,
+    retry_after,
+    status_message,
+)
 from webshop_gym.agents.batch import unbatch_infos
 from webshop_gym.agents.grammar import find_blocks
 from webshop_gym.agents.parse import ParsedAction
 from webshop_gym.agents.prompts import PromptFormat, Turn, admissible_actions, make_prompt
 from webshop_gym.agents.tools import ToolCalling, ToolConversation, tool_schemas
+from webshop_gym.agents.transport import (
+    HTTP_CLIENTS,
+    HTTPTransport,
+    LoopThread,
+    OpenAITransport,
+    TransportError,
+    proxied,
+)
 from webshop_gym.error import DependencyNotInstalled, Error, InvalidArgument, close_match
 
-__all__ = ["MAX_CONCURRENCY", "Call", "Decision", "OpenAIPolicy", "ServedModelError", "Session", "request_messages",
-           "require_openai"]
+__all__ = ["MAX_CONCURRENCY", "TOOLS_PROBE", "Call", "Decision", "OpenAIPolicy", "ServedModelError", "Session",
+           "ToolsIgnored", "request_messages", "require_openai"]
 
 OPENAI_PIP = "pip install 'webshop-gym[openai]'"
 #: The most requests in flight ``--concurrency`` allows.
@@ -57,10 +77,17 @@ MAX_CONCURRENCY = 1024
 #: Longest server-directed wait (``Retry-After``) that is honoured; longer ones are capped.
 MAX_RETRY_AFTER = 120.0
 _RETRY_STATUS = (408, 409, 429)
+#: ``--prompt tools``: answers without any tool call, from the first, after which the server is
+#: taken to ignore the tools (the run stops, :class:`ToolsIgnored`).
+TOOLS_PROBE = 8
 
 
 class ServedModelError(Error):
     """The endpoint cannot be used: unreachable, the model is not served, the key is refused."""
+
+
+class ToolsIgnored(ServedModelError):
+    """``--prompt tools``: the server refuses the tools or answers without calling any (tool calling is off)."""
 
 
 def require_openai():
@@ -89,6 +116,7 @@ class Call:
         retries: attempts repeated after a retryable failure (failed connections included).
         finish_reason: the choice's ``finish_reason``.
         error: why the turn failed (one line), ``None`` when it succeeded.
+        status: the last answer's HTTP status (``None``: no answer).
     """
 
     text: str | None = None
@@ -102,6 +130,7 @@ class Call:
     error: str | None = None
     non_text: bool = False
     tool_calls: list[dict] | None = None
+    status: int | None = None
 
     def usage(self) -> dict:
         """``{"prompt_tokens", "completion_tokens"}`` (``None`` where unknown)."""
@@ -136,14 +165,6 @@ class Session:
     conversation: ToolConversation | None = None  # the tools format's conversation
 
 
-class _Retryable(Exception):
-    """A failure worth another request (the message is the one-line reason)."""
-
-    def __init__(self, message: str, wait: float | None = None):
-        super().__init__(message)
-        self.wait = wait
-
-
 class OpenAIPolicy:
     """A chat model behind an OpenAI-compatible endpoint, acting in WebShop.
 
@@ -171,8 +192,12 @@ class OpenAIPolicy:
             recorded answer when the server cut it off.
         request_options: extra fields of every request body (e.g. ``{"max_completion_tokens":
             256}`` for APIs that want it, or vLLM's ``{"top_k": 20}``).
-        client: an ``openai.OpenAI`` client to use instead of building one.
+        client: an ``openai.OpenAI`` client to use instead of building one (requests then go
+            through it).
         backoff, max_backoff: the first retry's wait and the longest wait, in seconds.
+        http_client: ``"builtin"`` (pooled asyncio HTTP/1.1; an endpoint behind an HTTP proxy
+            goes through the ``openai`` client) or ``"openai"`` (the official client, one thread
+            per request in flight); see :mod:`webshop_gym.agents.transport`.
 
     Example:
         >>> policy = OpenAIPolicy("qwen-webshop", base_url="http://127.0.0.1:8000/v1")  # doctest: +SKIP
@@ -201,6 +226,7 @@ class OpenAIPolicy:
         client=None,
         backoff: float = 0.5,
         max_backoff: float = 30.0,
+        http_client: str = "builtin",
     ):
         if not isinstance(model, str) or not model:
             raise ServedModelError(f"model must be a non-empty name, got {model!r}")
@@ -212,6 +238,8 @@ class OpenAIPolicy:
         _check_number("concurrency", concurrency, 1, MAX_CONCURRENCY, integer=True)
         _check_number("backoff", backoff, 0.0)
         _check_number("max_backoff", max_backoff, 0.0)
+        if http_client not in HTTP_CLIENTS:
+            raise InvalidArgument(f"http_client must be one of {', '.join(HTTP_CLIENTS)}, got {http_client!r}")
         self.model = model
         self.prompt = ToolCalling() if prompt == ToolCalling.name else make_prompt(prompt)
         self.max_new_tokens = int(max_new_tokens)
@@ -227,6 +255,7 @@ class OpenAIPolicy:
         self.backoff, self.max_backoff = float(backoff), float(max_backoff)
         self._rng = np.random.default_rng(self.seed)
         self._rng_lock = threading.Lock()
+        given = client is not None
         if client is None:
             openai = require_openai()
             if api_key is None:
@@ -242,7 +271,18 @@ class OpenAIPolicy:
             client = openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=self.timeout)
         self.client = client
         self.base_url = str(getattr(client, "base_url", base_url or "")).rstrip("/")
-        self._pool: ThreadPoolExecutor | None = None
+        if given or http_client == "openai" or proxied(self.base_url):
+            self.http_client = "openai"
+            self.transport: Any = OpenAITransport(client, self.concurrency)
+        else:
+            self.http_client = "builtin"
+            headers = {name: value for name, value in (("OpenAI-Organization", getattr(client, "organization", None)),
+                                                       ("OpenAI-Project", getattr(client, "project", None))) if value}
+            self.transport = HTTPTransport(self.base_url, str(client.api_key), self.timeout, headers)
+        self._loop = LoopThread("webshop-openai-loop")
+        self._probe_lock = threading.Lock()
+        self._answers_without_tools = 0  # --prompt tools: answers before the first tool call
+        self._tool_called = False
         self._sessions: list[Session] = []
         self.last: list[ParsedAction | None] = []
         self.last_responses: list[str | None] = []
@@ -276,7 +316,7 @@ class OpenAIPolicy:
             raise ServedModelError(f"{where} did not answer within {self.timeout:g} s (--base-url, --timeout)") from None
         except openai.APIConnectionError as exc:
             cause = exc.__cause__ or exc
-            raise ServedModelError(f"cannot reach {where} ({_one_line(cause)}); is the server running? "
+            raise ServedModelError(f"cannot reach {where} ({one_line(cause)}); is the server running? "
                                    "(--base-url or $OPENAI_BASE_URL)") from None
         except openai.AuthenticationError:
             raise ServedModelError(f"{where} refused the API key (status 401); set $OPENAI_API_KEY or "
@@ -294,13 +334,16 @@ class OpenAIPolicy:
         return served
 
     def close(self) -> None:
-        """Close the HTTP client and the thread pool."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
-            self._pool = None
+        """Close the connections, the policy's event loop thread and the HTTP client."""
+        self._loop.close(self.release)
+        self.transport.close()
         close = getattr(self.client, "close", None)
         if callable(close):
             close()
+
+    async def release(self) -> None:
+        """Close the connections opened from the running event loop (its owner calls it before closing the loop)."""
+        self.transport.close(asyncio.get_running_loop())
 
     def _backoff(self, attempt: int) -> float:
         base = min(self.max_backoff, self.backoff * 2.0**attempt)
@@ -326,40 +369,39 @@ class OpenAIPolicy:
 
     def complete(self, messages: list[dict], seed: int | None = None) -> Call:
         """One turn: send ``messages`` and retry what is worth retrying; never raises for the server's faults."""
-        openai = require_openai()
+        return self._loop.run(self.acomplete(messages, seed))
+
+    async def acomplete(self, messages: list[dict], seed: int | None = None) -> Call:
+        """:meth:`complete` on the running event loop."""
         call = Call()
         body = self.request_body(messages, seed)
-        # The body goes as ``extra_body`` (merged last, as sent): the client's type-directed
-        # transform of the messages would cost more CPU than everything else of a turn together.
-        model = body.pop("model")
         started = time.perf_counter()
         attempt = 0
         while True:
             call.requests += 1
+            wait = None
             try:
-                raw = self.client.chat.completions.with_raw_response.create(model=model, messages=[], extra_body=body)
-                self._read(raw.http_response.content, call)
-                break
-            except _Retryable as exc:
-                reason, wait = str(exc), exc.wait
-            except openai.APITimeoutError as exc:
-                reason, wait = f"timed out after {self.timeout:g} s", None
-                if _never_sent(exc):
-                    call.requests -= 1
-                    reason = f"could not connect within {self.timeout:g} s"
-            except openai.APIConnectionError as exc:
-                reason, wait = f"connection error ({_one_line(exc.__cause__ or exc)})", None
-                if _never_sent(exc):
-                    call.requests -= 1
-            except openai.APIStatusError as exc:
-                status = exc.status_code
-                reason = f"status {status}: {_status_text(exc)}"
-                if status not in _RETRY_STATUS and status < 500:
+                reply = await self.transport.post(body)
+                call.status = reply.status
+                if 200 <= reply.status < 300:
+                    self._read(reply.content, call)
+                    break
+                reason = f"status {reply.status}: {status_message(reply.status, reply.content)}"
+                if reply.status not in _RETRY_STATUS and reply.status < 500:
                     call.error = reason  # a bad request, a refused key, a prompt over the context: not retried
                     break
-                wait = _retry_after(exc.response.headers)
+                wait = retry_after(reply.headers)
+            except MalformedAnswer as exc:
+                reason = str(exc)
+            except TransportError as exc:
+                if not exc.sent:  # its connection could not be opened: no server saw it
+                    call.requests -= 1
+                if exc.timeout:
+                    reason = f"timed out after {self.timeout:g} s" if exc.sent else f"could not connect within {self.timeout:g} s"
+                else:
+                    reason = f"connection error ({one_line(exc)})"
             except Exception as exc:  # anything else the answer or the client raised: this turn fails, not the run
-                call.error = f"unexpected {type(exc).__name__}: {_one_line(exc)}"[:500]
+                call.error = f"unexpected {type(exc).__name__}: {one_line(exc)}"[:500]
                 break
             if attempt >= self.max_retries:
                 call.error = reason + (f" (after {attempt} retries)" if attempt else "")
@@ -367,43 +409,22 @@ class OpenAIPolicy:
             delay = self._backoff(attempt) if wait is None else min(max(wait, 0.0), MAX_RETRY_AFTER)
             attempt += 1
             call.retries += 1
-            time.sleep(delay)
+            await asyncio.sleep(delay)
         call.latency_s = time.perf_counter() - started
         return call
 
     def _read(self, content: bytes, call: Call) -> None:
-        """Fill ``call`` from a response body; raise :class:`_Retryable` when it is malformed."""
-        try:
-            data = json.loads(content)
-        except (ValueError, UnicodeDecodeError):
-            raise _Retryable(f"malformed response body (not JSON: {content[:60]!r})") from None
-        except RecursionError:
-            raise _Retryable("malformed response body (JSON nested too deeply)") from None
-        choices = data.get("choices") if isinstance(data, dict) else None
-        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-            raise _Retryable("malformed response body (no choices)")
-        choice = choices[0]
-        message = choice.get("message")
-        if not isinstance(message, dict):
-            raise _Retryable("malformed response body (no message)")
-        content_value = message.get("content")
-        text, non_text = _text_of(content_value)
-        call.non_text = non_text
-        reasoning = message.get("reasoning_content")
-        if reasoning is None:
-            reasoning = message.get("reasoning")
-        call.reasoning = _well_formed(reasoning) if isinstance(reasoning, str) else None
-        call.finish_reason = choice.get("finish_reason") if isinstance(choice.get("finish_reason"), str) else None
+        """Fill ``call`` from a response body (:func:`~webshop_gym.agents.answer.read_answer`, the one entry)."""
+        answer = read_answer(content)
+        call.non_text = answer.non_text
+        call.reasoning = answer.reasoning
+        call.finish_reason = answer.finish_reason
+        text = answer.text
         if text and self.stop and call.finish_reason == "stop" and self.prompt.answer_tag:
             text = _close_answer(text, self.prompt.answer_tag)
         call.text = text
-        calls = message.get("tool_calls")
-        if isinstance(calls, list) and calls:
-            call.tool_calls = [c for c in calls if isinstance(c, dict)]
-        usage = data.get("usage")
-        if isinstance(usage, dict):
-            call.prompt_tokens = _count(usage.get("prompt_tokens"))
-            call.completion_tokens = _count(usage.get("completion_tokens"))
+        call.tool_calls = answer.tool_calls
+        call.prompt_tokens, call.completion_tokens = answer.prompt_tokens, answer.completion_tokens
 
     # -- one episode's turn ----------------------------------------------------------------------
 
@@ -414,11 +435,20 @@ class OpenAIPolicy:
 
     def decide(self, session: Session, obs: str, info: Mapping[str, Any]) -> Decision:
         """Ask the model for the episode's next action (call from any thread; one turn per episode at a time)."""
+        return self._loop.run(self.adecide(session, obs, info))
+
+    async def adecide(self, session: Session, obs: str, info: Mapping[str, Any]) -> Decision:
+        """:meth:`decide` on the running event loop (one turn per episode at a time).
+
+        Raises:
+            ToolsIgnored: ``--prompt tools`` and the first answers show that the server ignores
+                the tools (see :meth:`_probe_tools`).
+        """
         if isinstance(self.prompt, ToolCalling):
-            return self._decide_tools(session, obs, info)
+            return await self._decide_tools(session, obs, info)
         admissible = admissible_actions(info)
         messages = self.prompt.messages(obs, info, session.turns)
-        call = self.complete(messages, seed=session.seed + len(session.turns))
+        call = await self.acomplete(messages, seed=session.seed + len(session.turns))
         if call.error is not None:
             return Decision("", None, call)
         text = call.text or ""
@@ -429,7 +459,7 @@ class OpenAIPolicy:
         session.turns.append(_turn(obs, info, parsed.action, text))
         return Decision(parsed.action, parsed, call)
 
-    def _decide_tools(self, session: Session, obs: str, info: Mapping[str, Any]) -> Decision:
+    async def _decide_tools(self, session: Session, obs: str, info: Mapping[str, Any]) -> Decision:
         """The tools format: the conversation TRL's rollout of :class:`WebShopToolEnv` would hold.
 
         The conversation is :class:`~webshop_gym.agents.tools.ToolConversation` (one definition,
@@ -443,7 +473,8 @@ class OpenAIPolicy:
         conversation = session.conversation
         if not conversation.observe(obs, info):  # the next call of the last answer: no request
             return self._step_tool_call(conversation, info, Call(requests=0))
-        call = self.complete(conversation.messages, seed=session.seed + len(session.turns))
+        call = await self.acomplete(conversation.messages, seed=session.seed + len(session.turns))
+        self._probe_tools(call, len(session.turns) + 1)
         if call.error is not None:
             return Decision("", None, call)
         call.text = conversation.answer(call.text, call.tool_calls or [], len(session.turns))
@@ -451,6 +482,39 @@ class OpenAIPolicy:
         if not conversation.queued:
             return Decision("", ParsedAction("", False, False, False, "no tool call"), call)
         return self._step_tool_call(conversation, info, call)
+
+    def _probe_tools(self, call: Call, answers: int) -> None:
+        """Stop a tools run whose server ignores the tools, from its first answers.
+
+        Until some answer calls a tool: an answer refused with a 4xx status whose message names
+        tools (vLLM without ``--enable-auto-tool-choice``: ``"auto" tool choice requires
+        --enable-auto-tool-choice and --tool-call-parser to be set``) raises
+        :class:`ToolsIgnored`, and so do :data:`TOOLS_PROBE` answers without any tool call once
+        an episode has answered twice without one (``answers``: this episode's answers, this one
+        included): a server that returns the calls as text (SGLang without
+        ``--tool-call-parser``) or never shows the model the tools.  A model that writes a text
+        before its first call, in every episode, goes on.
+        """
+        if self._tool_called:
+            return
+        where = self.base_url or "the endpoint"
+        flags = ("start vLLM with --enable-auto-tool-choice --tool-call-parser PARSER, or SGLang with "
+                 "--tool-call-parser PARSER (docs/agents.md, 'The tools format')")
+        if call.error is not None:
+            if call.status is not None and 400 <= call.status < 500 and "tool" in call.error.lower():
+                raise ToolsIgnored(f"--prompt tools: the server at {where} refused the tools ({call.error[:160]}); "
+                                   + flags)
+            return
+        with self._probe_lock:
+            if call.tool_calls:
+                self._tool_called = True
+                return
+            self._answers_without_tools += 1
+            seen = self._answers_without_tools
+        if seen >= TOOLS_PROBE and answers >= 2:
+            example = " ".join((call.text or "").split())[:80]
+            raise ToolsIgnored(f"--prompt tools: the server at {where} ignores the tools: none of the first {seen} "
+                               f"answers called one (the last: {example!r}); " + flags)
 
     def _step_tool_call(self, conversation: ToolConversation, info: Mapping[str, Any], call: Call) -> Decision:
         step = conversation.next_call(info)
@@ -486,16 +550,23 @@ class OpenAIPolicy:
         for i in active:
             if infos[i].get("steps") == 0:
                 self._sessions[i] = self.new_session(infos[i])
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="webshop-openai")
-        futures = {i: self._pool.submit(self.decide, self._sessions[i], observations[i], infos[i]) for i in active}
+        decisions = self._loop.run(self._decide_all([(self._sessions[i], observations[i], infos[i]) for i in active]))
         actions = [""] * n
         self.last, self.last_responses, self.last_calls = [None] * n, [None] * n, [None] * n
-        for i, future in futures.items():
-            decision = future.result()
+        for i, decision in zip(active, decisions):
             actions[i] = decision.action
             self.last[i], self.last_responses[i], self.last_calls[i] = decision.parsed, decision.call.text, decision.call
         return actions
+
+    async def _decide_all(self, turns: list[tuple]) -> list[Decision]:
+        """The turns' decisions, ``concurrency`` requests at a time."""
+        limit = asyncio.Semaphore(self.concurrency)
+
+        async def one(turn: tuple) -> Decision:
+            async with limit:
+                return await self.adecide(*turn)
+
+        return list(await asyncio.gather(*(one(turn) for turn in turns)))
 
 
 def _turn(obs: str, info: Mapping[str, Any], action: str, text: str | None) -> Turn:
@@ -582,20 +653,6 @@ def _check_number(name: str, value, low=None, high=None, integer: bool = False, 
         raise InvalidArgument(f"{name} must be {what}{bounds}, got {value!r}")
 
 
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text[:200]
-
-
-def _status_text(exc) -> str:
-    body = getattr(exc, "body", None)
-    message = None
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        message = inner.get("message") if isinstance(inner, dict) else inner
-    return _one_line(Exception(message or getattr(exc, "message", "") or "error"))
-
-
 def check_base_url(url: str) -> str:
     """An API root as given (``http(s)://host[:port]/path``), or :class:`InvalidArgument` in one line.
 
@@ -613,64 +670,6 @@ def check_base_url(url: str) -> str:
         raise InvalidArgument(f"base_url {url!r} is not an http(s) URL with a host, e.g. http://127.0.0.1:8000/v1")
     del port
     return text
-
-
-#: The transport errors (httpx's, by class name: the ``openai`` client may bring its own copy of
-#: httpx) raised before a request went out: no server saw it.
-_UNSENT = frozenset({"ConnectError", "ConnectTimeout", "PoolTimeout"})
-
-
-def _never_sent(exc: BaseException) -> bool:
-    """Whether a connection error or time-out happened before the request was sent."""
-    cause = exc.__cause__
-    return cause is not None and any(cls.__name__ in _UNSENT for cls in type(cause).__mro__)
-
-
-def _retry_after(headers) -> float | None:
-    """Seconds a ``retry-after-ms`` / ``Retry-After`` header asks to wait (``None``: none or not a number)."""
-    if headers is None:
-        return None
-    for name, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            seconds = float(value) / divisor
-        except ValueError:
-            continue
-        if math.isfinite(seconds):
-            return max(seconds, 0.0)
-    return None
-
-
-def _text_of(content) -> tuple[str, bool]:
-    """The answer's text and whether it was not text (``None`` content counts as empty text)."""
-    if content is None:
-        return "", False
-    if isinstance(content, str):
-        return _well_formed(content), False
-    if isinstance(content, list):  # content parts
-        parts = [p.get("text") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
-        if parts:
-            return _well_formed("".join(parts)), False
-    return "", True
-
-
-#: A usage count above this is no real count (the field is recorded as unknown, as the run file's readers require).
-MAX_USAGE = 10**12
-
-
-def _count(value) -> int | None:
-    ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_USAGE
-    return int(value) if ok else None
-
-
-def _well_formed(text: str) -> str:
-    """``text`` with lone surrogates (broken escapes in an answer) replaced by U+FFFD."""
-    return _SURROGATE.sub("\ufffd", text)
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _close_answer(text: str, tag: str) -> str:

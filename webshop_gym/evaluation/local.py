@@ -531,6 +531,14 @@ def protocol_rows(result: dict) -> list[tuple[str, str]]:
     return rows
 
 
+def _in_flight(result: dict) -> str:
+    """A served run's requests in flight: the most there were, and the ``--concurrency`` asked when more."""
+    most, asked = result.get("requests_max_in_flight"), result["concurrency"]
+    if most is None or most == asked:
+        return f"{asked} in flight"
+    return f"{most} in flight (--concurrency {asked})"
+
+
 def format_table(result: dict) -> str:
     """A readable table of an :func:`evaluate` result."""
     b = result["breakdown"]
@@ -559,7 +567,7 @@ def format_table(result: dict) -> str:
     if "tokens" in result:
 
         rows += accounting_rows(result)
-    slots = f"{result['concurrency']} in flight" if "concurrency" in result else f"{result['num_envs']} envs"
+    slots = _in_flight(result) if "concurrency" in result else f"{result['num_envs']} envs"
     if result.get("sessions"):  # a resumed run: the rate is this session's own; every session's time beside it
         times = " + ".join("?" if x.get("wall_s") is None else f"{x['wall_s']:.1f}" for x in result["sessions"])
         rows.append(("wall time", f"{result['wall_s']:.1f} s this session ({_fmt(result.get('steps_per_s'), 0)} steps/s "
