@@ -98,12 +98,16 @@ def _agentgym(path: Path, text: str) -> list[int]:
     return ids
 
 
+def _json_lines(path: Path, text: str):
+    """``(line number, parsed line)`` of a JSON-lines text, blank lines skipped."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            yield number, _loads(path, line, f"line {number}: not a JSON object per line")
+
+
 def _seed_fairness(path: Path, text: str) -> list[int]:
     ids = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        row = _loads(path, line, f"line {number}: not a JSON object per line")
+    for number, row in _json_lines(path, text):
         goal = row.get("metadata", {}).get("goal_idx") if isinstance(row, dict) and isinstance(row.get("metadata"), dict) else None
         if isinstance(goal, bool) or not isinstance(goal, int) or goal < 0:
             raise ProtocolError(f"{path}, line {number}: expected metadata.goal_idx, a goal index >= 0, got {_shown(goal)}")
@@ -137,10 +141,7 @@ def instruction_stem(text: str) -> str:
 def _agentboard(path: Path, text: str) -> list[dict]:
     """AgentBoard's goal lines: ``{"asin", "stem", "instruction", "price_upper", "difficulty"}`` per line, in order."""
     out = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        row = _loads(path, line, f"line {number}: not a JSON object per line")
+    for number, row in _json_lines(path, text):
         info = row.get("additional_info") if isinstance(row, dict) else None
         goal = row.get("goal") if isinstance(row, dict) else None
         asin = info.get("product_id") if isinstance(info, dict) else None
