@@ -14,18 +14,15 @@ from pathlib import Path
 
 import numpy as np
 from flask import abort, current_app, request, url_for
+from webshop_gym.server.run_summary import describe, progress_of, samples_per_goal, stats_of
 from webshop_gym.server.viewer import (
     PER_PAGE,
     bp,
-    describe,
     loaded_run,
     page_args,
     play_of,
-    progress_of,
     quoted,
     render_page,
-    samples_per_goal,
-    stats_of,
 )
 
 from webshop_gym.analysis.diagnosis import SOLVED, TAGS

@@ -11,10 +11,10 @@ import numpy as np
 from flask import abort, request, url_for
 from webshop_gym.server.comparison_pages import pairing_refusal, refused_page, side_by_side_url
 from webshop_gym.server.run_library import Entry, RunLibrary, get_library
+from webshop_gym.server.run_summary import describe
 from webshop_gym.server.viewer import (
     action_text,
     bp,
-    describe,
     episode_at,
     indexing_page,
     loaded_run,

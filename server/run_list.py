@@ -4,16 +4,8 @@ from __future__ import annotations
 
 from flask import abort, redirect, request, url_for
 from webshop_gym.server.run_library import get_library
-from webshop_gym.server.viewer import (
-    bp,
-    describe,
-    progress_of,
-    quoted,
-    render_page,
-    samples_per_goal,
-    shared,
-    stats_of,
-)
+from webshop_gym.server.run_summary import describe, progress_of, samples_per_goal, stats_of
+from webshop_gym.server.viewer import bp, quoted, render_page, shared
 
 from webshop_gym.analysis.intervals import RESAMPLES, method
 from webshop_gym.reporting.completeness import completeness_of

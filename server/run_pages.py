@@ -18,18 +18,15 @@ from collections import Counter
 import numpy as np
 from flask import abort, current_app, redirect, request, url_for
 from webshop_gym.server.run_library import Entry, get_library
+from webshop_gym.server.run_summary import describe, progress_of, samples_per_goal, stats_of
 from webshop_gym.server.viewer import (
     bp,
-    describe,
     indexing_page,
     page_args,
     play_of,
-    progress_of,
     quoted,
     render_page,
-    samples_per_goal,
     shared,
-    stats_of,
 )
 
 from webshop_gym.analysis.diagnosis import SOLVED, TAGS

@@ -34,10 +34,10 @@ from disk when it is opened.  Parsed episodes, re-created pages (per episode, a 
 steps around the one shown) and sorted orders are cached within byte budgets.
 
 The routes live in one module per kind of page, on the blueprint of :mod:`.viewer` (with what
-the pages share): :mod:`.run_list`, :mod:`.run_pages` (a run and its exports),
-:mod:`.episode_pages` (stepper, prompt, answer, page), :mod:`.comparison_pages` and
-:mod:`.goal_pages`.  Importing this module registers them all, in the order above (the URL map's
-order); register :data:`bp` from here.
+the pages share; a run's settings and figures as they show them: :mod:`.run_summary`):
+:mod:`.run_list`, :mod:`.run_pages` (a run and its exports), :mod:`.episode_pages` (stepper,
+prompt, answer, page), :mod:`.comparison_pages` and :mod:`.goal_pages`.  Importing this module
+registers them all, in the order above (the URL map's order); register :data:`bp` from here.
 """
 
 from __future__ import annotations

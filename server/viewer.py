@@ -5,9 +5,9 @@ headers of every page).  The modules of its pages add their routes to it: :mod:`
 :mod:`.run_pages`, :mod:`.episode_pages`, :mod:`.comparison_pages` and :mod:`.goal_pages`;
 :mod:`webshop_gym.server.runs` imports them all, so an app registers ``runs.bp``.  Here is what
 several pages use: rendering with the viewer's stylesheet, quoting what the user sent in a
-one-line message, a run's settings in words (no machine path on shared pages), its Score and SR
-with their intervals (:func:`stats_of`) and how far it got (:func:`progress_of`), paged lists,
-and finding a run, one of its episodes and which play of its goal an episode is.
+one-line message, whether the pages are to be shared, paged lists, and finding a run, one of its
+episodes and which play of its goal an episode is.  A run's settings and figures as the pages
+show them are :mod:`.run_summary`'s.
 """
 
 from __future__ import annotations
@@ -17,26 +17,20 @@ import functools
 import hashlib
 import re
 from importlib import resources
-from pathlib import Path
 
 from flask import Blueprint, abort, current_app, render_template, request, url_for
 from webshop_gym.server.run_library import Entry, RunLibrary, get_library
 
 from webshop_gym.analysis.diagnosis import TAG_RULES, TAGS
-from webshop_gym.analysis.figures import goal_keys, intervals
-from webshop_gym.analysis.intervals import RESAMPLES, fmt
+from webshop_gym.analysis.intervals import fmt
 from webshop_gym.analysis.taxonomy import CAUSES, FAMILY
 from webshop_gym.error import Error
-from webshop_gym.protocols.play import display_name
 from webshop_gym.render.html import Nav, stylesheet
 from webshop_gym.runs.index import IndexTable, RunIndex
-from webshop_gym.runs.liveness import writer_state
-from webshop_gym.runs.run import RunEpisode, planned_episodes
-from webshop_gym.runs.sharing import shareable_text
-from webshop_gym.utils.bytelru import ByteLRU
+from webshop_gym.runs.run import RunEpisode
 
-__all__ = ["action_text", "bp", "describe", "episode_at", "indexing_page", "loaded_run", "page_args", "play_of",
-           "progress_of", "quoted", "render_page", "samples_per_goal", "shared", "stats_of", "target_options", "viewer_css"]
+__all__ = ["action_text", "bp", "episode_at", "indexing_page", "loaded_run", "page_args", "play_of", "quoted",
+           "render_page", "shared", "target_options", "viewer_css"]
 
 
 #: Episodes per run page (default, most).
@@ -132,66 +126,9 @@ def page_args(args) -> tuple[int, int]:
     return page, per
 
 
-# -- a run: its settings, figures and progress ---------------------------------------------------
-
-
-_INTERVALS = ByteLRU(1 << 20)
-
-
-def stats_of(index: RunIndex) -> dict:
-    """Score and SR with the one interval method (:mod:`webshop_gym.analysis.intervals`), cached per file state."""
-    key = (str(index.path), index.size, index.mtime_ns)
-    found = _INTERVALS.get(key)
-    if found is None:
-        t = index.table()
-        protocols = [index.protocol_fields(i) for i in range(len(t))] if t.samples is not None else []
-        goals = goal_keys(samples_per_goal(t), t.goal.tolist(), protocols)  # a sampled run: by goals, as eval groups them
-        found = intervals(t.reward, t.errored, RESAMPLES, 0, goals)  # errored episodes never enter Score/SR
-        _INTERVALS.put(key, found, 1024)
-    return found
-
-
 def shared() -> bool:
     """The pages are to be shared (a bundle, ``RUNS_SHARED``): no machine path, no server address on them."""
     return bool(current_app.config.get("RUNS_SHARED"))
-
-
-def describe(header: dict) -> dict:
-    """A run's settings for the pages: shop (no machine path on shared pages), goal set, policy, prompt, protocol."""
-    fp = header.get("fingerprint") or {}
-    shop = header.get("shop") or {}
-    path = str(shop.get("path") or "")
-    if shared():
-        path = shareable_text(path)
-    return {"shop": (Path(path).name or path or "?") + (f" ({fp['products']} products)" if fp.get("products") else ""),
-            "shop_path": path, "goal_set": fp.get("goal_set") or "-",
-            "goals": f"{fp.get('goals', '?')} {fp.get('goal_kind', '')}".strip() if fp else "-",
-            "policy": str(header.get("policy") or "?"), "prompt": str(header.get("prompt") or "-"),
-            "split": str(header.get("split") or "?"), "seed": header.get("seed"),
-            "created": str(header.get("created") or ""), "max_steps": header.get("max_steps"),
-            **_protocol_about(header)}
-
-
-def _protocol_about(header: dict) -> dict:
-    """The run's protocol for the pages: its name and fingerprint (``-`` for a run written before protocols)."""
-    record = header.get("protocol") if isinstance(header.get("protocol"), dict) else None
-    return {"protocol": display_name(record), "protocol_fingerprint": (record or {}).get("fingerprint") or "-"}
-
-
-def progress_of(index: RunIndex) -> dict:
-    """How far a run got: ``done`` episodes of the ``planned`` ones and its ``state``.
-
-    ``state``: ``"complete"`` (its summary line is there), ``"running"`` (a writer holds the file),
-    ``"stopped"`` (no summary line and no writer: it will not grow), or ``"incomplete"`` (no
-    summary line; whether a writer is at work cannot be told here).
-    """
-    state = "complete" if index.summary is not None else (writer_state(index.path) or "incomplete")
-    return {"done": index.episodes, "planned": planned_episodes(index.header), "state": state}
-
-
-def samples_per_goal(t: IndexTable) -> int:
-    """The samples per goal of a run (1: one play per goal)."""
-    return 1 if t.samples is None else t.samples.samples
 
 
 # -- finding a run, an episode, a play -----------------------------------------------------------
