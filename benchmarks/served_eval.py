@@ -140,6 +140,9 @@ def loop_only(shop, goals: int, concurrency: int) -> dict:
             session.turns.append(Turn(obs, parsed.action, text, tuple(admissible)))
             return Decision(parsed.action, parsed, Call(text=text, prompt_tokens=1, completion_tokens=1, requests=1))
 
+        def decide(self, session, obs, info):  # never called (adecide is); evaluate knows a served policy by it
+            raise AssertionError("the loop awaits adecide")
+
     evaluate(Instant(), shop=shop, num_goals=goals, concurrency=concurrency, keep_episodes=False)  # warm
     with tempfile.TemporaryDirectory() as folder:
         cpu0, started = time.process_time(), time.perf_counter()

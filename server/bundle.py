@@ -54,7 +54,7 @@ from urllib.parse import parse_qs, quote, unquote, urlencode, urljoin, urlsplit
 
 from webshop_gym.server import create_app
 from webshop_gym.server.runs import bp as runs_bp
-from webshop_gym.server.runs import viewer_css
+from webshop_gym.server.viewer import viewer_css
 
 from webshop_gym.analysis.taxonomy import SOLVED, TAGS
 from webshop_gym.error import Error

@@ -228,3 +228,29 @@ def test_small_top_level_and_documented_subpackages():
     for init in PACKAGE.glob("*/__init__.py"):
         doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
         assert doc and "TODO" not in doc and len(doc) > 40, f"{init.parent.name}/__init__.py needs a docstring"
+
+
+#: The Flask app's folder: it installs as ``webshop_gym.server``, outside import-linter's graph of webshop_gym/.
+SERVER = ROOT / "server"
+
+
+def _server_imports() -> dict[str, set[str]]:
+    """Each server module's imports of other server modules (``webshop_gym.server.X``), at module or function level.
+
+    The package's ``__init__`` is left out: its ``create_app`` importing the blueprints is a
+    package importing its own modules.
+    """
+    modules = {f"webshop_gym.server.{p.stem}" for p in SERVER.glob("*.py") if p.stem != "__init__"}
+    graph: dict[str, set[str]] = {}
+    for name in modules:
+        tree = ast.parse((SERVER / (name.rsplit(".", 1)[1] + ".py")).read_text(encoding="utf-8"))
+        graph[name] = {t for node in ast.walk(tree) for t in _targets(node, name, False) if t in modules and t != name}
+    return graph
+
+
+def test_no_import_circles_among_the_server_modules():
+    # the run viewer is one blueprint over several modules: runs.py imports the page modules to
+    # register their routes, they import the blueprint and what they share from viewer.py
+    graph = _server_imports()
+    assert {"webshop_gym.server.viewer", "webshop_gym.server.run_pages"} <= graph["webshop_gym.server.runs"]
+    assert _cycles(graph) == [], "these server modules import each other (a function-level import counts too)"

@@ -88,7 +88,7 @@ def test_a_bundle_of_several_runs_holds_their_comparison(runs_dir, tmp_path, cap
 
 
 def test_a_sampled_runs_bundle_lists_every_goal(tmp_path, capsys, monkeypatch):
-    import webshop_gym.server.runs as viewer
+    import webshop_gym.server.run_pages as viewer
 
     monkeypatch.setattr(viewer, "GOALS_PER_PAGE", 5)  # 12 goals: three goal pages
     run = tmp_path / "sampled.jsonl"

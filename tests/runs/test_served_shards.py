@@ -122,7 +122,7 @@ def test_shards_that_do_not_make_one_run_are_one_line(tmp_path, capsys):
 
 @pytest.mark.parametrize("text", ["١/٢", "1/٢", " 1/2", "1/2 ", "+1/2", "1/2/3", "2/2", "0/0", "a/b", "1"])
 def test_a_shard_is_ascii_digits_i_of_n(text, capsys):
-    from webshop_gym.evaluation.served import parse_shard
+    from webshop_gym.evaluation.plan import parse_shard
 
     with pytest.raises(ValueError, match="must be i/n with integers 0 <= i < n"):
         parse_shard(text)

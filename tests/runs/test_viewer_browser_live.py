@@ -45,7 +45,7 @@ def _summary(path) -> dict:
 def test_a_live_run_reloads_itself_until_its_summary_arrives(sync_playwright, default_shop, runs_dir, tmp_path,
                                                               monkeypatch):
     """A run being written (eval's own writer, line by line): partial counts, reloads by itself, then stops."""
-    import webshop_gym.server.runs as viewer
+    import webshop_gym.server.run_pages as viewer
 
     monkeypatch.setattr(viewer, "LIVE_REFRESH", 1)
     lines = (runs_dir / "rule.jsonl").read_text(encoding="utf-8").splitlines()

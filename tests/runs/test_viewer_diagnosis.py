@@ -294,7 +294,7 @@ def test_seeds_of_one_setting_aggregate(make_viewer, tmp_path):
 
 def test_viewer_intervals_leave_errored_episodes_out(runs_dir, tmp_path):
     # the run page's Score/SR intervals are over the scored episodes, as eval and the report count them
-    from webshop_gym.server.runs import stats_of
+    from webshop_gym.server.run_summary import stats_of
 
     from webshop_gym.analysis.intervals import RESAMPLES, score_interval, sr_interval
     from webshop_gym.runs.index import RunIndex

@@ -23,7 +23,7 @@ policy is built.
 * An empty or non-text answer parses as an invalid action for that turn.
 
 Three ways to drive it: :meth:`OpenAIPolicy.adecide` plays one turn of one episode on the
-caller's event loop (:mod:`webshop_gym.evaluation.served` keeps up to ``concurrency`` episodes in
+caller's event loop (:mod:`webshop_gym.evaluation.in_flight` keeps up to ``concurrency`` episodes in
 flight with it, all on one loop), :meth:`OpenAIPolicy.decide` is the same turn for a thread
 (thread-safe across episodes; it runs on the policy's own event loop thread), and
 :meth:`OpenAIPolicy.act_batch` is the batch-policy protocol of

@@ -16,7 +16,7 @@ import numpy as np
 from webshop_gym.analysis.taxonomy import TAGS
 from webshop_gym.error import Error
 from webshop_gym.evaluation.local import evaluate, format_table
-from webshop_gym.evaluation.served import parse_shard
+from webshop_gym.evaluation.plan import parse_shard
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,9 +1,10 @@
 """The evaluation loops that play a policy over goals and write runs.
 
 :mod:`.local` plays a local policy (rule, oracle, random, a Hugging Face model) on the vector
-env, :mod:`.served` a model behind an OpenAI-compatible endpoint (concurrent episodes, retries,
-accounting, resume), :mod:`.demos` writes SFT demonstrations; :mod:`.episode` holds what they
-share about one episode.  The figures come from :mod:`webshop_gym.analysis`, the run files
+env, :mod:`.served` a model behind an OpenAI-compatible endpoint (its episodes in flight in
+:mod:`.in_flight`, their cost in :mod:`.accounting`, ``--resume`` in :mod:`.resume`),
+:mod:`.demos` writes SFT demonstrations; :mod:`.plan` says what an evaluation plays (and each
+shard's block of it), :mod:`.episode` holds what the loops share about one episode.  The figures come from :mod:`webshop_gym.analysis`, the run files
 from :mod:`webshop_gym.runs`.  Never imports the report, the CLI or the server.
 """
 

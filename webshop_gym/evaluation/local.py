@@ -40,14 +40,10 @@ from webshop_gym.agents.policies import make_policy
 from webshop_gym.analysis.figures import BREAKDOWN, summarize
 from webshop_gym.envs.vector_env import WebShopVectorEnv
 from webshop_gym.error import InvalidArgument
+from webshop_gym.evaluation.accounting import accounting_rows
 from webshop_gym.evaluation.episode import episode_seed, mark_reachability, progress_rate, slim_info
 from webshop_gym.evaluation.plan import choose_prompt, played_prompt, prepare, protocol_of
-from webshop_gym.evaluation.served import (
-    accounting_rows,
-    evaluate_served,
-    is_served,
-    make_served_policy,
-)
+from webshop_gym.evaluation.served import evaluate_served, is_served, make_served_policy
 from webshop_gym.protocols import Protocol
 from webshop_gym.runs.run import RunWriter, model_outputs
 from webshop_gym.utils import progress as _progress

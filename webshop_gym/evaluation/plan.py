@@ -5,12 +5,15 @@
 price seed), its resolved episodes (:meth:`webshop_gym.protocols.Protocol.resolve`), the planned
 plays (:func:`webshop_gym.protocols.play.plan`: ``samples`` per episode), one shop per price seed,
 and the run line's ``protocol`` object with the protocol fingerprint.  The local and the served
-loops both play a plan.
+loops both play a plan; a served one can be shared by several processes, each playing one
+contiguous block of its goals or planned episodes (``--shard i/n``: :func:`parse_shard`,
+:func:`shard_goals`).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from webshop_gym.agents.prompts import FORMATS
@@ -26,7 +29,7 @@ from webshop_gym.protocols.play import (
 )
 from webshop_gym.shop import Shop, load_shop
 
-__all__ = ["EvaluationPlan", "choose_prompt", "played_prompt", "prepare", "protocol_of"]
+__all__ = ["EvaluationPlan", "choose_prompt", "parse_shard", "played_prompt", "prepare", "protocol_of", "shard_goals"]
 
 
 @dataclass
@@ -199,3 +202,26 @@ def prepare(
         shops = {ps: _shop_at(shop, ps) for ps in dict.fromkeys(e.price_seed for e in episodes)} or {shop.goals.seed: shop}
     record = protocol_record(chosen, resolution, shop, chosen.samples_per_goal, deviations, prompt)
     return EvaluationPlan(chosen, resolution, episodes, shops, record, named)
+
+
+# -- shards: one process's block of the plan -------------------------------------------------------
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"i/n"`` -> ``(i, n)`` with ``0 <= i < n`` (raises ``ValueError`` with the reason)."""
+    parts = str(text).split("/")
+    if len(parts) != 2 or not all(p.isascii() and p.isdigit() for p in parts):  # int() would take "١" or " 1"
+        raise ValueError(f"must be i/n with integers 0 <= i < n, got {text!r}")
+    i, n = int(parts[0]), int(parts[1])
+    if n < 1 or not 0 <= i < n:
+        raise ValueError(f"must be i/n with integers 0 <= i < n, got {text!r}")
+    return i, n
+
+
+def shard_goals(goals: Sequence[int], shard: tuple[int, int] | None) -> list[int]:
+    """The ``i``-th of ``n`` contiguous, nearly equal blocks of ``goals`` (all of them without a shard)."""
+    goals = list(goals)
+    if shard is None:
+        return goals
+    i, n = shard
+    return goals[i * len(goals) // n : (i + 1) * len(goals) // n]
