@@ -14,13 +14,13 @@ import re
 
 from flask import abort, current_app, request, url_for
 from markupsafe import escape
-from webshop_gym.server.run_library import Entry, RunLibrary, get_library
+from webshop_gym.server.run_library import RunLibrary, get_library
 from webshop_gym.server.viewer import (
     action_text,
     bp,
     episode_at,
-    indexing_page,
-    loaded_run,
+    find_episode,
+    indexed_run,
     play_of,
     render_page,
     target_options,
@@ -50,9 +50,7 @@ def _observation(episode: RunEpisode, k: int) -> str | None:
 def episode_page(run: str, position: int):
     """An episode: its diagnosis, then a stepper through the pages the agent saw, its actions and the outcome."""
     library = get_library()
-    loaded = library.load(run)
-    if isinstance(loaded, Entry):
-        return indexing_page(run, loaded)
+    loaded = indexed_run(run)
     episode = episode_at(library, loaded, position)
     n = len(episode.log.steps)
     try:
@@ -144,9 +142,7 @@ def _prompt(library: RunLibrary, loaded: RunIndex, episode: RunEpisode, k: int) 
 @bp.get("/<run>/<int:position>/prompt/<int:k>")
 def prompt(run: str, position: int, k: int):
     """The prompt the served model saw for action ``k + 1``: its messages as JSON (``?message=i``: message i's text)."""
-    library = get_library()
-    loaded = loaded_run(run)
-    episode = episode_at(library, loaded, position)
+    library, loaded, episode = find_episode(run, position)
     n = len(episode.log.steps)
     if not 0 <= k <= n or (k == n and not episode.log.record.get("errored")):
         abort(404, f"The episode has {n} actions; there is no request for action {k + 1}.")
@@ -171,8 +167,7 @@ def prompt(run: str, position: int, k: int):
 @bp.get("/<run>/<int:position>/answer/<int:k>")
 def answer(run: str, position: int, k: int):
     """The whole model answer (``?part=response``) or reasoning (``part=reasoning``) of action ``k + 1``, as plain text."""
-    library = get_library()
-    episode = episode_at(library, loaded_run(run), position)
+    _, _, episode = find_episode(run, position)
     if not 0 <= k < len(episode.log.steps):
         abort(404, f"The episode has {len(episode.log.steps)} actions; there is no action {k + 1}.")
     step = episode.log.steps[k]
@@ -228,9 +223,7 @@ def _marked(html: str, episode: RunEpisode, k: int) -> str:
 @bp.get("/<run>/<int:position>/page/<int:k>")
 def page(run: str, position: int, k: int):
     """The env's HTML of the state after ``k`` actions of the episode (``?mark=1``: with the viewer's marks)."""
-    library = get_library()
-    loaded = loaded_run(run)
-    episode = episode_at(library, loaded, position)
+    library, loaded, episode = find_episode(run, position)
     n = len(episode.log.steps)
     if not 0 <= k <= n:
         abort(404, f"The episode's pages run from 0 to {n}; there is no page {k}.")

@@ -10,13 +10,13 @@ from __future__ import annotations
 import numpy as np
 from flask import abort, request, url_for
 from webshop_gym.server.comparison_pages import pairing_refusal, refused_page, side_by_side_url
-from webshop_gym.server.run_library import Entry, RunLibrary, get_library
+from webshop_gym.server.run_library import RunLibrary, get_library
 from webshop_gym.server.run_summary import describe
 from webshop_gym.server.viewer import (
     action_text,
     bp,
     episode_at,
-    indexing_page,
+    indexed_run,
     loaded_run,
     render_page,
     target_options,
@@ -86,9 +86,7 @@ def _side(library: RunLibrary, name: str, loaded: RunIndex, goal: int, play: int
 def goal_page(run: str, goal: int):
     """One goal of a run: every play of it (sample, price seed, reward, tag) and the ``?play=k``-th (default 0) in full."""
     library = get_library()
-    loaded = library.load(run)
-    if isinstance(loaded, Entry):
-        return indexing_page(run, loaded)
+    loaded = indexed_run(run)
     play = _play_arg("play")
     side = _side(library, run, loaded, goal, play, "a")
     side["play_url"] = lambda k: url_for("runs.goal_page", run=run, goal=goal, **({"play": k} if k else {}))

@@ -17,11 +17,11 @@ from collections import Counter
 
 import numpy as np
 from flask import abort, current_app, redirect, request, url_for
-from webshop_gym.server.run_library import Entry, get_library
+from webshop_gym.server.run_library import get_library
 from webshop_gym.server.run_summary import describe, progress_of, samples_per_goal, stats_of
 from webshop_gym.server.viewer import (
     bp,
-    indexing_page,
+    indexed_run,
     page_args,
     play_of,
     quoted,
@@ -160,9 +160,7 @@ def run_page_slash(run: str):
 @bp.get("/<run>")
 def run_page(run: str):
     """A run: settings, figures, failure tags and a page of its episodes (sorted and filtered on the server)."""
-    loaded = get_library().load(run)
-    if isinstance(loaded, Entry):
-        return indexing_page(run, loaded)
+    loaded = indexed_run(run)
     args = request.args
     order, query = _order(loaded, args)
     page, per = page_args(args)
@@ -259,10 +257,7 @@ def export(run: str, kind: str):
     """The episodes shown by the run page's query (all pages) as CSV or JSON lines, streamed."""
     if kind not in ("csv", "jsonl"):
         abort(404, "exports are episodes.csv and episodes.jsonl")
-    library = get_library()
-    loaded = library.load(run)
-    if isinstance(loaded, Entry):
-        return indexing_page(run, loaded)
+    loaded = indexed_run(run)
     order, _ = _order(loaded, request.args)
     table = loaded.table()
 

@@ -29,8 +29,8 @@ from webshop_gym.render.html import Nav, stylesheet
 from webshop_gym.runs.index import IndexTable, RunIndex
 from webshop_gym.runs.run import RunEpisode
 
-__all__ = ["action_text", "bp", "episode_at", "indexing_page", "loaded_run", "page_args", "play_of", "quoted",
-           "render_page", "shared", "target_options", "viewer_css"]
+__all__ = ["action_text", "bp", "episode_at", "find_episode", "indexed_run", "indexing_page", "loaded_run",
+           "page_args", "play_of", "quoted", "render_page", "shared", "target_options", "viewer_css"]
 
 
 #: Episodes per run page (default, most).
@@ -134,12 +134,27 @@ def shared() -> bool:
 # -- finding a run, an episode, a play -----------------------------------------------------------
 
 
+def indexed_run(run: str) -> RunIndex:
+    """The run called ``run``, indexed; while it is still being indexed, its indexing page answers instead (202)."""
+    loaded = get_library().load(run)
+    if isinstance(loaded, Entry):
+        abort(indexing_page(run, loaded))
+    return loaded
+
+
 def loaded_run(run: str) -> RunIndex:
     """The run called ``run``, indexed (503 while it is still being indexed)."""
     loaded = get_library().load(run)
     if isinstance(loaded, Entry):
         abort(503, f"The run {quoted(run)} is being indexed ({loaded.progress[2]:,} episodes so far); try again shortly.")
     return loaded
+
+
+def find_episode(run: str, position: int) -> tuple[RunLibrary, RunIndex, RunEpisode]:
+    """The library, the run called ``run`` and its episode at ``position`` (503 while indexing, 404: no such one)."""
+    library = get_library()
+    loaded = loaded_run(run)
+    return library, loaded, episode_at(library, loaded, position)
 
 
 def episode_at(library: RunLibrary, loaded: RunIndex, position: int) -> RunEpisode:
