@@ -16,11 +16,12 @@ Entry points:
   (``closest=True``: the closest admissible action);
 * ``step``: one :class:`webshop_gym.WebShopEnv` step of the shape as it is and as ``search[shape]``
   on the start page, and as ``click[shape]`` on a results page (the engine's whole step: parse,
-  search, render; the mean of the three).
+  search, render; the slowest of the three), each cold: the search cache and the analyser's memo
+  of words emptied first, so that every word is one the process has never seen.
 
 Each case runs in a worker process; a case over ``--cap-s`` is stopped and reported as over the
 cap (so old code with a quadratic path still finishes).  Figures: the median of ``--repeats``
-calls, milliseconds.  ``--check`` exits 1 when a parser (not ``step``) is over the budget.
+calls, milliseconds.  ``--check`` exits 1 when any entry point is over the budget.
 
     python benchmarks/action_parse.py                 # n = 100,000: the table, results/action_parse.json
     python benchmarks/action_parse.py --length 10000  # smaller: for old code
@@ -63,6 +64,7 @@ def shapes(n: int) -> dict[str, str]:
         "action: lines": fill("Action: \n"), "search[a] run": fill("search[a] "), "click[ run": fill("click["),
         "mixed brackets": fill("[a]b[[c]]]["), "query words": fill("gluten free snack bars 12 pack red "),
         "numbered words": " ".join(f"w{i}" for i in range(n // 7))[:n], "think-answer padding": fill(" ", "<think>", "</think><answer>click[buy now]</answer>"),
+        "accented words": " ".join(f"caf\u00e9{i}" for i in range(n // 10))[:n],
     }
 
 
@@ -79,6 +81,7 @@ def _runner(entry: str, n: int, shop: str | None):
         return lambda text: parse_detailed(text, ADMISSIBLE, fmt, closest=entry == "closest")
     from webshop_gym import WebShopEnv, load_shop
     from webshop_gym.core.actions import MAX_ACTION_LENGTH
+    from webshop_gym.search import analysis
 
     loaded = load_shop(shop) if shop else load_shop()
     env = WebShopEnv(shop=loaded)
@@ -92,10 +95,11 @@ def _runner(entry: str, n: int, shop: str | None):
             env.reset(seed=0, options={"goal_index": 0})
             if results:
                 env.step("search[shoes]")
-            loaded.engine.cache.clear()  # cold: a repeated query would be answered from the cache
+            loaded.engine.cache.clear()  # cold: a repeated query would be answered from the cache,
+            analysis._MEMO.clear()  # and the words of a repeated text would be remembered
             t0 = time.perf_counter()
             env.step(action)
-            step.spent += time.perf_counter() - t0
+            step.spent = max(step.spent, time.perf_counter() - t0)
     step.spent = 0.0
     return step
 
@@ -112,7 +116,7 @@ def _worker(entry: str, n: int, repeats: int, shop: str | None, names: list[str]
             if entry == "step":
                 run.spent = 0.0
                 run(texts[name])
-                times.append(run.spent / 3)
+                times.append(run.spent)
             else:
                 t0 = time.perf_counter()
                 run(texts[name])
@@ -159,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cap-s", type=float, default=10.0, help="stop a case after this many seconds (default 10)")
     parser.add_argument("--entries", nargs="+", default=list(ENTRIES), choices=ENTRIES, help="entry points to time")
     parser.add_argument("--shop", default=None, help="shop folder for the step entry (default the embedded shop)")
-    parser.add_argument("--check", action="store_true", help="exit 1 when a parser's case is over the 50 ms budget")
+    parser.add_argument("--check", action="store_true", help="exit 1 when a case is over the 50 ms budget")
     parser.add_argument("--out", default=None, help="JSON path (default benchmarks/results/action_parse.json)")
     args = parser.parse_args(argv)
 
@@ -175,9 +179,9 @@ def main(argv: list[str] | None = None) -> int:
     worst = {e: (None if any(v is None for v in results[e].values()) else max(results[e].values())) for e in args.entries}
     rows.append({"shape": "worst", **{e: (f"> {args.cap_s * 1000:,.0f}" if w is None else w) for e, w in worst.items()}})
     print(f"Adversarial actions of {args.length:,} characters: median ms of {args.repeats} calls "
-          f"(load average {' '.join(load)}; budget {BUDGET_MS:.0f} ms for the parsers)")
+          f"(load average {' '.join(load)}; budget {BUDGET_MS:.0f} ms; step: the slowest of its three, cold)")
     print(table(rows, ["shape", *args.entries]))
-    over = [e for e in args.entries if e in PARSERS and (worst[e] is None or worst[e] > BUDGET_MS)]
+    over = [e for e in args.entries if worst[e] is None or worst[e] > BUDGET_MS]
     print("over the budget: " + (", ".join(over) if over else "none"))
     payload = {"length": args.length, "repeats": args.repeats, "cap_s": args.cap_s, "budget_ms": BUDGET_MS,
                "load_average": load, "median_ms": results, "worst_ms": worst, "over_budget": over}

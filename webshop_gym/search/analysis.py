@@ -127,10 +127,13 @@ def term(token: str, stems: StemLookup | None = None) -> str | None:
     return got
 
 
-def analyze(text: str, stems: StemLookup | None = None) -> list[str] | None:
+def analyze(text: str, stems: StemLookup | None = None, most_distinct: int | None = None) -> list[str] | None:
     """Return the index terms of ``text`` in order, or ``None`` when only Java can tell.
 
     ``stems``: a catalog's stem table, consulted for words the process has not seen yet.
+    ``most_distinct``: stop once more than this many distinct terms are found (the terms so far
+    are returned): a query past Lucene's clause limit fails whatever its other words are, so a
+    search of 100,000 characters of new words stems about a thousand of them, not every one.
 
     Example:
         >>> analyze("Gluten-free snack bars, 12.5 oz (pack of 2)")
@@ -145,12 +148,25 @@ def analyze(text: str, stems: StemLookup | None = None) -> list[str] | None:
         return None
     memo, missing = _MEMO, _MISSING
     out = []
+    if most_distinct is None or len(found) <= most_distinct:
+        for token in found:
+            t = memo.get(token, missing)
+            if t is missing:
+                t = term(token, stems)
+            if t is not None:
+                out.append(t)
+        return out
+    seen: set[str] = set()
     for token in found:
         t = memo.get(token, missing)
         if t is missing:
             t = term(token, stems)
         if t is not None:
             out.append(t)
+            if t not in seen:
+                seen.add(t)
+                if len(seen) > most_distinct:
+                    break
     return out
 
 

@@ -26,9 +26,9 @@ from pathlib import Path
 import numpy as np
 
 from webshop_gym.data.catalog import Catalog
-from webshop_gym.error import SearchEngineError
+from webshop_gym.error import DependencyNotInstalled, SearchEngineError
 from webshop_gym.search import scoring
-from webshop_gym.search.analysis import analyze
+from webshop_gym.search.analysis import MAX_TOKEN_LENGTH, analyze
 from webshop_gym.search.cache import DEFAULT_CACHE_BYTES, QueryCache
 from webshop_gym.search.lucene import INDEX_VERSION, CachedSearch, build_index
 from webshop_gym.search.postings import (
@@ -230,12 +230,16 @@ class BM25Search(CachedSearch):
         Terms the index does not hold are left out (they match nothing) but count towards
         Lucene's clause limit.
         """
-        terms = analyze(query, self._stems)
+        terms = analyze(query, self._stems, most_distinct=scoring.MAX_CLAUSES)
         if terms is None:
             from webshop_gym.search import java as _java
 
             self.java_queries += 1
-            terms = _java.analyze([query])[0]
+            try:
+                terms = _java.analyze([query])[0]
+            except DependencyNotInstalled as exc:  # a plain install searches ASCII text of the embedded shop only
+                raise DependencyNotInstalled(f"a search with characters beyond ASCII (or a word over "
+                                             f"{MAX_TOKEN_LENGTH} characters) is analysed by Anserini: {exc}") from None
         counts: dict[str, int] = {}  # first-seen order, as the clauses are built
         for t in terms:
             counts[t] = counts.get(t, 0) + 1
