@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 HUB_ENV = ROOT / "environments" / "webshop_verifiers"
 """The verifiers Environments Hub's distribution (``prime env push webshop-verifiers`` pushes this folder)."""
 VERIFIERS_VENV = ROOT / ".venv-verifiers"
+NO_PYSERINI = "WEBSHOP_GYM_TEST_NO_PYSERINI"
 
 
 def _run(command: list[str], **kwargs) -> subprocess.CompletedProcess:
@@ -93,6 +94,11 @@ def installed(dist, tmp_path_factory) -> Path:
     dependencies = [p for p in sys.path if p in ours or (p.endswith("site-packages") and Path(p).is_dir())]
     python = _new_venv(home, dependencies)
     _install(python, next(dist.glob("*.whl")))
+    # Pyserini is no dependency of the wheel (it requires torch): a test that plays as a plain
+    # `pip install webshop-gym` does sets NO_PYSERINI, and the venv then imports none
+    site = Path(_run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip())
+    (site / "zz_no_pyserini.pth").write_text(
+        f'import os, sys; os.environ.get("{NO_PYSERINI}") and sys.modules.setdefault("pyserini", None)\n')
     return home
 
 
@@ -110,7 +116,8 @@ def test_the_wheel_and_sdist_pass_twine_check(dist):
     assert done.returncode == 0 and done.stdout.count("PASSED") == 2, done.stdout + done.stderr
     names = zipfile.ZipFile(next(dist.glob("*.whl"))).namelist()
     for needed in ("webshop_gym/embedded/items_shuffle.json", "webshop_gym/embedded/items_ins_v2.json",
-                   "webshop_gym/embedded/items_human_ins.json", "webshop_gym/integrations/verifiers.py",
+                   "webshop_gym/embedded/items_human_ins.json", "webshop_gym/embedded/search-postings/source.json",
+                   "webshop_gym/embedded/search-postings/docs.npy", "webshop_gym/integrations/verifiers.py",
                    "webshop_gym/integrations/skyrl.py", "webshop_gym/integrations/gem.py",
                    "webshop_gym/integrations/openenv/harness.py", "webshop_gym/server/asgi.py"):
         assert needed in names, needed
@@ -131,10 +138,15 @@ def test_the_installed_wheel_plays_the_demo_on_the_embedded_shop_with_no_checkou
     assert version == webshop_gym.__version__
     shown = _run([str(installed / "bin" / "webshop-gym"), "--version"], cwd=tmp_path, env=_env(tmp_path))
     assert shown.returncode == 0 and shown.stdout.strip() == f"webshop-gym {version}"
-    demo = _run([str(installed / "bin" / "webshop-gym"), "demo"], cwd=tmp_path, env=_env(tmp_path))
+    # with a fresh cache and no Pyserini (no JVM): the embedded shop's search postings come with the wheel
+    bare = {**_env(tmp_path), NO_PYSERINI: "1"}
+    hidden = _run([str(python), "-c", "import importlib.util; print(importlib.util.find_spec('pyserini'))"], env=bare)
+    assert hidden.stdout.strip() == "None", hidden.stdout + hidden.stderr
+    demo = _run([str(installed / "bin" / "webshop-gym"), "demo"], cwd=tmp_path, env=bare)
     assert demo.returncode == 0, demo.stderr[-3000:]
     assert "embedded" in demo.stdout and str(ROOT) not in demo.stdout + demo.stderr
     assert "reward" in demo.stdout.lower()
+    assert not list((tmp_path / "cache").glob("catalogs/*/index-v1")), "a Lucene index was built: the JVM ran"
 
 
 def test_the_installed_wheel_reads_the_real_shop_from_the_user_s_files(installed, tmp_path, real_dir):

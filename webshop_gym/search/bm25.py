@@ -40,6 +40,7 @@ from webshop_gym.search.postings import (
     save_postings,
 )
 from webshop_gym.search.ranges import MIN_DOCS, RANGES_VERSION, RangePostings, ensure_ranges
+from webshop_gym.search.shipped import install_shipped
 from webshop_gym.search.stems import StemTable, load_stem_table
 from webshop_gym.utils.paths import build_atomically, cache_dir, is_built
 
@@ -167,8 +168,9 @@ class BM25Search(CachedSearch):
         built = not is_built(folder)
         if built:
             if self._index_arg is None:
-                build_index(self.catalog, self.index_path, progress=self.progress)
-                build_postings(self.catalog, self.index_path, folder, progress=self.progress)
+                if not install_shipped(self.catalog, folder):  # the embedded shop's come with the package
+                    build_index(self.catalog, self.index_path, progress=self.progress)
+                    build_postings(self.catalog, self.index_path, folder, progress=self.progress)
             else:
                 lucene = self._index_arg
                 if not any(lucene.glob("segments*")):
