@@ -42,10 +42,23 @@ TURNS = [
 ARGUMENTS_ONLY = ['{"role": "assistant", "content": "ok", "tool_calls": [' + _call("search", '{\\"query\\": \\"shoes \\\\ud800\\"}') + "]}"]
 
 
-@pytest.mark.parametrize("turns", [TURNS, ARGUMENTS_ONLY], ids=["every-field", "arguments-json-only"])
-def test_a_run_with_lone_surrogates_is_scored_written_and_read_back(turns, tmp_path, make_viewer, capsys):
+def _encoded(body: bytes, encoding: str) -> bytes:
+    """The same answer sent another way: each lone surrogate's escape as its raw bytes, or the body in UTF-16/32."""
+    if encoding == "raw-bytes":  # what json.loads decodes with surrogatepass; escaped backslashes stay text
+        return json.dumps(json.loads(body), ensure_ascii=False).encode("utf-8", "surrogatepass")
+    if encoding in ("utf-16", "utf-32"):
+        return body.decode("utf-8").encode(encoding)
+    return body
+
+
+ENCODINGS = ["escaped", "raw-bytes", "utf-16", "utf-32"]
+
+
+@pytest.mark.parametrize(("turns", "encoding"), [(TURNS, e) for e in ENCODINGS] + [(ARGUMENTS_ONLY, "escaped")],
+                         ids=[f"every-field-{e}" for e in ENCODINGS] + ["arguments-json-only"])
+def test_a_run_with_lone_surrogates_is_scored_written_and_read_back(turns, encoding, tmp_path, make_viewer, capsys):
     def answer(messages):
-        return _body(turns[min(sum(m["role"] == "assistant" for m in messages), len(turns) - 1)])
+        return _encoded(_body(turns[min(sum(m["role"] == "assistant" for m in messages), len(turns) - 1)]), encoding)
 
     out = tmp_path / "run.jsonl"
     with ChatServer(answer=answer) as server:
@@ -79,13 +92,16 @@ def test_a_run_with_lone_surrogates_is_scored_written_and_read_back(turns, tmp_p
     assert json.loads(steps[3]["model"]["response"])["content"] == "\U0001f600 done \\ud800"  # a pair, and text
 
 
-def test_read_answer_cleans_every_string_and_refuses_what_is_no_answer():
-    answer = read_answer(_body(TURNS[0]))
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_read_answer_cleans_every_string_and_refuses_what_is_no_answer(encoding):
+    answer = read_answer(_encoded(_body(TURNS[0]), encoding))
     assert answer.text == "I look \ufffd around" and answer.reasoning == "\ufffd so"
     assert answer.tool_calls == [{"id": "call_\ufffd", "type": "function",
                                   "function": {"name": "search", "arguments": '{"query": "shoes \\ufffd"}'}}]
     assert json.loads(answer.tool_calls[0]["function"]["arguments"]) == {"query": "shoes \ufffd"}
     assert (answer.prompt_tokens, answer.completion_tokens) == (7, 3)
+    finish = read_answer(_encoded(_body(TURNS[1]).replace(b'"stop"', b'"stop\\udc80"'), encoding)).finish_reason
+    assert finish == "stop\ufffd"
     # JSON text: pairs and escaped backslashes are kept, lone escapes (high or low, any case) replaced
     assert clean_json_text(r'"\ud83d\ude00 \\ud800 \uDBFF\uDFFF \ud800\ud800 \udc00x"') == \
         r'"\ud83d\ude00 \\ud800 \uDBFF\uDFFF \ufffd\ufffd \ufffdx"'

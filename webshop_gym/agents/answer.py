@@ -3,10 +3,11 @@ r"""Where a served model's answer enters: the body of a chat completion, read, c
 :func:`read_answer` is the one place every answer of :class:`~webshop_gym.agents.openai.OpenAIPolicy`
 goes through, whatever carried it.  Everything it returns is safe to keep, send back and write:
 
-* **Lone surrogates** (a broken ``\ud800`` escape in the JSON, which Python decodes into a string
-  that cannot be encoded as UTF-8) become U+FFFD in every string of the answer: the content, the
-  reasoning, each tool call's id, name and arguments, and in the JSON text of the arguments too
-  (whose escapes the tools format decodes later).  Unchecked, one such answer errored the
+* **Lone surrogates** (a broken ``\ud800`` escape in the JSON, or a surrogate's raw bytes, or any
+  in a UTF-16 or UTF-32 body: Python decodes each into a string that cannot be encoded as UTF-8)
+  become U+FFFD in every string of the answer: the content, the reasoning, the finish reason, each
+  tool call's id, name and arguments, and in the JSON text of the arguments too (whose escapes
+  the tools format decodes later).  Unchecked, one such answer errored the
   episode (its next request could not be encoded) or wrote a run that the viewer, ``report
   --csv`` and ``report --bundle`` could not read back.
 * A body that is not JSON, has no choice or no message, or nests past the JSON parser's limit
@@ -25,6 +26,8 @@ import math
 import re
 from dataclasses import dataclass
 from typing import Any
+
+from webshop_gym.utils.surrogates import clean_text, may_hold_surrogates
 
 __all__ = ["MAX_USAGE", "Answer", "MalformedAnswer", "clean_json_text", "clean_text", "one_line", "read_answer",
            "retry_after", "status_message"]
@@ -69,13 +72,14 @@ def read_answer(content: bytes) -> Answer:
     message = choice.get("message")
     if not isinstance(message, dict):
         raise MalformedAnswer("malformed response body (no message)")
-    if b"\\u" in content:  # only an escape can decode into a lone surrogate
+    finish = choice.get("finish_reason")
+    if may_hold_surrogates(content):
         message = _clean(message)
+        finish = clean_text(finish) if isinstance(finish, str) else finish
     text, non_text = _text_of(message.get("content"))
     reasoning = message.get("reasoning_content")
     if reasoning is None:
         reasoning = message.get("reasoning")
-    finish = choice.get("finish_reason")
     calls = message.get("tool_calls")
     usage = data.get("usage")
     usage = usage if isinstance(usage, dict) else {}
@@ -86,12 +90,6 @@ def read_answer(content: bytes) -> Answer:
                   completion_tokens=_count(usage.get("completion_tokens")))
 
 
-def clean_text(text: str) -> str:
-    """``text`` with lone surrogates replaced by U+FFFD (pairs cannot occur in a decoded ``str``)."""
-    return _SURROGATE.sub("\ufffd", text)
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
 # In JSON text: an escaped backslash (kept), a surrogate pair's escapes (kept), or a lone
 # surrogate's escape (replaced by the escape of U+FFFD).
 _ESCAPE = re.compile(r"\\\\|\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|(\\u[dD][89a-fA-F][0-9a-fA-F]{2})")

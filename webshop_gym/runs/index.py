@@ -57,6 +57,7 @@ from webshop_gym.runs.log import (
 )
 from webshop_gym.runs.run import RunEpisode, _episode
 from webshop_gym.runs.sharing import shareable_text
+from webshop_gym.utils import surrogates
 
 __all__ = ["CSV_COLUMNS", "EXPORT_COLUMNS", "IndexTable", "RunIndex", "csv_row", "csv_value", "export_record", "seed_groups",
            "setting_key"]
@@ -466,7 +467,7 @@ class RunIndex:
             handle.seek(start)
             data = handle.read(end - start)
         lines = data.split(b"\n")
-        head = json.loads(lines[0])
+        head = surrogates.loads(lines[0])
         eid = head.get("episode")
         if head.get("type") != "episode" or cols.ids.get(eid) != position:
             raise LogError(self.path, first_line, "the file changed since it was indexed")
@@ -477,7 +478,7 @@ class RunIndex:
             number += 1
             if not raw.strip() or b'"step"' not in raw:
                 continue
-            record = json.loads(raw)
+            record = surrogates.loads(raw)
             if record.get("type") != "step" or record.get("episode") != eid:
                 continue
             ep.actions.append(record.get("action"))

@@ -39,6 +39,7 @@ import numpy as np
 
 from webshop_gym.error import DataError
 from webshop_gym.runs.liveness import hold_writer_lock
+from webshop_gym.utils import surrogates
 
 __all__ = [
     "episode_lines",
@@ -404,7 +405,7 @@ def decode_record(path: Path, number: int, text: str | bytes, partial_ok: bool =
     ``None`` instead.
     """
     try:
-        record = json.loads(text)
+        record = surrogates.loads(text)
     except UnicodeDecodeError as exc:
         raise LogError(path, number, f"not UTF-8 text (byte {exc.start + 1} of the line)") from None
     except json.JSONDecodeError as exc:
@@ -534,7 +535,7 @@ def episode_lines(path) -> dict[str, list[str]]:
             line = text.rstrip("\n")
             if not line.strip():
                 continue
-            record = json.loads(line)
+            record = surrogates.loads(line)
             kind = record.get("type")
             if kind == "run":
                 out["run"] = [line]

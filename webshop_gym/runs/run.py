@@ -16,7 +16,6 @@ figures :func:`webshop_gym.evaluation.local.summarize` computes.
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import math
 import os
 import uuid
@@ -39,6 +38,7 @@ from webshop_gym.runs.log import (
     read_log,
     shop_record,
 )
+from webshop_gym.utils import surrogates
 
 __all__ = [
     "Run",
@@ -132,7 +132,7 @@ class RunWriter:
         self.writer = TrajectoryWriter(self.path, append=append)
         if append:
             with open(self.path, encoding="utf-8") as handle:
-                self.run_id = json.loads(handle.readline() or "{}").get("run", self.run_id)
+                self.run_id = surrogates.loads(handle.readline() or "{}").get("run", self.run_id)
         else:
             self.writer.write(header)
         self.written = 0
