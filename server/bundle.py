@@ -43,6 +43,7 @@ import json
 import os
 import posixpath
 import re
+import shutil
 import stat
 import sys
 import tempfile
@@ -247,41 +248,60 @@ def _relink(text: str, url: str, own: str, site: _Site, css: list[tuple[str, str
 
 
 def _write(root: Path, file: str, data: bytes) -> None:
-    """Write ``data`` to ``root / file``, never through a link.
-
-    A link in the way (the file, or a folder on its path inside ``root``) is removed and replaced
-    by a real file or folder; the file is opened without following one (``O_NOFOLLOW``), so one
-    planted meanwhile fails the write instead of redirecting it.
-    """
-    if not os.path.lexists(root):  # created with the first file: a bundle that fails at once leaves nothing
-        root.mkdir(parents=True)
-    parts = file.split("/")
-    folder = root
-    for part in parts[:-1]:
-        folder = folder / part
-        try:
-            mode = os.lstat(folder).st_mode
-        except FileNotFoundError:
-            folder.mkdir()
-            continue
-        if stat.S_ISLNK(mode) or not stat.S_ISDIR(mode):
-            if not stat.S_ISLNK(mode) and not stat.S_ISREG(mode):
-                raise BundleError(f"{folder} is in the way of the bundle's folder {part} (not a file or a link)")
-            folder.unlink()  # a link (followed nowhere) or a file where the bundle needs a folder
-            folder.mkdir()
-    path = folder / parts[-1]
-    try:
-        mode = os.lstat(path).st_mode
-        if stat.S_ISDIR(mode):
-            raise BundleError(f"{path} is a folder where the bundle writes a file: remove it, or choose another DIR")
-        if stat.S_ISLNK(mode):
-            path.unlink()
-    except FileNotFoundError:
-        pass
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
-    fd = os.open(path, flags, 0o644)
-    with os.fdopen(fd, "wb") as handle:
+    """Write ``data`` to ``root / file`` in the staging folder (created here; a link planted meanwhile fails it)."""
+    path = root.joinpath(*file.split("/"))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    with os.fdopen(os.open(path, flags, 0o644), "wb") as handle:
         handle.write(data)
+
+
+def _staged(staging: Path) -> tuple[list[str], list[str]]:
+    """The staging folder's folders (parents first) and files, as paths relative to it."""
+    folders, files = [], []
+    for top, dirs, names in os.walk(staging):
+        rel = os.path.relpath(top, staging)
+        dirs.sort()
+        folders += [d if rel == "." else f"{rel}/{d}" for d in dirs]
+        files += [n if rel == "." else f"{rel}/{n}" for n in sorted(names)]
+    return folders, files
+
+
+def _install(staging: Path, out: Path) -> None:
+    """Move the staged bundle into ``out``, never through a link.
+
+    A new folder is the staging folder renamed.  Into an existing one (``--force``) each file is
+    renamed over its namesake: a symbolic or hard link of that name is replaced, never written
+    through, and a link where the bundle needs a folder is replaced by one.  What is in the way
+    (a folder where a file goes, a socket where a folder goes) is found before anything moves.
+    """
+    if not os.path.lexists(out):
+        os.rename(staging, out)
+        return
+    folders, files = _staged(staging)
+    for rel in folders:
+        try:
+            mode = os.lstat(out / rel).st_mode
+        except FileNotFoundError:
+            continue
+        if not (stat.S_ISDIR(mode) or stat.S_ISLNK(mode) or stat.S_ISREG(mode)):
+            raise BundleError(f"{out / rel} is in the way of the bundle's folder {rel} (not a file or a link)")
+    for rel in files:
+        target = out / rel
+        if os.path.lexists(target) and stat.S_ISDIR(os.lstat(target).st_mode):
+            raise BundleError(f"{target} is a folder where the bundle writes a file: remove it, or choose another DIR")
+    for rel in folders:
+        target = out / rel
+        try:
+            mode = os.lstat(target).st_mode
+        except FileNotFoundError:
+            target.mkdir()
+            continue
+        if not stat.S_ISDIR(mode):
+            target.unlink()  # a link (followed nowhere) or a file where the bundle needs a folder
+            target.mkdir()
+    for rel in files:
+        os.replace(staging / rel, out / rel)
 
 
 def _names(labels: Sequence[str]) -> list[str]:
@@ -317,6 +337,61 @@ def _is_shard(path: Path) -> bool:
     except (OSError, ValueError):
         return False
     return isinstance(first, dict) and isinstance(first.get("shard"), list)
+
+
+def _render(names: list[str], labelled: list, given: list, staging: Path, keep_paths: bool) -> tuple:
+    """Fetch every page of the runs' viewer into ``staging``: ``(files, bytes, episodes, site)``."""
+    with tempfile.TemporaryDirectory(prefix="webshop-gym-bundle-") as tmp:
+        for name, (_, path) in zip(names, labelled):
+            (Path(tmp) / f"{name}{SUFFIX}").symlink_to(Path(path).resolve())
+        app = create_app({"TESTING": True, "RUNS": tmp, "MAX_SESSIONS": 1, "RUNS_SHARED": not keep_paths,
+                          "RUNS_INDEX_INLINE_BYTES": 1 << 62})  # index within the request: no 202 page
+        try:
+            client = app.test_client()
+            site = _Site(names, runs_bp.url_prefix.rstrip("/"))
+            css = [(viewer_css(), "runs.css"), (stylesheet(), "shop.css")]
+            queue: deque = deque([(site.start(), "index.html")])
+            seen = {"index.html"}
+            files = size = 0
+            while queue:
+                url, file = queue.popleft()
+                response = client.get(url)
+                try:
+                    if response.status_code != 200:  # the error page's one line
+                        found = re.search(r"<h2>.*?</h2>\s*<p>(.*?)</p>", response.get_data(as_text=True), re.S)
+                        reason = html.unescape(re.sub(r"<[^>]+>|\s+", " ", found[1]).strip()) if found else ""
+                        for name, source in zip(names, given):  # not our symlinks
+                            reason = reason.replace(str(Path(tmp) / f"{name}{SUFFIX}"), str(source))
+                        raise BundleError(f"{', '.join(map(str, given))}: the viewer's page {url} failed "
+                                          f"({response.status_code}): {reason or response.status}")
+                    data = response.get_data()
+                    if response.mimetype == "text/html":
+                        data = _relink(data.decode("utf-8"), url, file, site, css, queue, seen).encode("utf-8")
+                finally:
+                    response.close()
+                _write(staging, file, data)
+                files += 1
+                size += len(data)
+            for sheet, file in css:
+                _write(staging, file, sheet.encode("utf-8"))
+                files += 1
+                size += len(sheet.encode("utf-8"))
+            library = app.extensions["webshop_gym_runs"]
+            episodes = sum(library.load(name).episodes for name in names)
+        finally:
+            app.extensions["webshop_gym"].close()
+            app.extensions["webshop_gym_runs"].close()
+    return files, size, episodes, site
+
+
+def _missing_ancestor(path: Path) -> Path | None:
+    """The outermost of ``path`` and its parents that does not exist yet (``None``: all do)."""
+    missing = None
+    for folder in (path, *path.parents):
+        if os.path.lexists(folder):
+            break
+        missing = folder
+    return missing
 
 
 def write_bundle(runs: str | Path | Sequence[str | Path], folder: str | Path, force: bool = False, log=None,
@@ -355,46 +430,17 @@ def write_bundle(runs: str | Path | Sequence[str | Path], folder: str | Path, fo
         names = [single[: -len(SUFFIX)] if single.endswith(SUFFIX) and len(single) > len(SUFFIX) else single]
         if names[0].strip(".") == "" or "/" in names[0]:
             names = ["run"]
-    with tempfile.TemporaryDirectory(prefix="webshop-gym-bundle-") as tmp:
-        for name, (_, path) in zip(names, labelled):
-            (Path(tmp) / f"{name}{SUFFIX}").symlink_to(Path(path).resolve())
-        app = create_app({"TESTING": True, "RUNS": tmp, "MAX_SESSIONS": 1, "RUNS_SHARED": not keep_paths,
-                          "RUNS_INDEX_INLINE_BYTES": 1 << 62})  # index within the request: no 202 page
-        try:
-            client = app.test_client()
-            site = _Site(names, runs_bp.url_prefix.rstrip("/"))
-            css = [(viewer_css(), "runs.css"), (stylesheet(), "shop.css")]
-            queue: deque = deque([(site.start(), "index.html")])
-            seen = {"index.html"}
-            files = size = 0
-            while queue:
-                url, file = queue.popleft()
-                response = client.get(url)
-                try:
-                    if response.status_code != 200:  # the error page's one line
-                        found = re.search(r"<h2>.*?</h2>\s*<p>(.*?)</p>", response.get_data(as_text=True), re.S)
-                        reason = html.unescape(re.sub(r"<[^>]+>|\s+", " ", found[1]).strip()) if found else ""
-                        for name, source in zip(names, given):  # not our symlinks
-                            reason = reason.replace(str(Path(tmp) / f"{name}{SUFFIX}"), str(source))
-                        raise BundleError(f"{', '.join(map(str, given))}: the viewer's page {url} failed "
-                                          f"({response.status_code}): {reason or response.status}")
-                    data = response.get_data()
-                    if response.mimetype == "text/html":
-                        data = _relink(data.decode("utf-8"), url, file, site, css, queue, seen).encode("utf-8")
-                finally:
-                    response.close()
-                _write(out, file, data)
-                files += 1
-                size += len(data)
-            for sheet, file in css:
-                _write(out, file, sheet.encode("utf-8"))
-                files += 1
-                size += len(sheet.encode("utf-8"))
-            library = app.extensions["webshop_gym_runs"]
-            episodes = sum(library.load(name).episodes for name in names)
-        finally:
-            app.extensions["webshop_gym"].close()
-            app.extensions["webshop_gym_runs"].close()
+    made = _missing_ancestor(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
+    try:
+        files, size, episodes, site = _render(names, labelled, given, staging, keep_paths)
+        _install(staging, out)
+    except BaseException:
+        shutil.rmtree(made or staging, ignore_errors=True)  # a bundle that fails leaves nothing behind
+        raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     del keep_alive
     seconds = time.perf_counter() - started
     summary = {"files": files, "bytes": size, "seconds": seconds, "episodes": episodes,

@@ -161,6 +161,90 @@ def test_force_replaces_links_inside_the_folder_and_never_follows_them(runs_dir,
     _check_links(out)
 
 
+def test_force_never_writes_through_a_hard_link(runs_dir, tmp_path, capsys):
+    outside = tmp_path / "outside.js"
+    outside.write_text("mine", encoding="utf-8")
+    out = tmp_path / "bundle"
+    out.mkdir()
+    os.link(outside, out / "steps.js")  # the bundle's script, a second name of a file outside
+    _bundle(capsys, str(runs_dir / "rule.jsonl"), "--bundle", str(out), "--force")
+    assert outside.read_text(encoding="utf-8") == "mine"
+    assert os.stat(out / "steps.js").st_nlink == 1 and "mine" not in (out / "steps.js").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("existing", [False, True], ids=["new-folder", "force-into-a-used-one"])
+def test_a_bundle_that_fails_midway_leaves_nothing_behind(runs_dir, tmp_path, capsys, monkeypatch, existing):
+    import webshop_gym.server.bundle as bundle
+
+    write, calls = bundle._write, []
+
+    def failing(root, file, data):
+        calls.append(file)
+        if len(calls) == 12:  # after eleven pages were written
+            raise bundle.BundleError("the disk is full (a test's failure)")
+        write(root, file, data)
+
+    monkeypatch.setattr(bundle, "_write", failing)
+    out = tmp_path / "bundle"
+    if existing:
+        out.mkdir(parents=True)
+        (out / "index.html").write_text("the old page", encoding="utf-8")
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    assert main(["report", str(runs_dir / "rule.jsonl"), "--bundle", str(out)] + (["--force"] if existing else [])) == 2
+    assert "the disk is full (a test's failure)" in capsys.readouterr().err
+    assert len(calls) == 12
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before  # no folder, no partial file
+    if existing:
+        assert (out / "index.html").read_text(encoding="utf-8") == "the old page"
+        return
+    # the API creates missing parent folders too: a failure removes them with the rest
+    calls.clear()
+    with pytest.raises(bundle.BundleError, match="the disk is full"):
+        bundle.write_bundle(runs_dir / "rule.jsonl", tmp_path / "new" / "deeper" / "bundle", log=False)
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+
+
+def test_a_run_file_with_lone_surrogates_from_any_writer_reads_back(runs_dir, tmp_path, make_viewer, capsys):
+    """Surrogates a local policy's action held (written escaped) or an older version let through: cleaned on read."""
+    lines = (runs_dir / "rule.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    broken = [line.replace('"action": "search[', '"action": "search[\\ud800 ', 1)
+              .replace('"instruction": "', '"instruction": "\\udfff ', 1) for line in lines]
+    assert broken != lines
+    run = tmp_path / "run.jsonl"
+    run.write_text("".join(broken), encoding="utf-8")
+    client = make_viewer(tmp_path)
+    for url in ("/runs/run", "/runs/run/0", "/runs/run/0?step=1", "/runs/run/episodes.csv", "/runs/run/goal/0"):
+        response = client.get(url)
+        assert response.status_code == 200, url
+    page = client.get("/runs/run/0?step=1").get_data(as_text=True)
+    assert "search[\ufffd " in page
+    assert main(["report", str(run), "--no-plots", "--out", str(tmp_path / "r.html"), "--csv", str(tmp_path / "e.csv"),
+                 "--jsonl", str(tmp_path / "e.jsonl")]) == 0
+    assert "\ufffd " in (tmp_path / "e.csv").read_text(encoding="utf-8")
+    assert main(["report", str(run), "--bundle", str(tmp_path / "bundle")]) == 0
+    capsys.readouterr()
+
+
+def test_an_export_that_fails_midway_leaves_the_old_file(runs_dir, tmp_path, capsys, monkeypatch):
+    import webshop_gym.reporting.report as report
+
+    rows = report.csv_row
+
+    def failing(record):
+        if record.get("position", record.get("episode_position")) is not None and failing.calls == 3:
+            raise OSError(28, "No space left on device")
+        failing.calls += 1
+        return rows(record)
+
+    failing.calls = 0
+    monkeypatch.setattr(report, "csv_row", failing)
+    old = tmp_path / "e.csv"
+    old.write_text("the old export\n", encoding="utf-8")
+    with pytest.raises(OSError):
+        report.write_episodes(report.build_report([runs_dir / "rule.jsonl"]), csv_path=str(old))
+    assert old.read_text(encoding="utf-8") == "the old export\n" and sorted(p.name for p in tmp_path.iterdir()) == ["e.csv"]
+
+
 # -- issue 46, item 6: no machine path, no server address, unless asked --------------------------------------
 
 

@@ -591,13 +591,15 @@ def write_episodes(report: Report, csv_path: str | None = None, jsonl_path: str 
     ``keep_paths``: keep server addresses and machine paths in the errors' texts (else cut:
     :mod:`webshop_gym.runs.sharing`).
     """
+    import contextlib
     import csv
     import json
 
+    from webshop_gym.utils.paths import written_whole
 
-    csv_handle = open(csv_path, "w", encoding="utf-8", newline="") if csv_path else None  # noqa: SIM115
-    json_handle = open(jsonl_path, "w", encoding="utf-8") if jsonl_path else None  # noqa: SIM115
-    try:
+    with contextlib.ExitStack() as stack:  # each file appears whole, or not at all
+        csv_handle = stack.enter_context(written_whole(csv_path, encoding="utf-8", newline="")) if csv_path else None
+        json_handle = stack.enter_context(written_whole(jsonl_path, encoding="utf-8")) if jsonl_path else None
         writer = csv.writer(csv_handle, lineterminator="\n") if csv_handle else None
         if writer:
             writer.writerow(["run", *CSV_COLUMNS])
@@ -607,9 +609,5 @@ def write_episodes(report: Report, csv_path: str | None = None, jsonl_path: str 
                     writer.writerow([row.label, *csv_row(record)])
                 if json_handle:
                     json_handle.write(json.dumps({"run": row.label, **record}, ensure_ascii=False) + "\n")
-    finally:
-        for handle in (csv_handle, json_handle):
-            if handle:
-                handle.close()
 
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from webshop_gym.error import CacheNotWritable
@@ -235,3 +236,28 @@ def remove_interrupted_builds(root: str | os.PathLike) -> list[Path]:
         finally:
             lock.release()
     return removed
+
+
+@contextlib.contextmanager
+def written_whole(path: str | os.PathLike, **open_kw) -> Iterator:
+    """Open a text file to write that appears at ``path`` only when the block ends without an error.
+
+    The text goes to a temporary sibling, renamed over ``path`` at the end (a link of that name is
+    replaced, not written through); an error removes it and leaves ``path`` as it was.  A path that
+    is no file (``/dev/stdout``, a pipe) is written directly.
+    """
+    path = Path(path)
+    if path.exists() and not path.is_file():
+        with open(path, "w", **open_kw) as handle:
+            yield handle
+        return
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
+    try:
+        with open(fd, "w", **open_kw) as handle:
+            yield handle
+        os.chmod(tmp, 0o666 & ~umask())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
