@@ -207,6 +207,10 @@ def test_viewer_names_protocols_groups_them_and_refuses_to_pair(protocol_runs, m
     soup = BeautifulSoup(page.get_data(as_text=True), "html.parser")
     groups = {tr.find_all("td")[0].text.strip(): tr.find_all("td")[2].text for tr in soup.select("#protocols tbody tr")}
     assert groups["verl-agent (seed 0)"] == "verl" and "sampled" in groups["ad-hoc (3 samples per goal)"]
+    rule = soup.select_one("#comparability").text  # decided from what was played, never from the protocol's name
+    assert "never compared" not in rule and "exactly when their protocol fingerprints are equal" not in rule
+    for field in ("same episodes", "same shop", "step cap", "success rule", "observation", "prompt"):
+        assert field in rule, field
     fingerprint = json.loads((protocol_runs / "verl.json").read_text())["protocol"]["fingerprint"]
     run = BeautifulSoup(client.get("/runs/verl").get_data(as_text=True), "html.parser")
     assert fingerprint in run.select_one("#protocol").text and "SR (success_rate)" in run.select_one("#protocol").text
@@ -214,7 +218,9 @@ def test_viewer_names_protocols_groups_them_and_refuses_to_pair(protocol_runs, m
     refused = compare.select_one("#refused").text
     assert refused.startswith("Not compared goal by goal: they played different episodes (256 episodes of goals drawn per validation")
     assert "step cap" not in refused and "vs 30 episodes of goals 0-29" in refused
-    assert client.get("/runs/verl/vs/adhoc/3").status_code == 409
+    assert "goal index is not the same task" not in refused and "same episodes under the same rules" in refused
+    goal = client.get("/runs/verl/vs/adhoc/3")
+    assert goal.status_code == 409 and "goal index is not the same task" not in goal.get_data(as_text=True)
 
 
 def test_served_models_play_protocols_too(real_dir, tmp_path):
