@@ -150,7 +150,8 @@ def test_agentboard_goals_are_the_files_lines_matched_to_the_shops_goals(real_di
                 for k in picks]
     assert resolved.goals.tolist() == expected
     assert any("price cap" in note for note in resolved.notes)
-    assert (p.step_cap, [m["of"] for m in p.metrics]) == (30, ["success", "progress"])
+    # 30 iterations of its loop, the first spent on reset[]: at most 29 of the agent's actions reach the shop
+    assert (p.step_cap, [m["of"] for m in p.metrics]) == (29, ["success", "progress"])
     with pytest.raises(ProtocolError, match="give the shop"):
         p.resolve(ids_file=path)
     lines[3] = json.dumps({"goal": "a purple llama saddle", "additional_info": {"product_id": goals.asin[0]}})

@@ -195,6 +195,17 @@ def test_a_malformed_protocol_file_is_one_line(tmp_path):
     path.write_text(json.dumps(data))
     with pytest.raises(ProtocolError, match="exactly one of range, draw, seeds, file"):
         load_protocol(path)
+    data["test"]["indices"] = get_protocol("react").data["test"]["indices"]
+    data["notes"] = [*data["notes"], data["notes"][0]]  # a card says each thing once
+    path.write_text(json.dumps(data))
+    with pytest.raises(ProtocolError, match="a note is given 2 times"):
+        load_protocol(path)
+
+
+def test_every_shipped_card_says_each_note_once():
+    for name in protocol_names():
+        notes = get_protocol(name).data["notes"]
+        assert len(notes) == len(set(notes)), name
 
 
 # -- the shop ---------------------------------------------------------------------------------

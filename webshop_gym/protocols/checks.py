@@ -151,7 +151,11 @@ def validate(path, data) -> None:
     sources = _expect(path, data, "sources", list, lambda v: len(v) > 0, "a non-empty list")
     for source in sources:
         _check_source(path, source)
-    _expect(path, data, "notes", list)
+    notes = _expect(path, data, "notes", list, lambda v: all(isinstance(n, str) and n.strip() for n in v),
+                    "a list of non-empty strings")
+    repeated = sorted({n for n in notes if notes.count(n) > 1})
+    if repeated:
+        fail(path, f"a note is given {notes.count(repeated[0])} times (each note once): {repeated[0][:60]!r}...")
     aliases = _expect(path, data, "aliases", list)
     for alias in aliases:
         if not isinstance(alias, str) or re.fullmatch(r"[a-z0-9][a-z0-9.-]*", alias) is None or alias == data["name"]:
