@@ -41,6 +41,7 @@ def test_progress_in_a_log_is_a_few_summary_lines(tmp_path, capsys, monkeypatch)
     assert [re.match(r"eval: (\d+)/24 episodes \((\d+)%\) in [\d.]+ s, SR [\d.]+%, in flight \d+, [\d,]+ tok/s, "
                      r"retries 0, errored 0$", line).groups() for line in lines] == [
         ("6", "25"), ("12", "50"), ("18", "75"), ("24", "100")]
+    assert ", in flight 0, " in lines[-1]  # every episode done: nothing is in flight
     with ChatServer() as server:  # --quiet: nothing
         assert main(_served(server, "--num-goals", "4", "--quiet")) == 0
     assert capsys.readouterr().err == ""

@@ -5,7 +5,7 @@ on an event loop, and reads what comes back the same way whatever the transport:
 
 * :class:`HTTPTransport` (the default, ``http_client="builtin"``): an asyncio HTTP/1.1 client with
   a pool of kept-alive connections per event loop, one request per connection at a time.  It
-  costs about 0.1 ms of CPU per request where the ``openai`` client costs 1.3-2.0 ms (its
+  costs about 0.1 ms of CPU per request where the ``openai`` client costs 1.3-2.2 ms (its
   request building, httpx and pydantic), which capped one process at 200-370 requests/s on two
   cores (docs/benchmarks.md, "Served evaluation").  It speaks what an OpenAI-compatible server
   answers: ``Content-Length``, chunked or read-to-close bodies, gzip/deflate, ``Connection:

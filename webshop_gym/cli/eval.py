@@ -291,7 +291,7 @@ def add_served_arguments(parser) -> None:
     group.add_argument("--http-client", choices=["builtin", "openai"], default="builtin",
                        help="how requests travel: builtin (pooled asyncio HTTP/1.1 with keep-alive, ~0.1 ms of CPU "
                             "per request; the default) or openai (the official client, one thread per request in "
-                            "flight, 1.3-2.0 ms per request); both retry and record alike (an endpoint behind an HTTP "
+                            "flight, 1.3-2.2 ms per request); both retry and record alike (an endpoint behind an HTTP "
                             "proxy always goes through openai)")
     group.add_argument("--no-stop", action="store_true",
                        help="do not send the format's closing tag as a stop sequence (APIs that refuse `stop`)")

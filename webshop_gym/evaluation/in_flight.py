@@ -169,6 +169,7 @@ def play(
             free.append(slot)
             current[lane] = None
             results[k] = episode
+            progress_bar.in_flight = counts["in_flight"]  # the figure now, not the last batch's
             progress_bar.update(episode)
             if on_episode is not None:
                 on_episode(episode)
