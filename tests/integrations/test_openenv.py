@@ -813,3 +813,25 @@ def test_bad_history_entries_get_one_clear_error(entry, message):
                 build(obs, fmt, [good, entry])
     with pytest.raises(InvalidArgument, match="history must be a sequence"):
         prompt_messages(obs, "think-answer", 7)
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"admissible_actions": None}, "admissible_actions must be a list of action strings, got NoneType"),
+    ({"admissible_actions": 5}, "admissible_actions must be a list of action strings, got int"),
+    ({"admissible_actions": "search[<query>]"}, "admissible_actions must be a list of action strings, got str"),
+    ({"admissible_actions": ["search[<query>]", 7]}, "admissible_actions must be a list of action strings, got list"),
+    ({"instruction": None}, "instruction must be a string, got NoneType"),
+    ({"text": 3}, "text must be a string, got int"),
+    ({"steps": "two"}, "steps must be a non-negative integer, got 'two'"),
+    ({"steps": -1}, "steps must be a non-negative integer, got -1"),
+])
+def test_a_malformed_observation_gets_one_clear_error(change, message):
+    from webshop_gym.integrations.openenv import build_prompt, parse_action, prompt_messages
+
+    obs = {"text": "WebShop [SEP] Instruction: [SEP] i need bacon [SEP] Search", "instruction": "i need bacon",
+           "admissible_actions": ["search[<query>]"], "steps": 0, **change}
+    for call in (lambda: prompt_messages(obs), lambda: build_prompt(obs, "react"),
+                 lambda: parse_action("<answer>search[bacon]</answer>", obs)):
+        with pytest.raises(InvalidArgument, match=message.replace("[", r"\[").replace("]", r"\]")) as info:
+            call()
+        assert "\n" not in str(info.value)

@@ -41,7 +41,8 @@ def observation_info(observation: Any) -> tuple[str, dict[str, Any]]:
             holding either.
 
     Raises:
-        InvalidArgument: the observation lacks ``text``, ``instruction`` or ``admissible_actions``.
+        InvalidArgument: the observation lacks ``text``, ``instruction`` or ``admissible_actions``,
+            or one of them (or ``steps``) has the wrong type.
     """
     observation = getattr(observation, "observation", observation)  # a StepResult
     if hasattr(observation, "model_dump"):
@@ -51,8 +52,17 @@ def observation_info(observation: Any) -> tuple[str, dict[str, Any]]:
     missing = [k for k in ("text", "instruction", "admissible_actions") if k not in observation]
     if missing:
         raise InvalidArgument(f"the observation has no {', '.join(missing)}: is it from webshop-gym openenv?")
-    info = {"instruction": observation["instruction"], "valid_actions": list(observation["admissible_actions"]),
-            "steps": int(observation.get("steps") or 0)}
+    for key in ("text", "instruction"):
+        if not isinstance(observation[key], str):
+            raise InvalidArgument(f"the observation's {key} must be a string, got {type(observation[key]).__name__}")
+    actions = observation["admissible_actions"]
+    if isinstance(actions, str | bytes) or not isinstance(actions, Sequence) or not all(isinstance(a, str) for a in actions):
+        raise InvalidArgument(f"the observation's admissible_actions must be a list of action strings, "
+                              f"got {type(actions).__name__}")
+    steps = observation.get("steps") or 0
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+        raise InvalidArgument(f"the observation's steps must be a non-negative integer, got {steps!r}"[:160])
+    info = {"instruction": observation["instruction"], "valid_actions": list(actions), "steps": steps}
     for key in ("goal_index", "page"):
         if key in observation:
             info[key] = observation[key]
