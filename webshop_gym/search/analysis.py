@@ -148,25 +148,19 @@ def analyze(text: str, stems: StemLookup | None = None, most_distinct: int | Non
         return None
     memo, missing = _MEMO, _MISSING
     out = []
-    if most_distinct is None or len(found) <= most_distinct:
-        for token in found:
-            t = memo.get(token, missing)
-            if t is missing:
-                t = term(token, stems)
-            if t is not None:
-                out.append(t)
-        return out
-    seen: set[str] = set()
+    # only a text with more tokens than the limit can pass it: the others skip the count
+    seen: set[str] | None = None if most_distinct is None or len(found) <= most_distinct else set()
     for token in found:
         t = memo.get(token, missing)
         if t is missing:
             t = term(token, stems)
-        if t is not None:
-            out.append(t)
-            if t not in seen:
-                seen.add(t)
-                if len(seen) > most_distinct:
-                    break
+        if t is None:
+            continue
+        out.append(t)
+        if seen is not None and t not in seen:
+            seen.add(t)
+            if len(seen) > most_distinct:
+                break
     return out
 
 
