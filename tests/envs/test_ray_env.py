@@ -238,7 +238,10 @@ def test_fresh_node_cache_is_built_once_and_shared(cluster, shop, tmp_path):
     catalogs = [p.name for p in (tmp_path / "catalogs").iterdir() if p.is_dir()]
     assert catalogs == [shop.catalog.folder.name], catalogs
     folder = tmp_path / "catalogs" / catalogs[0]
-    assert (folder / "index-v1" / "meta.json").is_file()
+    postings = [p.name for p in folder.iterdir() if p.is_dir() and p.name.startswith("postings-")]
+    assert len(postings) == 1 and (folder / postings[0] / "meta.json").is_file(), postings
+    # the embedded shop's postings ship with the package: installed once, no Lucene index built
+    assert not (folder / "index-v1").exists()
     assert not [p.name for p in folder.iterdir() if ".tmp-" in p.name]
 
 

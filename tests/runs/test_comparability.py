@@ -9,6 +9,7 @@ viewer's refusal table lists every field once.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -62,7 +63,8 @@ def test_the_viewer_pairs_them_and_names_the_one_field_that_differs(played, make
     assert client.get("/runs/plain/vs/named/0").status_code == 200
     page = BeautifulSoup(client.get("/runs/plain/vs/capped").get_data(as_text=True), "html.parser")
     refused = page.select_one("#refused").text
-    assert "they played different step cap (15 vs 10)" in refused and "episodes" not in refused
+    named = re.search(r"they played different ([^.]*)\.", refused)
+    assert named and named.group(1) == "step cap (15 vs 10)", refused  # the one field, no other
     rows = [tr.find_all("td") for tr in page.select("details#refusal-details tr")[1:]]
     assert [r[0].text for r in rows] == list(FIELDS)  # each field once (the old table listed every field twice)
     marked = [tr.find_all("td")[0].text for tr in page.select("details#refusal-details tr.differs")]

@@ -282,3 +282,19 @@ def test_recording_through_gym_make(tmp_path):
     assert episode.actions == [None, "search[\ud800 soap]", None] and episode.max_steps == 3
     [result] = replay(log)
     assert result["match"], result
+
+
+def test_a_log_with_lone_surrogates_is_exact_for_replay_and_clean_for_figures_and_exports(tmp_path, default_shop):
+    from webshop_gym.runs.run import load_run
+
+    log = tmp_path / "log.jsonl"
+    env = RecordTrajectory(WebShopEnv(shop=default_shop), log)
+    env.reset(options={"goal_index": 2})
+    env.step("search[\ud800 tea]")
+    env.close()
+    assert read_log(log).episodes[0].actions == ["search[\ud800 tea]"]  # a replay sends what the agent sent
+    [episode] = load_run(log).episodes  # what figures, pages and exports read
+    assert episode.log.actions == ["search[\ufffd tea]"]
+    csv = tmp_path / "episodes.csv"
+    assert main(["report", str(log), "--csv", str(csv)]) == 0
+    csv.read_text(encoding="utf-8")  # written whole, valid UTF-8

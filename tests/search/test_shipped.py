@@ -19,7 +19,8 @@ import pytest
 
 from webshop_gym.data.catalog import load_catalog
 from webshop_gym.search import BM25Search
-from webshop_gym.search.shipped import SOURCE, shipped_folder, write_shipped
+from webshop_gym.search.release import write_shipped
+from webshop_gym.search.shipped import SOURCE, shipped_folder
 from webshop_gym.utils.paths import default_shop_dir
 
 

@@ -55,6 +55,7 @@ from webshop_gym.reporting.loading import merged_here, read_runs
 from webshop_gym.reporting.plots import PLOTS
 from webshop_gym.runs.index import CSV_COLUMNS, RunIndex, csv_row, seed_groups
 from webshop_gym.runs.run import Run, now_iso
+from webshop_gym.utils.paths import written_whole
 
 __all__ = ["Report", "RunSummary", "build_report", "protocol_groups", "published_table", "to_html", "to_latex",
            "to_markdown"]
@@ -594,8 +595,6 @@ def write_episodes(report: Report, csv_path: str | None = None, jsonl_path: str 
     import contextlib
     import csv
     import json
-
-    from webshop_gym.utils.paths import written_whole
 
     with contextlib.ExitStack() as stack:  # each file appears whole, or not at all
         csv_handle = stack.enter_context(written_whole(csv_path, encoding="utf-8", newline="")) if csv_path else None

@@ -398,14 +398,16 @@ def _check(path: Path, line: int, record: dict, required: dict) -> None:
                                            f"or null, got {shown[:40]}")
 
 
-def decode_record(path: Path, number: int, text: str | bytes, partial_ok: bool = False) -> dict | None:
-    """One line of a log as a record: a JSON object with a ``type``, or :class:`LogError` naming the line.
+def decode_record(path: Path, number: int, text: str | bytes, partial_ok: bool = False,
+                  exact: bool = False) -> dict | None:
+    r"""One line of a log as a record: a JSON object with a ``type``, or :class:`LogError` naming the line.
 
     With ``partial_ok`` a line that is not complete JSON (the last line, cut by a crash) gives
-    ``None`` instead.
+    ``None`` instead.  A lone surrogate (an agent's broken escape, logged as ``\udXXX``) comes back
+    as U+FFFD, which pages and exports can write, unless ``exact`` (a replay sends what was sent).
     """
     try:
-        record = surrogates.loads(text)
+        record = json.loads(text) if exact else surrogates.loads(text)
     except UnicodeDecodeError as exc:
         raise LogError(path, number, f"not UTF-8 text (byte {exc.start + 1} of the line)") from None
     except json.JSONDecodeError as exc:
@@ -449,8 +451,12 @@ def _lines(path: Path):
             yield number, text, torn
 
 
-def read_log(path: str | os.PathLike, steps: bool = True) -> Log:
+def read_log(path: str | os.PathLike, steps: bool = True, exact: bool = True) -> Log:
     """Read and check a log (a line cut off by a crash at the end is ignored).
+
+    ``exact``: every string as logged, lone surrogates included, so that a replay sends the
+    agent's very actions; ``False`` replaces them by U+FFFD (:func:`decode_record`), as the
+    figures, the report and the viewer read a run.
 
     With ``steps=False`` every line is still checked, but an episode keeps only its outcome
     (:attr:`Episode.outcome`: step and invalid-action counts, the last step record) and its
@@ -469,7 +475,7 @@ def read_log(path: str | os.PathLike, steps: bool = True) -> Log:
     for number, text, last in _lines(path):
         if not text.strip():
             continue
-        record = decode_record(path, number, text, partial_ok=last)
+        record = decode_record(path, number, text, partial_ok=last, exact=exact)
         if record is None:  # the write a crash interrupted
             break
         kind = record["type"]

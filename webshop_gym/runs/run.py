@@ -409,7 +409,7 @@ def load_run(path: str | os.PathLike, require_episodes: bool = True, steps: bool
     Raises:
         LogError: the file is malformed, or holds no episode (with ``require_episodes``).
     """
-    log = read_log(path, steps=steps)
+    log = read_log(path, steps=steps, exact=False)  # what is shown and exported: lone surrogates replaced
     if require_episodes and not log.episodes:
         raise LogError(path, None, "no episode in this file (an episode line starts each one)")
     return run_from_log(log)

@@ -12,7 +12,8 @@ characters still asks Anserini's analyser, so it needs Pyserini (the error says 
 
 After a change to the embedded shop, the catalog compiler or the postings' format, write them
 again (with Pyserini installed):
-``python -c "from webshop_gym.search.shipped import write_shipped; write_shipped()"`` (docs/release.md).
+``python -c "from webshop_gym.search.release import write_shipped; write_shipped()"`` (docs/release.md;
+:mod:`webshop_gym.search.release` sits above the search engine, which installs what it writes).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pathlib import Path
 
 from webshop_gym.utils.paths import build_atomically, default_shop_dir
 
-__all__ = ["FOLDER", "install_shipped", "shipped_folder", "write_shipped"]
+__all__ = ["FOLDER", "SOURCE", "install_shipped", "shipped_folder"]
 
 FOLDER = "search-postings"
 """The folder of the shipped postings, in the embedded shop's folder."""
@@ -31,7 +32,8 @@ FOLDER = "search-postings"
 SOURCE = "source.json"
 """What they were exported from: the catalog's cache key and the postings folder's versioned name."""
 
-_BOOKKEEPING = ("checksums.json", ".verified.json")  # written again by build_atomically where they are installed
+BOOKKEEPING = ("checksums.json", ".verified.json")
+"""Files of a built postings folder not shipped: :func:`build_atomically` writes them again where they are installed."""
 
 
 def shipped_folder() -> Path:
@@ -58,30 +60,3 @@ def install_shipped(catalog, final: Path) -> bool:
 
     build_atomically(final, copy, what="search postings")
     return True
-
-
-def write_shipped(out: Path | None = None) -> Path:
-    """Export the embedded shop's postings (through Pyserini) into ``out`` (default: :func:`shipped_folder`)."""
-    import tempfile
-
-    from webshop_gym.data.catalog import load_catalog
-    from webshop_gym.search.bm25 import BM25Search
-    from webshop_gym.search.lucene import build_index
-    from webshop_gym.search.postings import build_postings
-
-    catalog = load_catalog(default_shop_dir(), progress=False)
-    name = BM25Search(catalog, progress=False).postings_path.name
-    out = Path(out) if out is not None else shipped_folder()
-    with tempfile.TemporaryDirectory(prefix="webshop-gym-postings-") as tmp:
-        exported = Path(tmp) / name
-        build_index(catalog, Path(tmp) / "index", progress=False)
-        build_postings(catalog, Path(tmp) / "index", exported, progress=False)
-        shutil.rmtree(out, ignore_errors=True)
-        out.mkdir(parents=True)
-        files = sorted(p.name for p in exported.iterdir() if p.is_file() and p.name not in _BOOKKEEPING)
-        for file in files:
-            shutil.copyfile(exported / file, out / file)
-    stamp = {"catalog": catalog.key, "postings": name, "files": files}
-    (out / SOURCE).write_text(json.dumps(stamp, indent=1) + "\n", encoding="utf-8")
-    return out
-
