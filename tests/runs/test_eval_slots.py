@@ -71,3 +71,79 @@ def _walk(obj, key=None):
             yield from _walk(v, k)
     else:
         yield key, obj
+
+
+# -- issue 42 item 6: a protocol's price-seed lanes in flight side by side, up to --num-envs slots ------------
+
+
+@pytest.fixture(scope="module")
+def real_1k(real_dir):
+    from webshop_gym import load_shop
+
+    return load_shop(real_dir, progress=False)
+
+
+@pytest.mark.parametrize(("policy", "samples"), [("rule", 1), ("random", 2), ("oracle", 1)])
+def test_a_protocol_plays_at_num_envs_with_the_same_episodes(real_1k, policy, samples, tmp_path):
+    """verl-agent's 256 episodes sit on 128 price-seed shops (about 2 each): 64 slots hold 32 of them at once."""
+    from webshop_gym.evaluation.local import evaluate
+
+    one = evaluate(policy, shop=real_1k, protocol="verl-agent", num_envs=1, samples=samples, seed=3,
+                   out=tmp_path / "one.jsonl")
+    wide = evaluate(policy, shop=real_1k, protocol="verl-agent", num_envs=64, samples=samples, seed=3,
+                    out=tmp_path / "wide.jsonl")
+    narrow, wide_lines = ([line for line in (tmp_path / name).read_text(encoding="utf-8").splitlines()
+                        if json.loads(line)["type"] not in ("run", "summary")] for name in ("one.jsonl", "wide.jsonl"))
+    assert narrow == wide_lines  # the same file line for line (a purchase's option keys in the slot's own order too)
+    assert wide["counts"]["episodes"] == 256 * samples
+    assert wide["episodes_detail"] == one["episodes_detail"]  # every field of every episode, in order
+    assert (one["num_envs"], wide["num_envs"], wide["num_envs_asked"]) == (1, 64, 64)  # was 2: one shop at a time
+    assert wide["env_steps"] < one["env_steps"] / 1.5  # slots of one shop step together
+
+
+class _BatchRule:
+    """A batch policy (as HFPolicy is one): the rule policy per slot, restarted where ``steps == 0``."""
+
+    name = "batch-rule"
+
+    def __init__(self):
+        from webshop_gym.agents.policies.registry import make_policy
+
+        self.make, self.slots, self.widest = make_policy, {}, 0
+
+    def act_batch(self, observations, infos):
+        live = [i for i, info in enumerate(infos) if not info.get("idle")]
+        self.widest = max(self.widest, len(live))
+        out = [""] * len(observations)
+        for i in live:
+            if infos[i]["steps"] == 0:
+                self.slots[i] = self.make("rule")
+                self.slots[i].reset(infos[i])
+            out[i] = self.slots[i].act(observations[i], infos[i])
+        return out
+
+
+def test_a_batch_policy_is_asked_once_for_every_lane_in_flight(real_1k):
+    from webshop_gym.evaluation.local import evaluate
+
+    rule = evaluate("rule", shop=real_1k, protocol="verl-agent", num_envs=64)
+    batch = _BatchRule()
+    played = evaluate(batch, shop=real_1k, protocol="verl-agent", num_envs=64)
+    assert batch.widest == 64  # one call holds 64 live slots of 32 shops (was 2: one shop's)
+    assert played["num_envs"] == 64
+    assert played["episodes_detail"] == rule["episodes_detail"]  # a slot taken over by the next shop starts clean
+
+
+def test_cli_prints_the_slots_in_use_and_the_num_envs_asked(real_dir, tmp_path, capsys):
+    out, run = tmp_path / "r.json", tmp_path / "run.jsonl"
+    assert main(["eval", "--shop", str(real_dir), "--protocol", "verl-agent", "--policy", "rule", "--num-envs", "64",
+                 "--json", str(out), "--out", str(run)]) == 0
+    printed = capsys.readouterr().out
+    wall = next(line for line in printed.splitlines() if line.startswith("wall time"))
+    assert wall.endswith("64 envs)"), wall
+    assert json.loads(out.read_text())["num_envs"] == 64
+    assert main(["eval", "--shop", str(real_dir), "--protocol", "verl-agent", "--policy", "rule", "--num-envs", "500",
+                 "--json", str(out)]) == 0
+    wall = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("wall time"))
+    assert wall.endswith("256 envs (--num-envs 500))"), wall  # every lane at once: 256 episodes, 256 slots
+    assert json.loads(out.read_text())["num_envs"] == 256

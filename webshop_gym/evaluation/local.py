@@ -35,17 +35,17 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from webshop_gym.agents.batch import unbatch_infos
 from webshop_gym.agents.policies import make_policy
 from webshop_gym.analysis.figures import BREAKDOWN, summarize
 from webshop_gym.envs.vector_env import WebShopVectorEnv
 from webshop_gym.error import InvalidArgument
 from webshop_gym.evaluation.accounting import accounting_rows
-from webshop_gym.evaluation.episode import episode_seed, mark_reachability, progress_rate, slim_info
+from webshop_gym.evaluation.episode import episode_seed, mark_reachability, progress_rate
+from webshop_gym.evaluation.lanes import Driver, Lane, play_lanes
 from webshop_gym.evaluation.plan import choose_prompt, played_prompt, prepare, protocol_of
 from webshop_gym.evaluation.served import evaluate_served, is_served, make_served_policy
 from webshop_gym.protocols import Protocol
-from webshop_gym.runs.run import RunWriter, model_outputs
+from webshop_gym.runs.run import RunWriter
 from webshop_gym.utils import progress as _progress
 
 __all__ = ["evaluate", "format_table", "make_policy_factory", "rollout"]
@@ -87,48 +87,6 @@ def make_policy_factory(policy, shop=None, seed: int = 0, **hf_kwargs: Any):
         return lambda: make_policy("random", seed=seed)
     make_policy(policy)  # validates the name (with a hint)
     return lambda: make_policy(policy)
-
-
-class _Driver:
-    """Feeds a vector env's slots to per-slot policies or one batch policy."""
-
-    def __init__(self, policy, num_envs: int, seed: int):
-        self.batch = policy if hasattr(policy, "act_batch") else None
-        self.policies = None if self.batch is not None else [policy() for _ in range(num_envs)]
-        if self.policies is not None and hasattr(self.policies[0], "act_batch"):
-            self.batch, self.policies = self.policies[0], None
-        self.seed = seed
-
-    @property
-    def name(self) -> str:
-        target = self.batch if self.batch is not None else self.policies[0]
-        return str(getattr(target, "name", type(target).__name__))
-
-    def start(self, slot: int, info: dict, seed: int | None = None) -> dict:
-        """A slot starts an episode (``seed``: its policy seed, default from the goal); return what the policy reports."""
-        if self.batch is not None:
-            return {}
-        policy = self.policies[slot]
-        reseed = getattr(policy, "seed_episode", None)
-        if callable(reseed):
-            reseed(episode_seed(self.seed, info["goal_index"]) if seed is None else int(seed))
-        policy.reset(info)
-        return {}  # the goal's reachability is marked on every episode (mark_reachability)
-
-    def act(self, active: Sequence[int], observations: Sequence[str], infos: Sequence[dict]) -> list[str]:
-        n = len(observations)
-        actions = [""] * n
-        if self.batch is not None:
-            live = set(active)
-            obs = [observations[i] if i in live else "" for i in range(n)]
-            inf = [infos[i] if i in live else {"idle": True} for i in range(n)]
-            out = self.batch.act_batch(obs, inf)
-            for i in active:
-                actions[i] = out[i]
-            return actions
-        for i in active:
-            actions[i] = self.policies[i].act(observations[i], infos[i])
-        return actions
 
 
 def rollout(
@@ -185,94 +143,13 @@ def rollout(
 
 
 def _rollout(env, policy, seed, num_goals, record, on_episode, stats, listed=None, seeds=None) -> list[dict]:
-
-    if not getattr(env, "eval_mode", False):
-        raise ValueError("rollout needs a WebShopVectorEnv created with eval_mode=True")
-    n = env.num_envs
-    if listed is not None:  # the env hands these out in order: one record per entry
-        listed = [int(g) for g in listed]
-        total = len(listed)
-        wanted = set(range(total))
-    else:
-        goal_range = env.engine.goal_range
-        total = len(goal_range) if num_goals is None else min(int(num_goals), len(goal_range))
-        wanted = set(goal_range[:total])
-    handed = 0
-    driver = _Driver(policy, n, seed)
-    env_steps = 0
-    observations, infos = env.reset(seed=seed)
-    per = unbatch_infos(infos, n)
-    current: list[dict | None] = [None] * n
-    pending = [False] * n
-    results: dict[int, dict] = {}
-
-    def start(slot: int, info: dict) -> None:
-        nonlocal handed
-        episode = {"goal_index": int(info["goal_index"]), "invalid_actions": 0}
-        policy_seed = None
-        if listed is not None:  # slots start in the order the env hands the goals out
-            if handed >= total or listed[handed] != episode["goal_index"]:
-                raise RuntimeError(f"the env started goal {episode['goal_index']} as entry {handed} of its list")
-            episode["entry"] = handed
-            policy_seed = None if seeds is None else int(seeds[handed])
-            handed += 1
-        episode.update(driver.start(slot, info, policy_seed))
-        if record:
-            episode["trajectory"] = []
-        current[slot] = episode
-
-    for i in range(n):
-        if not per[i].get("idle"):
-            start(i, per[i])
-    while len(results) < total:
-        active = [i for i in range(n) if current[i] is not None and not pending[i]]
-        if not active and not any(pending):
-            raise RuntimeError(f"every slot is idle but only {len(results)} of {total} goals finished")
-        actions = driver.act(active, observations, per)
-        if record:
-
-            said = model_outputs(driver.batch, active)
-            for i in active:
-                entry = {"observation": observations[i], "info": slim_info(per[i]), "action": actions[i]}
-                if i in said:
-                    entry["model"] = said[i]
-                current[i]["trajectory"].append(entry)
-        observations, rewards, terminated, truncated, infos = env.step(actions)
-        env_steps += 1
-        per = unbatch_infos(infos, n)
-        for i in range(n):
-            if pending[i]:
-                pending[i] = False
-                if not per[i].get("idle"):
-                    start(i, per[i])
-                continue
-            episode = current[i]
-            if episode is None:
-                continue
-            info = per[i]
-            episode["invalid_actions"] += int(bool(info.get("invalid_action")))
-            if not (terminated[i] or truncated[i]):
-                continue
-            reward = float(rewards[i]) if terminated[i] else 0.0
-            episode.update(reward=reward, success=bool(reward == 1.0), steps=int(info["steps"]),
-                           purchased=bool(terminated[i]), truncated=bool(truncated[i]))
-            for key in ("reward_info", "purchased_asin", "purchased_options", "purchased_price"):
-                if key in info:
-                    episode[key] = info[key]
-            if record:
-                episode.update(final_observation=observations[i], final_info=slim_info(info))
-            current[i] = None
-            pending[i] = True
-            goal = episode["entry"] if listed is not None else episode["goal_index"]
-            if goal in wanted:
-                if goal in results:
-                    raise RuntimeError(f"goal {goal} ran twice")
-                results[goal] = episode
-                if on_episode is not None:
-                    on_episode(episode)
+    lane = Lane(env, Driver(policy, env.num_envs, seed), seed, record=record, on_episode=on_episode,
+                num_goals=num_goals, listed=listed, seeds=seeds)
+    while not lane.done:
+        lane.step()
     if stats is not None:
-        stats.update(policy=driver.name, env_steps=env_steps)
-    return [results[g] for g in sorted(results)]
+        stats.update(policy=lane.driver.name, env_steps=lane.env_steps)
+    return lane.episodes()
 
 
 def evaluate(
@@ -375,15 +252,16 @@ def evaluate(
                               f"{len(groups)} price seeds (one shop each), stepped in this process")
     split = None if split == "all" else split
     expected = [e.goal for e in plan.episodes]
-    # Never more slots than goals to play: spare slots would only sit idle (and cost memory per
+    # Never more slots than episodes to play: spare slots would only sit idle (and cost memory per
     # slot before the first step).  Results do not depend on num_envs (per-goal reseeding).
-    num_envs = max(1, min(int(num_envs), max(len(g) for _, g in groups)))
+    asked = int(num_envs)
+    num_envs = max(1, min(asked, sum(len(g) for _, g in groups)))
     policy = make_policy_factory(policy_factory, shop=shop, seed=seed, **hf_kwargs)
     tagged = plan.named or not plan.simple  # episodes carry their protocol fields (ad-hoc runs: implied)
     started = time.perf_counter()
     stats: dict = {"env_steps": 0}
     writer = None
-    episodes: list[dict] = []
+    most = 0
     bar = _progress_bar(len(expected), progress)
     try:
         if out is not None:
@@ -391,10 +269,13 @@ def evaluate(
             writer = RunWriter(out, shop, expected, keys=None if plan.simple else [e.ordinal for e in plan.episodes],
                                **_run_line(policy_factory, policy, hf_kwargs, split, seed, max_steps, num_envs,
                                            num_workers, observation_mode, run_settings), protocol=plan.record)
-        for group_shop, group in groups:
+        lane_results: list[list[dict]] = [[] for _ in groups]
+
+        def open_lane(k: int, slots: int, batch) -> Lane:
+            group_shop, group = groups[k]
             seeds = [episode_seed(seed, e.goal, e.sample) for e in group]
 
-            def finished(episode: dict, group=group, group_shop=group_shop, seeds=seeds) -> None:
+            def finished(episode: dict) -> None:
                 entry = episode.pop("entry")
                 planned = group[entry]
                 if tagged:
@@ -410,17 +291,28 @@ def evaluate(
             factory = policy
             if policy_factory == "oracle" and group_shop is not shop:  # the oracle reads its shop's price caps
                 factory = make_policy_factory("oracle", shop=group_shop, seed=seed)
-            env = WebShopVectorEnv(min(num_envs, len(group)), shop=group_shop, max_steps=max_steps, eval_mode=True,
+            env = WebShopVectorEnv(slots, shop=group_shop, max_steps=max_steps, eval_mode=True,
                                    observation_mode=observation_mode, num_workers=num_workers,
                                    eval_goals=[e.goal for e in group])
-            part: dict = {}
             try:
-                episodes += rollout(env, factory, seed=seed, stats=part, record=writer is not None or plan.reports_progress,
-                                    on_episode=mark_reachability(group_shop, finished), goals=[e.goal for e in group], seeds=seeds)
-            finally:
+                return Lane(env, Driver(factory, slots, seed, batch=batch), seed,
+                            record=writer is not None or plan.reports_progress,
+                            on_episode=mark_reachability(group_shop, finished), listed=[e.goal for e in group],
+                            seeds=seeds)
+            except BaseException:
                 env.close()
-            stats["policy"] = part["policy"]
-            stats["env_steps"] += part["env_steps"]
+                raise
+
+        def close_lane(k: int, lane: Lane) -> None:
+            lane.env.close()
+            lane_results[k] = lane.episodes()
+            stats["policy"] = lane.driver.name
+            stats["env_steps"] += lane.env_steps
+
+        # Lanes (one per price-seed shop) in flight side by side, up to num_envs slots in all: the
+        # results are each lane's own, whatever num_envs is (evaluation/lanes.py).
+        most = play_lanes([min(num_envs, len(group)) for _, group in groups], open_lane, num_envs, close_lane)
+        episodes = [e for part in lane_results for e in part]
     except BaseException:
         if writer is not None:
             writer.close()  # the finished episodes stay readable; no summary line
@@ -445,7 +337,8 @@ def evaluate(
         goal_kind=shop.goals.kind,
         split=(f"protocol {plan.protocol.name}" if plan.named else split or "all"),
         goals=[min(expected), max(expected) + 1] if expected else [0, 0],
-        num_envs=num_envs,
+        num_envs=most,
+        num_envs_asked=asked,
         seed=seed,
         max_steps=max_steps,
         wall_s=wall,
@@ -535,6 +428,12 @@ def _in_flight(result: dict) -> str:
     return f"{most} in flight (--concurrency {asked})"
 
 
+def _envs(result: dict) -> str:
+    """A local run's slots: the most in use at once, and the ``--num-envs`` asked when it differs."""
+    most, asked = result["num_envs"], result.get("num_envs_asked")
+    return f"{most} envs" if asked is None or asked == most else f"{most} envs (--num-envs {asked})"
+
+
 def format_table(result: dict) -> str:
     """A readable table of an :func:`evaluate` result."""
     b = result["breakdown"]
@@ -559,11 +458,11 @@ def format_table(result: dict) -> str:
         rows.append(("SR on reachable goals (%)", f"{_fmt(result['sr_reachable'], 1)} ({result['unreachable']} "
                                                   f"unreachable goals{episodes}: no purchase of the target scores 1.0)"))
     if result.get("tags"):
-        rows.append(("failure tags", " · ".join(f"{t} {c}" for t, c in result["tags"].items() if c)))
+        rows.append(("failure tags (episodes)", " · ".join(f"{t} {c}" for t, c in result["tags"].items() if c)))
     if "tokens" in result:
 
         rows += accounting_rows(result)
-    slots = _in_flight(result) if "concurrency" in result else f"{result['num_envs']} envs"
+    slots = _in_flight(result) if "concurrency" in result else _envs(result)
     if result.get("sessions"):  # a resumed run: the rate is this session's own; every session's time beside it
         times = " + ".join("?" if x.get("wall_s") is None else f"{x['wall_s']:.1f}" for x in result["sessions"])
         rows.append(("wall time", f"{result['wall_s']:.1f} s this session ({_fmt(result.get('steps_per_s'), 0)} steps/s "

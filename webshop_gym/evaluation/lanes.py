@@ -1,0 +1,248 @@
+"""Local policies' episodes in lanes: one eval-mode vector env per lane, many lanes in flight.
+
+A lane (:class:`Lane`) plays one list of goals through one
+:class:`~webshop_gym.envs.vector_env.WebShopVectorEnv` in ``eval_mode``: its slots take the
+goals in list order, each episode is recorded as it ends.  A plain ``eval`` is one lane.  A
+protocol whose episodes sit on several shops (verl-agent's price seeds: about two episodes per
+shop) is one lane per shop; :func:`play_lanes` keeps as many of them in flight as ``num_envs``
+slots allow, stepping each lane's env in turn and, for a batch policy
+(:class:`~webshop_gym.agents.hf.HFPolicy`), asking it for every lane's actions in one call,
+each lane on its own slots of that batch.  A slot that a lane frees and a later lane takes starts
+there with ``info["steps"] == 0``, as a vector env's own slot starts its next episode, so a
+batch policy clears that slot's history as it always does.
+
+Results do not depend on how many lanes are in flight: each lane's episodes run exactly as they
+would alone (the same env, the same per-episode policy seeds, the same per-slot policies).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from webshop_gym.agents.batch import unbatch_infos
+from webshop_gym.evaluation.episode import episode_seed, slim_info
+from webshop_gym.runs.run import model_outputs
+
+__all__ = ["Driver", "Lane", "play_lanes"]
+
+
+class Driver:
+    """Feeds a lane's slots to per-slot policies, or marks that one batch policy acts for them."""
+
+    def __init__(self, policy, num_envs: int, seed: int, batch=None):
+        """``batch``: a batch policy already in use by other lanes (then ``policy`` is not called)."""
+        self.batch = batch if batch is not None else (policy if hasattr(policy, "act_batch") else None)
+        self.policies = None if self.batch is not None else [policy() for _ in range(num_envs)]
+        if self.policies is not None and hasattr(self.policies[0], "act_batch"):
+            self.batch, self.policies = self.policies[0], None
+        self.seed = seed
+
+    @property
+    def name(self) -> str:
+        """The policy's name (its ``name`` attribute, else its class's)."""
+        target = self.batch if self.batch is not None else self.policies[0]
+        return str(getattr(target, "name", type(target).__name__))
+
+    def start(self, slot: int, info: dict, seed: int | None = None) -> None:
+        """A slot starts an episode (``seed``: its policy seed, default from the goal)."""
+        if self.batch is not None:
+            return
+        policy = self.policies[slot]
+        reseed = getattr(policy, "seed_episode", None)
+        if callable(reseed):
+            reseed(episode_seed(self.seed, info["goal_index"]) if seed is None else int(seed))
+        policy.reset(info)
+
+    def act(self, active: Sequence[int], observations: Sequence[str], infos: Sequence[dict]) -> list[str]:
+        """Actions for ``active`` slots (``""`` for the others); a batch policy is asked for the lane alone."""
+        n = len(observations)
+        actions = [""] * n
+        if self.batch is not None:
+            live = set(active)
+            obs = [observations[i] if i in live else "" for i in range(n)]
+            inf = [infos[i] if i in live else {"idle": True} for i in range(n)]
+            out = self.batch.act_batch(obs, inf)
+            for i in active:
+                actions[i] = out[i]
+            return actions
+        for i in active:
+            actions[i] = self.policies[i].act(observations[i], infos[i])
+        return actions
+
+
+class Lane:
+    """One eval-mode vector env playing its goals: each slot's episode, and the records of those done.
+
+    Args:
+        env: a :class:`~webshop_gym.envs.vector_env.WebShopVectorEnv` with ``eval_mode=True``.
+        driver: the lane's :class:`Driver`.
+        seed: the env's reset seed.
+        record: keep each episode's trajectory (see :func:`webshop_gym.evaluation.local.rollout`).
+        on_episode: called with each finished episode.
+        num_goals: stop once the first ``num_goals`` goals of the env's split are done.
+        listed: the env's ``eval_goals``: one record per entry, with ``entry`` its index.
+        seeds: with ``listed``, each entry's policy seed.
+    """
+
+    def __init__(self, env, driver: Driver, seed: int, record: bool = False,
+                 on_episode: Callable[[dict], None] | None = None, num_goals: int | None = None,
+                 listed: Sequence[int] | None = None, seeds: Sequence[int] | None = None):
+        if not getattr(env, "eval_mode", False):
+            raise ValueError("rollout needs a WebShopVectorEnv created with eval_mode=True")
+        self.env, self.driver, self.record, self.on_episode = env, driver, record, on_episode
+        self.n = env.num_envs
+        self.listed = None if listed is None else [int(g) for g in listed]
+        self.seeds = seeds
+        if self.listed is not None:  # the env hands these out in order: one record per entry
+            self.total = len(self.listed)
+            self.wanted = set(range(self.total))
+        else:
+            goal_range = env.engine.goal_range
+            self.total = len(goal_range) if num_goals is None else min(int(num_goals), len(goal_range))
+            self.wanted = set(goal_range[:self.total])
+        self.handed = 0
+        self.env_steps = 0
+        self.current: list[dict | None] = [None] * self.n
+        self.pending = [False] * self.n
+        self.results: dict[int, dict] = {}
+        self.observations, infos = env.reset(seed=seed)
+        self.per = unbatch_infos(infos, self.n)
+        for i in range(self.n):
+            if not self.per[i].get("idle"):
+                self._start(i, self.per[i])
+
+    @property
+    def done(self) -> bool:
+        """Whether every goal of the lane has its record."""
+        return len(self.results) >= self.total
+
+    def _start(self, slot: int, info: dict) -> None:
+        episode = {"goal_index": int(info["goal_index"]), "invalid_actions": 0}
+        policy_seed = None
+        if self.listed is not None:  # slots start in the order the env hands the goals out
+            if self.handed >= self.total or self.listed[self.handed] != episode["goal_index"]:
+                raise RuntimeError(f"the env started goal {episode['goal_index']} as entry {self.handed} of its list")
+            episode["entry"] = self.handed
+            policy_seed = None if self.seeds is None else int(self.seeds[self.handed])
+            self.handed += 1
+        self.driver.start(slot, info, policy_seed)
+        if self.record:
+            episode["trajectory"] = []
+        self.current[slot] = episode
+
+    def active(self) -> list[int]:
+        """The slots whose episode waits for an action."""
+        active = [i for i in range(self.n) if self.current[i] is not None and not self.pending[i]]
+        if not active and not any(self.pending):
+            raise RuntimeError(f"every slot is idle but only {len(self.results)} of {self.total} goals finished")
+        return active
+
+    def advance(self, active: Sequence[int], actions: list[str], said: dict[int, dict] | None = None) -> None:
+        """Record the actions (``said``: an LLM's outputs by lane slot), step the env, close the episodes that ended."""
+        if self.record:
+            for i in active:
+                entry = {"observation": self.observations[i], "info": slim_info(self.per[i]), "action": actions[i]}
+                if said and i in said:
+                    entry["model"] = said[i]
+                self.current[i]["trajectory"].append(entry)
+        self.observations, rewards, terminated, truncated, infos = self.env.step(actions)
+        self.env_steps += 1
+        self.per = per = unbatch_infos(infos, self.n)
+        for i in range(self.n):
+            if self.pending[i]:
+                self.pending[i] = False
+                if not per[i].get("idle"):
+                    self._start(i, per[i])
+                continue
+            episode = self.current[i]
+            if episode is None:
+                continue
+            info = per[i]
+            episode["invalid_actions"] += int(bool(info.get("invalid_action")))
+            if not (terminated[i] or truncated[i]):
+                continue
+            if terminated[i]:  # the slot's own purchase dicts, in its order: a batched info lists a nested key
+                info.update(self.env.engine.purchase_info(i))  # where the step's first slot gave it
+            reward = float(rewards[i]) if terminated[i] else 0.0
+            episode.update(reward=reward, success=bool(reward == 1.0), steps=int(info["steps"]),
+                           purchased=bool(terminated[i]), truncated=bool(truncated[i]))
+            for key in ("reward_info", "purchased_asin", "purchased_options", "purchased_price"):
+                if key in info:
+                    episode[key] = info[key]
+            if self.record:
+                episode.update(final_observation=self.observations[i], final_info=slim_info(info))
+            self.current[i] = None
+            self.pending[i] = True
+            goal = episode["entry"] if self.listed is not None else episode["goal_index"]
+            if goal in self.wanted:
+                if goal in self.results:
+                    raise RuntimeError(f"goal {goal} ran twice")
+                self.results[goal] = episode
+                if self.on_episode is not None:
+                    self.on_episode(episode)
+
+    def step(self) -> None:
+        """One step of this lane alone (its driver chooses the actions)."""
+        active = self.active()
+        actions = self.driver.act(active, self.observations, self.per)
+        self.advance(active, actions, model_outputs(self.driver.batch, active) if self.record else None)
+
+    def episodes(self) -> list[dict]:
+        """The finished episodes, by goal index (by entry of ``listed``)."""
+        return [self.results[g] for g in sorted(self.results)]
+
+
+def play_lanes(sizes: Sequence[int], open_lane: Callable[[int, int, object], Lane], capacity: int,
+               on_close: Callable[[int, Lane], None]) -> int:
+    """Play lane ``k`` of ``len(sizes)`` (``sizes[k]`` slots each), as many at once as ``capacity`` slots allow.
+
+    Lanes open in order, each when enough slots are free (the first always does);
+    ``open_lane(k, slots, batch)`` makes lane ``k`` on ``slots`` slots (``batch``: the batch policy
+    the lanes open so far act through, else None) and ``on_close(k, lane)`` takes it once its
+    goals are done.  Every tick steps each lane in flight once; a batch policy is asked once
+    per tick for all of them, each lane on its own slots of one list of ``capacity`` entries.
+    Returns the most slots in flight at once.
+    """
+    lanes: dict[int, tuple[Lane, list[int]]] = {}
+    try:
+        return _play(sizes, open_lane, capacity, on_close, lanes)
+    finally:
+        for lane, _ in lanes.values():  # lanes an error left open: their envs (and workers) closed
+            lane.env.close()
+
+
+def _play(sizes, open_lane, capacity, on_close, lanes: dict) -> int:
+    free = list(range(capacity))
+    following = 0
+    most = 0
+    batch = None
+    while following < len(sizes) or lanes:
+        while following < len(sizes) and (not lanes or len(free) >= sizes[following]):
+            taken, free = sorted(free)[:sizes[following]], sorted(free)[sizes[following]:]
+            lane = open_lane(following, len(taken), batch)
+            batch = lane.driver.batch
+            lanes[following] = (lane, taken)
+            following += 1
+        most = max(most, capacity - len(free))
+        active = {k: lane.active() for k, (lane, _) in lanes.items()}
+        if batch is None:
+            for k, (lane, _) in lanes.items():
+                lane.advance(active[k], lane.driver.act(active[k], lane.observations, lane.per))
+        else:
+            observations: list[str] = [""] * capacity
+            infos: list[dict] = [{"idle": True} for _ in range(capacity)]
+            for k, (lane, slots) in lanes.items():
+                for i in active[k]:
+                    observations[slots[i]], infos[slots[i]] = lane.observations[i], lane.per[i]
+            out = batch.act_batch(observations, infos)
+            said = model_outputs(batch, [slots[i] for k, (_, slots) in lanes.items() for i in active[k]])
+            for k, (lane, slots) in lanes.items():
+                actions = [""] * lane.n
+                for i in active[k]:
+                    actions[i] = out[slots[i]]
+                lane.advance(active[k], actions, {i: said[slots[i]] for i in active[k] if slots[i] in said})
+        for k in [k for k, (lane, _) in lanes.items() if lane.done]:
+            lane, slots = lanes.pop(k)
+            free += slots
+            on_close(k, lane)
+    return most
