@@ -448,3 +448,11 @@ def test_sft_data_with_a_served_teacher_from_the_command_line(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["sft-data", "--policy", "gpt", "--out", str(out)])
     assert "must be oracle, rule or openai:MODEL" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flags", [["--timeout", "5"], ["--max-retries", "0"], ["--api-key-env", "MY_KEY"]])
+def test_request_flags_given_to_a_local_policy_are_refused(flags, capsys):
+    # they were accepted and ignored: a user who set --timeout for a rule baseline got no word of it
+    assert main(["eval", "--policy", "rule", *flags, "--num-goals", "1", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"webshop-gym eval: error: {flags[0]} apply to openai:MODEL policies only, not 'rule'"]

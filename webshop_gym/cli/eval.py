@@ -31,7 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_shop_arguments(parser)
     parser.add_argument("--split", choices=["test", "eval", "train", "all"], help="goal split (default test)")
     parser.add_argument("--num-envs", type=types.at_most(types.positive_int, types.MAX_ENVS), default=16, metavar="N",
-                        help=f"parallel slots of the vector env (default 16; at most {types.MAX_ENVS:,})")
+                        help=f"parallel slots in all (default 16; at most {types.MAX_ENVS:,}); a protocol over many "
+                             "price seeds keeps as many of their shops in flight as these slots hold")
     parser.add_argument("-n", "--num-goals", type=types.at_most(types.positive_int, types.MAX_COUNT), metavar="N",
                         help=f"only the first N goals of the split (at most {types.MAX_COUNT:,})")
     parser.add_argument("--seed", type=types.seed, default=0, metavar="SEED",
@@ -278,14 +279,14 @@ def add_served_arguments(parser) -> None:
     group.add_argument("--max-completion-tokens", metavar="N", type=types.at_most(types.positive_int, types.MAX_TOKENS),
                        help="send max_completion_tokens=N instead of max_tokens (APIs that refuse max_tokens, "
                             f"e.g. OpenAI's reasoning models); replaces --max-new-tokens; at most {types.MAX_TOKENS:,}")
-    group.add_argument("--api-key-env", metavar="NAME", default="OPENAI_API_KEY",
+    group.add_argument("--api-key-env", metavar="NAME",
                        help="environment variable holding the API key (default OPENAI_API_KEY; a local server "
                             "needs none)")
     group.add_argument("--concurrency", metavar="N", type=_concurrency_type,
                        help="episodes (and model requests) in flight, 1-1024 (default 8)")
-    group.add_argument("--timeout", metavar="SECONDS", type=types.timeout, default=60.0,
+    group.add_argument("--timeout", metavar="SECONDS", type=types.timeout,
                        help=f"seconds one request may take (default 60; at most {types.MAX_SECONDS:,})")
-    group.add_argument("--max-retries", metavar="K", type=types.at_most(types.non_negative_int, types.MAX_RETRIES), default=5,
+    group.add_argument("--max-retries", metavar="K", type=types.at_most(types.non_negative_int, types.MAX_RETRIES),
                        help="retries of a failing request: 429, 5xx, timeouts, dropped connections, malformed "
                             "bodies; exponential backoff with jitter, Retry-After honoured (default 5; at most 100)")
     group.add_argument("--http-client", choices=["builtin", "openai"], default="builtin",
@@ -316,9 +317,10 @@ def check_served_arguments(args) -> None:
         given = [flag for flag, value in (("--base-url", args.base_url), ("--concurrency", args.concurrency),
                                           ("--resume", args.resume), ("--shard", args.shard),
                                           ("--price-input", args.price_input), ("--price-output", args.price_output),
-                                          ("--no-stop", args.no_stop),
+                                          ("--no-stop", args.no_stop), ("--timeout", args.timeout),
+                                          ("--max-retries", args.max_retries), ("--api-key-env", args.api_key_env),
                                           ("--http-client", args.http_client != "builtin" or None),
-                                          ("--max-completion-tokens", args.max_completion_tokens)) if value not in (None, False)]
+                                          ("--max-completion-tokens", args.max_completion_tokens)) if value is not None and value is not False]
         if given:
             raise Error(f"{', '.join(given)} apply to openai:MODEL policies only, not {args.policy!r}")
         return
@@ -332,10 +334,12 @@ def check_served_arguments(args) -> None:
 
 def served_kwargs(args) -> dict:
     """:func:`~webshop_gym.evaluation.local.evaluate` keyword arguments of an ``openai:MODEL`` policy."""
-    return {"base_url": args.base_url, "api_key_env": args.api_key_env, "prompt": args.prompt,
+    return {"base_url": args.base_url, "api_key_env": args.api_key_env or "OPENAI_API_KEY", "prompt": args.prompt,
             "max_new_tokens": args.max_new_tokens, "temperature": args.temperature if args.sample else 0.0,
-            "top_p": args.top_p if args.sample else 1.0, "closest": args.closest, "timeout": args.timeout,
-            "max_retries": args.max_retries, "stop": not args.no_stop, "http_client": args.http_client,
+            "top_p": args.top_p if args.sample else 1.0, "closest": args.closest,
+            "timeout": 60.0 if args.timeout is None else args.timeout,
+            "max_retries": 5 if args.max_retries is None else args.max_retries, "stop": not args.no_stop,
+            "http_client": args.http_client,
             "concurrency": args.concurrency or 8, "resume": args.resume, "shard": args.shard,
             **({"request_options": {"max_completion_tokens": args.max_completion_tokens}}
                if args.max_completion_tokens else {})}
