@@ -29,29 +29,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import save, table  # noqa: E402
 
 
-class BatchRule:
-    """The rule policy per slot behind ``act_batch`` (a batch policy, as ``hf:`` is)."""
-
-    name = "batch-rule"
-
-    def __init__(self):
-        from webshop_gym.agents.policies.registry import make_policy
-
-        self.make, self.slots, self.widest, self.calls = make_policy, {}, 0, 0
-
-    def act_batch(self, observations, infos):
-        self.calls += 1
-        live = [i for i, info in enumerate(infos) if not info.get("idle")]
-        self.widest = max(self.widest, len(live))
-        out = [""] * len(observations)
-        for i in live:
-            if infos[i]["steps"] == 0:
-                self.slots[i] = self.make("rule")
-                self.slots[i].reset(infos[i])
-            out[i] = self.slots[i].act(observations[i], infos[i])
-        return out
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shop", required=True, help="the 1k shop's folder (verl-agent pins its content)")
@@ -61,6 +38,8 @@ def main() -> None:
     args = parser.parse_args()
 
     from webshop_gym import load_shop
+    from webshop_gym.agents.batch import SlotPolicies
+    from webshop_gym.agents.policies.registry import make_policy
     from webshop_gym.evaluation.local import evaluate
 
     shop = load_shop(args.shop, progress=False)
@@ -72,7 +51,7 @@ def main() -> None:
     for plan, policy, slots in cases:
         times, batch, result = [], None, None
         for _ in range(args.repeats):
-            batch = BatchRule() if policy == "batch-rule" else None
+            batch = SlotPolicies(lambda: make_policy("rule"), name="batch-rule") if policy == "batch-rule" else None
             chosen = batch if batch is not None else policy
             kwargs = {"protocol": "verl-agent"} if plan == "verl-agent" else {"split": "test"}
             started = time.perf_counter()

@@ -101,35 +101,16 @@ def test_a_protocol_plays_at_num_envs_with_the_same_episodes(real_1k, policy, sa
     assert wide["env_steps"] < one["env_steps"] / 1.5  # slots of one shop step together
 
 
-class _BatchRule:
-    """A batch policy (as HFPolicy is one): the rule policy per slot, restarted where ``steps == 0``."""
-
-    name = "batch-rule"
-
-    def __init__(self):
-        from webshop_gym.agents.policies.registry import make_policy
-
-        self.make, self.slots, self.widest = make_policy, {}, 0
-
-    def act_batch(self, observations, infos):
-        live = [i for i, info in enumerate(infos) if not info.get("idle")]
-        self.widest = max(self.widest, len(live))
-        out = [""] * len(observations)
-        for i in live:
-            if infos[i]["steps"] == 0:
-                self.slots[i] = self.make("rule")
-                self.slots[i].reset(infos[i])
-            out[i] = self.slots[i].act(observations[i], infos[i])
-        return out
-
-
 def test_a_batch_policy_is_asked_once_for_every_lane_in_flight(real_1k):
+    from webshop_gym.agents.batch import SlotPolicies
+    from webshop_gym.agents.policies.registry import make_policy
     from webshop_gym.evaluation.local import evaluate
 
     rule = evaluate("rule", shop=real_1k, protocol="verl-agent", num_envs=64)
-    batch = _BatchRule()
+    batch = SlotPolicies(lambda: make_policy("rule"))
     played = evaluate(batch, shop=real_1k, protocol="verl-agent", num_envs=64)
     assert batch.widest == 64  # one call holds 64 live slots of 32 shops (was 2: one shop's)
+    assert batch.calls < 50  # 23: about one per step of the longest shops in flight (was 659, one per shop's step)
     assert played["num_envs"] == 64
     assert played["episodes_detail"] == rule["episodes_detail"]  # a slot taken over by the next shop starts clean
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-__all__ = ["unbatch_infos"]
+__all__ = ["SlotPolicies", "unbatch_infos"]
 
 
 def _python(value: Any) -> Any:
@@ -66,3 +66,39 @@ def unbatch_infos(infos: Mapping[str, Any] | Sequence[Mapping[str, Any]], num_en
             if mask is None or mask[i]:
                 out[i][key] = values[i]
     return out
+
+
+class SlotPolicies:
+    """Per-slot policies behind one ``act_batch``: a batch policy made of a per-slot factory.
+
+    A slot gets a fresh ``factory()`` policy (then ``reset(info)``) whenever its info says
+    ``steps == 0``, as a batch policy clears a slot's history there; idle slots get ``""``.
+    It stands in for a model's batch policy (:class:`~webshop_gym.agents.hf.HFPolicy`) where
+    what matters is how a loop batches the slots: ``calls`` counts the ``act_batch`` calls and
+    ``widest`` is the most live slots one call was given.
+
+    Example:
+        >>> from webshop_gym.agents.policies.registry import make_policy
+        >>> batch = SlotPolicies(lambda: make_policy("rule"))
+        >>> batch.act_batch(["", ""], [{"idle": True}, {"idle": True}]), batch.widest
+        (['', ''], 0)
+    """
+
+    def __init__(self, factory: Callable[[], Any], name: str = "slot-policies"):
+        self.factory, self.name = factory, name
+        self.slots: dict[int, Any] = {}
+        self.calls = 0
+        self.widest = 0
+
+    def act_batch(self, observations: Sequence[str], infos: Sequence[Mapping[str, Any]]) -> list[str]:
+        """One action per slot: each live slot's own policy acts (a new one where ``steps == 0``)."""
+        self.calls += 1
+        live = [i for i, info in enumerate(infos) if not info.get("idle")]
+        self.widest = max(self.widest, len(live))
+        out = [""] * len(observations)
+        for i in live:
+            if infos[i]["steps"] == 0:
+                self.slots[i] = self.factory()
+                self.slots[i].reset(infos[i])
+            out[i] = self.slots[i].act(observations[i], infos[i])
+        return out
