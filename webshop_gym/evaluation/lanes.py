@@ -54,17 +54,8 @@ class Driver:
         policy.reset(info)
 
     def act(self, active: Sequence[int], observations: Sequence[str], infos: Sequence[dict]) -> list[str]:
-        """Actions for ``active`` slots (``""`` for the others); a batch policy is asked for the lane alone."""
-        n = len(observations)
-        actions = [""] * n
-        if self.batch is not None:
-            live = set(active)
-            obs = [observations[i] if i in live else "" for i in range(n)]
-            inf = [infos[i] if i in live else {"idle": True} for i in range(n)]
-            out = self.batch.act_batch(obs, inf)
-            for i in active:
-                actions[i] = out[i]
-            return actions
+        """Per-slot policies' actions for ``active`` slots (``""`` for the others); a batch policy acts in :func:`_tick`."""
+        actions = [""] * len(observations)
         for i in active:
             actions[i] = self.policies[i].act(observations[i], infos[i])
         return actions
@@ -183,9 +174,7 @@ class Lane:
 
     def step(self) -> None:
         """One step of this lane alone (its driver chooses the actions)."""
-        active = self.active()
-        actions = self.driver.act(active, self.observations, self.per)
-        self.advance(active, actions, model_outputs(self.driver.batch, active) if self.record else None)
+        _tick([(self, range(self.n))], self.driver.batch, self.n)
 
     def episodes(self) -> list[dict]:
         """The finished episodes, by goal index (by entry of ``listed``)."""
@@ -218,31 +207,42 @@ def _play(sizes, open_lane, capacity, on_close, lanes: dict) -> int:
     batch = None
     while following < len(sizes) or lanes:
         while following < len(sizes) and (not lanes or len(free) >= sizes[following]):
-            taken, free = sorted(free)[:sizes[following]], sorted(free)[sizes[following]:]
+            free.sort()
+            taken, free = free[:sizes[following]], free[sizes[following]:]
             lane = open_lane(following, len(taken), batch)
             batch = lane.driver.batch
             lanes[following] = (lane, taken)
             following += 1
         most = max(most, capacity - len(free))
-        active = {k: lane.active() for k, (lane, _) in lanes.items()}
-        if batch is None:
-            for k, (lane, _) in lanes.items():
-                lane.advance(active[k], lane.driver.act(active[k], lane.observations, lane.per))
-        else:
-            observations: list[str] = [""] * capacity
-            infos: list[dict] = [{"idle": True} for _ in range(capacity)]
-            for k, (lane, slots) in lanes.items():
-                for i in active[k]:
-                    observations[slots[i]], infos[slots[i]] = lane.observations[i], lane.per[i]
-            out = batch.act_batch(observations, infos)
-            said = model_outputs(batch, [slots[i] for k, (_, slots) in lanes.items() for i in active[k]])
-            for k, (lane, slots) in lanes.items():
-                actions = [""] * lane.n
-                for i in active[k]:
-                    actions[i] = out[slots[i]]
-                lane.advance(active[k], actions, {i: said[slots[i]] for i in active[k] if slots[i] in said})
+        _tick(list(lanes.values()), batch, capacity)
         for k in [k for k, (lane, _) in lanes.items() if lane.done]:
             lane, slots = lanes.pop(k)
             free += slots
             on_close(k, lane)
     return most
+
+
+def _tick(lanes: Sequence[tuple[Lane, Sequence[int]]], batch, capacity: int) -> None:
+    """Step each lane once: its per-slot policies act, or ``batch`` is asked once for every lane.
+
+    ``lanes``: each lane with the slots of the batch it holds (its slot ``i`` at ``slots[i]``, of
+    ``capacity``); slots no lane's episode waits on are given as idle.
+    """
+    active = [lane.active() for lane, _ in lanes]
+    if batch is None:
+        for (lane, _), live in zip(lanes, active):
+            lane.advance(live, lane.driver.act(live, lane.observations, lane.per))
+        return
+    observations: list[str] = [""] * capacity
+    infos: list[dict] = [{"idle": True} for _ in range(capacity)]
+    for (lane, slots), live in zip(lanes, active):
+        for i in live:
+            observations[slots[i]], infos[slots[i]] = lane.observations[i], lane.per[i]
+    out = batch.act_batch(observations, infos)
+    recorded = any(lane.record for lane, _ in lanes)
+    said = model_outputs(batch, [slots[i] for (_, slots), live in zip(lanes, active) for i in live]) if recorded else {}
+    for (lane, slots), live in zip(lanes, active):
+        actions = [""] * lane.n
+        for i in live:
+            actions[i] = out[slots[i]]
+        lane.advance(live, actions, {i: said[slots[i]] for i in live if slots[i] in said})

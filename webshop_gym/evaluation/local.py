@@ -261,7 +261,6 @@ def evaluate(
     started = time.perf_counter()
     stats: dict = {"env_steps": 0}
     writer = None
-    most = 0
     bar = _progress_bar(len(expected), progress)
     try:
         if out is not None:
