@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import importlib
+import importlib.metadata
 import json
 import shutil
 import signal
 from pathlib import Path
+
+import pytest
 
 SUITE_DISK_PEAK = 1_000_000_000
 """Bytes the test suite writes at its peak, rounded up (measured 2026-12-02 with the README's
@@ -28,6 +32,29 @@ def disk_shortfall(paths, need: int = SUITE_DISK_PEAK) -> str | None:
             return (f"only {free / 1e6:,.0f} MB free on the disk of {path}; the test suite writes about "
                     f"{need / 1e9:.1f} GB at its peak: expect 'No space left on device' failures")
     return None
+
+
+def require_extra(module: str, extra: str, distributions: tuple[str, ...]):
+    """Import ``module`` of an optional extra, or skip the calling test module naming the extra.
+
+    ``pytest.importorskip`` skips only on ``ModuleNotFoundError``; our integration modules raise
+    :class:`~webshop_gym.error.DependencyNotInstalled` (and a half-installed extra can raise
+    anything).  So: when one of ``distributions`` (the extra's PyPI names) is not installed, any
+    error of the import skips with the pip line; when all are installed, the error is real and is
+    raised.
+    """
+    missing = []
+    for name in distributions:
+        try:
+            importlib.metadata.distribution(name)
+        except importlib.metadata.PackageNotFoundError:
+            missing.append(name)
+    try:
+        return importlib.import_module(module)
+    except Exception:
+        if not missing:
+            raise
+        pytest.skip(f"{', '.join(missing)} not installed: pip install 'webshop-gym[{extra}]'", allow_module_level=True)
 
 
 def product(asin: str, **fields) -> dict:

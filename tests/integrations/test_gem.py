@@ -9,7 +9,9 @@ import pytest
 
 # our module first: it imports gem and undoes the logging set-up gem's import does (a bare `import gem`
 # would leave every later test of this worker logging INFO to stderr)
-pytest.importorskip("webshop_gym.integrations.gem", reason="gem-llm is not installed: pip install 'webshop-gym[gem]'")
+from tests.helpers import require_extra  # noqa: E402
+
+require_extra("webshop_gym.integrations.gem", "gem", ("gem-llm",))
 
 import gem  # noqa: E402
 
