@@ -120,3 +120,7 @@ class TestGoalsRefused(Error, ValueError):
 
 class DownloadFailed(Error, OSError):
     """``webshop-gym data download`` could not fetch or verify a file (no network, a refusal, the wrong file)."""
+
+
+class ShippedFileDamaged(Error, OSError):
+    """A data file shipped with the package does not match the digest its code pins (a damaged or edited installation)."""

@@ -195,6 +195,8 @@ def _data_verify(args) -> int:
     if not results and not leftovers:
         raise FileNotFoundError(f"nothing compiled in {roots[0]}: run `webshop-gym data compile` first")
     memos = [(memo, memo_damage(memo)) for memo in _memos(roots)]
+    shipped = _shipped_results()
+    results = [*results, *shipped]
     for folder, problem in [*results, *memos]:
         print(f"ok       {folder}" if problem is None else f"DAMAGED  {folder}: {problem}")
     for tmp, running in leftovers:
@@ -205,7 +207,12 @@ def _data_verify(args) -> int:
     summary = f"{len(results)} folders{memo_count} checked, {len(damaged)} damaged"
     if stale:
         summary += f", {len(stale)} left by interrupted builds"
-    if damaged or stale:
+    if any(problem is not None for _, problem in shipped):
+        from webshop_gym.search.shipped import REINSTALL
+
+        summary += (" (the package's own files are damaged: reinstall webshop-gym, "
+                    f"`{REINSTALL}`)")
+    if [folder for folder in damaged if folder not in {f for f, _ in shipped}] or stale:
         command = "webshop-gym data compile" + ("" if args.all or args.dir is None else f" {shlex.quote(args.dir)}")
         if not args.all and args.num_products:
             command += f" --num-products {args.num_products}"
@@ -214,6 +221,22 @@ def _data_verify(args) -> int:
                       "rebuilds any other folder it needs)")
     print(summary)
     return 1 if damaged else 0
+
+
+def _shipped_results() -> list:
+    """The package's shipped data folders, checked against the digests pinned in its code: ``(folder, problem)``."""
+    from webshop_gym.protocols.idlists import id_list_damage, id_lists_folder
+    from webshop_gym.search.shipped import shipped_damage, shipped_folder
+
+    found = []
+    for folder, damage in ((shipped_folder(), shipped_damage()), (id_lists_folder(), id_list_damage())):
+        problem = None
+        if damage:
+            problem = "; ".join(f"{path.name} {what}" for path, what in damage[:3])
+            problem += f" (and {len(damage) - 3} more)" if len(damage) > 3 else ""
+            problem += " (shipped with the package)"
+        found.append((folder, problem))
+    return found
 
 
 def _data_index(args) -> int:
