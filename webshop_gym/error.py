@@ -116,3 +116,11 @@ class TestGoalsRefused(Error, ValueError):
     """Training goals that include a protocol's test goals, without ``allow_test_goals=True``."""
 
     __test__ = False  # not a pytest test class
+
+
+class DownloadFailed(Error, OSError):
+    """``webshop-gym data download`` could not fetch or verify a file (no network, a refusal, the wrong file)."""
+
+
+class ShippedFileDamaged(Error, OSError):
+    """A data file shipped with the package does not match the digest its code pins (a damaged or edited installation)."""

@@ -161,7 +161,7 @@ def test_data_verify_reports_damage(pristine, tmp_path):
     done = _cli(["data", "verify", str(shop)], cache, base)
     assert done.returncode == 1
     assert f"DAMAGED  {folder}: description.offsets.npy does not match its checksum" in done.stdout
-    assert done.stdout.strip().splitlines()[-1].startswith("8 folders and 1 memo checked, 1 damaged")
+    assert done.stdout.strip().splitlines()[-1].startswith("10 folders and 1 memo checked, 1 damaged")
     everything = _cli(["data", "verify", "--all"], cache, base)
     assert everything.returncode == 1 and "1 damaged" in everything.stdout
 
@@ -285,7 +285,7 @@ def test_a_damaged_lucene_index_is_repaired_by_the_documented_command(pristine, 
     assert verify.returncode == 1
     assert f"DAMAGED  {index}: lucene/{segment.name} has " in verify.stdout
     advice = verify.stdout.strip().splitlines()[-1]
-    assert advice.startswith("8 folders and 1 memo checked, 1 damaged (to repair, run `webshop-gym data compile ")
+    assert advice.startswith("10 folders and 1 memo checked, 1 damaged (to repair, run `webshop-gym data compile ")
     command = advice.split("`")[1].split()[1:]  # the command verify names, run as it says
     assert command == ["data", "compile", str(shop)]
 
@@ -345,7 +345,7 @@ def test_a_killed_builders_folder_is_listed_then_removed_but_never_a_running_one
         assert tmp.parent == folder and tmp.name.startswith("goals-human-v1.tmp-")
         running = _cli(["data", "verify", str(shop)], cache, base)
         assert running.returncode == 0 and f"BUILDING {tmp}: a build in progress" in running.stdout
-        assert running.stdout.strip().splitlines()[-1] == "8 folders and 1 memo checked, 0 damaged"
+        assert running.stdout.strip().splitlines()[-1] == "10 folders and 1 memo checked, 0 damaged"
         compiled = _cli(["data", "compile", str(shop), "--no-index"], cache, base)  # a concurrent compile
         assert compiled.returncode == 0 and tmp.is_dir() and "removed" not in compiled.stdout
         builder.kill()  # kill -9: no cleanup runs
@@ -358,7 +358,7 @@ def test_a_killed_builders_folder_is_listed_then_removed_but_never_a_running_one
     assert stale.returncode == 0  # nothing a run reads is damaged
     assert f"STALE    {tmp}: left by an interrupted build" in stale.stdout
     assert stale.stdout.strip().splitlines()[-1].startswith(
-        f"8 folders and 2 memos checked, 0 damaged, 1 left by interrupted builds (to repair, run `webshop-gym data compile {shop}`")
+        f"10 folders and 2 memos checked, 0 damaged, 1 left by interrupted builds (to repair, run `webshop-gym data compile {shop}`")
     compiled = _cli(["data", "compile", str(shop), "--no-index"], cache, base)
     assert compiled.returncode == 0 and compiled.stdout.startswith(f"removed {tmp} (left by an interrupted build)")
     assert not tmp.exists()

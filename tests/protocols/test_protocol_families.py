@@ -220,12 +220,23 @@ def test_a_tampered_id_list_fails_at_load(tmp_path, monkeypatch):
     data["ids"][177] = 4318  # IPR's id in ETO's list
     (tmp_path / "eto-test.json").write_text(json.dumps(data))
     monkeypatch.setattr(idlists, "_data_dir", lambda: tmp_path)
+
+    def pin_the_copies():  # the digests pinned in code refuse any edit first (tests/search/test_shipped_pins.py);
+        # pinned anew, the file's own checks against the family's file still catch it
+        monkeypatch.setattr(idlists, "ID_LISTS", {p.name: (p.stat().st_size, hashlib.sha256(p.read_bytes()).hexdigest())
+                                                  for p in tmp_path.glob("*.json")})
+
+    with pytest.raises(ProtocolError, match="eto-test.json\\): the file has .* instead of the pinned"):
+        idlists.id_list.cache_clear()
+        idlists.id_list("eto-test")
+    pin_the_copies()
     idlists.id_list.cache_clear()
     try:
         with pytest.raises(ProtocolError, match="the ids render to a file with bytes 1223 .*|sha256"):
             idlists.id_list("eto-test")
         data["ids"] = data["ids"][:199]
         (tmp_path / "eto-test.json").write_text(json.dumps(data))
+        pin_the_copies()
         idlists.id_list.cache_clear()
         with pytest.raises(ProtocolError, match="199 ids, the file says 200"):
             idlists.id_list("eto-test")

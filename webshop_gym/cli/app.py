@@ -3,7 +3,7 @@
 Subcommands::
 
     webshop-gym demo                      play one scripted episode on the default shop
-    webshop-gym data synth|info|compile|index|verify|goals ...
+    webshop-gym data synth|info|compile|index|verify|goals|download ...
     webshop-gym serve --shop DIR          play the shop in a browser (needs webshop-gym[server])
     webshop-gym replay LOG                replay a trajectory log and check its rewards
     webshop-gym eval --policy rule ...    Score and SR of a policy over a split
@@ -22,6 +22,7 @@ import argparse
 import importlib
 import json
 import os
+import shlex
 import signal
 import sys
 import textwrap
@@ -194,6 +195,8 @@ def _data_verify(args) -> int:
     if not results and not leftovers:
         raise FileNotFoundError(f"nothing compiled in {roots[0]}: run `webshop-gym data compile` first")
     memos = [(memo, memo_damage(memo)) for memo in _memos(roots)]
+    shipped = _shipped_results()
+    results = [*results, *shipped]
     for folder, problem in [*results, *memos]:
         print(f"ok       {folder}" if problem is None else f"DAMAGED  {folder}: {problem}")
     for tmp, running in leftovers:
@@ -204,9 +207,12 @@ def _data_verify(args) -> int:
     summary = f"{len(results)} folders{memo_count} checked, {len(damaged)} damaged"
     if stale:
         summary += f", {len(stale)} left by interrupted builds"
-    if damaged or stale:
-        import shlex
+    if any(problem is not None for _, problem in shipped):
+        from webshop_gym.search.shipped import REINSTALL
 
+        summary += (" (the package's own files are damaged: reinstall webshop-gym, "
+                    f"`{REINSTALL}`)")
+    if [folder for folder in damaged if folder not in {f for f, _ in shipped}] or stale:
         command = "webshop-gym data compile" + ("" if args.all or args.dir is None else f" {shlex.quote(args.dir)}")
         if not args.all and args.num_products:
             command += f" --num-products {args.num_products}"
@@ -215,6 +221,22 @@ def _data_verify(args) -> int:
                       "rebuilds any other folder it needs)")
     print(summary)
     return 1 if damaged else 0
+
+
+def _shipped_results() -> list:
+    """The package's shipped data folders, checked against the digests pinned in its code: ``(folder, problem)``."""
+    from webshop_gym.protocols.idlists import id_list_damage, id_lists_folder
+    from webshop_gym.search.shipped import shipped_damage, shipped_folder
+
+    found = []
+    for folder, damage in ((shipped_folder(), shipped_damage()), (id_lists_folder(), id_list_damage())):
+        problem = None
+        if damage:
+            problem = "; ".join(f"{path.name} {what}" for path, what in damage[:3])
+            problem += f" (and {len(damage) - 3} more)" if len(damage) > 3 else ""
+            problem += " (shipped with the package)"
+        found.append((folder, problem))
+    return found
 
 
 def _data_index(args) -> int:
@@ -263,6 +285,21 @@ def _data_info(args) -> int:
     lines.append("fingerprint (--human-goals/--goals/--price-seed select the goal set):")
     lines.extend(f"  {key}: {json.dumps(value) if isinstance(value, dict) else value}" for key, value in fingerprint.items())
     print("\n".join(lines))
+    return 0
+
+
+def _data_download(args) -> int:
+    from webshop_gym.data.download import download_release
+
+    out = args.out or f"webshop-{args.release}"
+    report = download_release(args.release, out, args.mirror, progress=not args.quiet, retries=args.retries,
+                              timeout=args.timeout)
+    if report.already:
+        print(f"{report.folder} already holds the verified {report.release} release ({len(report.files)} files)")
+    else:
+        print(f"downloaded the {report.release} release into {report.folder}: {len(report.files)} files, "
+              f"{report.bytes:,} bytes from {report.source}, each verified (next: webshop-gym data compile "
+              f"{shlex.quote(str(report.folder))})")
     return 0
 
 
@@ -371,6 +408,28 @@ def build_parser() -> argparse.ArgumentParser:
             cmd.add_argument("--price-seed", type=types.seed, default=0, metavar="SEED",
                              help="seed of prices and caps (default 0)")
         cmd.set_defaults(func=func)
+    download = data_sub.add_parser(
+        "download", help="fetch the reference's published shop files (small: 1,000 products; full: the whole "
+                         "release), resumable and verified",
+        description="Fetch the reference's published files (the Google-Drive files its setup.sh names, or the same "
+                    "names under --mirror URL) into a new shop folder.  An interrupted download resumes when the "
+                    "same command is run again; every file is checked against the published file's SHA-256; the "
+                    "folder appears only when every file is verified.  Errors are one line, exit status 2.")
+    download.add_argument("release", choices=["small", "full"],
+                          help="small: items_shuffle_1000.json, items_ins_v2_1000.json, items_human_ins.json "
+                               "(9.8 MB); full: items_shuffle.json, items_ins_v2.json, items_human_ins.json (5.7 GB)")
+    download.add_argument("--out", metavar="DIR", type=types.new_dir,
+                          help="the shop folder to create (default: webshop-small or webshop-full); it must not "
+                               "exist, be empty, or hold this release already")
+    download.add_argument("--mirror", metavar="URL", type=types.http_url,
+                          help="a base http(s) URL serving the same file names (an offline site's copy) "
+                               "instead of Google Drive")
+    download.add_argument("--retries", type=types.at_most(types.non_negative_int, types.MAX_RETRIES), default=3,
+                          metavar="N", help=f"reconnections (each resuming the file) after a lost connection (default 3; at most {types.MAX_RETRIES})")
+    download.add_argument("--timeout", type=types.timeout, default=60.0, metavar="SECONDS",
+                          help="seconds to wait for the server between bytes (default 60)")
+    download.add_argument("--quiet", action="store_true", help="no progress bar")
+    download.set_defaults(func=_data_download)
     goals = data_sub.add_parser("goals", help="export a frozen goal set (goals, texts, caps and prices) to JSON",
                                 description="Freeze a shop's goal set so that every run uses the same goals and prices.")
     goals.add_argument("dir", nargs="?", metavar="DIR", type=types.existing_dir,

@@ -240,6 +240,34 @@ def output_dir(text: str) -> str:
     return str(path)
 
 
+def new_dir(text: str) -> str:
+    """A directory a command creates itself: its missing parents are created below the working directory."""
+    if text == "":
+        raise argparse.ArgumentTypeError("must be a directory path, got ''")
+    path = Path(text).expanduser()
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is a file, expected a directory")
+    parent = path.parent if str(path.parent) else Path(".")
+    _make_parent(parent)
+    if not os.access(parent, os.W_OK):
+        raise argparse.ArgumentTypeError(f"{str(parent)!r} is not writable")
+    return str(path)
+
+
+def http_url(text: str) -> str:
+    """A plain http(s) URL with a host (a mirror's base folder)."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 - raises on a malformed port
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a URL ({exc})") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an http:// or https:// URL with a host")
+    return text
+
+
 def host(text: str) -> str:
     """An address to bind: an IPv4/IPv6 literal or a host name that resolves (checked now, offline too)."""
     import ipaddress

@@ -19,12 +19,15 @@ import json
 import re
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 
 import numpy as np
 
 from webshop_gym.error import ProtocolError
+from webshop_gym.utils.shipped import bytes_problem, folder_damage
+from webshop_gym.utils.shipped_digests import ID_LISTS
 
-__all__ = ["FORMAT", "LAYOUTS", "IdList", "id_list", "id_list_names", "render"]
+__all__ = ["FORMAT", "LAYOUTS", "IdList", "id_list", "id_list_damage", "id_list_names", "id_lists_folder", "render"]
 
 FORMAT = "webshop-gym/id-list"
 FORMAT_VERSION = 1
@@ -82,6 +85,16 @@ def id_list_names() -> tuple[str, ...]:
     return tuple(sorted(p.name[: -len(".json")] for p in _data_dir().iterdir() if p.name.endswith(".json")))
 
 
+def id_list_damage() -> list[tuple[Path, str]]:
+    """The shipped id lists that are not as pinned in the package's code (``data verify``): ``(path, problem)``."""
+    return folder_damage(id_lists_folder(), ID_LISTS, "*.json")
+
+
+def id_lists_folder() -> Path:
+    """The folder of the shipped id lists."""
+    return Path(str(_data_dir()))
+
+
 def _fail(name: str, message: str):
     raise ProtocolError(f"id list {name!r} (webshop_gym/protocols/data/ids/{name}.json): {message}")
 
@@ -94,12 +107,27 @@ def _git_blob(data: bytes) -> str:
 def id_list(name: str) -> IdList:
     """The shipped id list ``name``, checked (count, size, SHA-256 and git blob of the family's file).
 
+    The file itself is first checked against its size and SHA-256 pinned in the package's code
+    (:mod:`webshop_gym.utils.shipped_digests`), so an edited list fails even when its own ``source``
+    digests were edited to match.
+
     Raises:
-        ProtocolError: no such list, or a list that does not render to its family's file.
+        ProtocolError: no such list, a file that is not the one this version shipped (or not
+            JSON), or a list that does not render to its family's file.
     """
     if not isinstance(name, str) or re.fullmatch(r"[a-z0-9][a-z0-9.-]*", name) is None or name not in id_list_names():
         raise ProtocolError(f"unknown id list {name!r}; shipped lists: {', '.join(id_list_names())}")
-    data = json.loads(_data_dir().joinpath(f"{name}.json").read_text(encoding="utf-8"))
+    raw = _data_dir().joinpath(f"{name}.json").read_bytes()
+    problem = bytes_problem(raw, ID_LISTS.get(f"{name}.json"))
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except ValueError as exc:  # UnicodeDecodeError is one too
+        data, problem = None, f"is not JSON ({exc})" + (f" and {problem}" if problem else "")
+    if problem is not None:
+        _fail(name, f"the file {problem}: not the file this version shipped (reinstall webshop-gym: "
+                    "`pip install --force-reinstall --no-deps webshop-gym`)")
+    if not isinstance(data, dict):
+        _fail(name, f"not a {FORMAT} version {FORMAT_VERSION} file (a JSON object)")
     if data.get("format") != FORMAT or data.get("format_version") != FORMAT_VERSION or data.get("name") != name:
         _fail(name, f"not a {FORMAT} version {FORMAT_VERSION} file named {name!r}")
     ids, source = data.get("ids"), data.get("source") or {}
