@@ -14,7 +14,7 @@ from webshop_gym.server.viewer import shared
 
 from webshop_gym.analysis.figures import goal_keys, intervals
 from webshop_gym.analysis.intervals import RESAMPLES
-from webshop_gym.protocols.play import display_name
+from webshop_gym.protocols.naming import bare_name, setting_note
 from webshop_gym.runs.index import IndexTable, RunIndex
 from webshop_gym.runs.liveness import writer_state
 from webshop_gym.runs.run import planned_episodes
@@ -62,9 +62,15 @@ def describe(header: dict) -> dict:
 
 
 def _protocol_about(header: dict) -> dict:
-    """The run's protocol for the pages: its name and fingerprint (``-`` for a run written before protocols)."""
+    """The run's protocol for the pages: its bare name, how the run played it (a note) and its fingerprint.
+
+    ``-`` for a run written before protocols; the note (seed, validation, samples per goal, a
+    deviation from the published setting: :func:`~webshop_gym.protocols.naming.setting_note`) is
+    ``""`` when there is nothing to say.
+    """
     record = header.get("protocol") if isinstance(header.get("protocol"), dict) else None
-    return {"protocol": display_name(record), "protocol_fingerprint": (record or {}).get("fingerprint") or "-"}
+    return {"protocol": bare_name(record), "protocol_note": setting_note(record),
+            "protocol_fingerprint": (record or {}).get("fingerprint") or "-"}
 
 
 def progress_of(index: RunIndex) -> dict:
