@@ -46,14 +46,21 @@ def samples_per_goal(t: IndexTable) -> int:
 
 
 def describe(header: dict) -> dict:
-    """A run's settings for the pages: shop (no machine path on shared pages), goal set, policy, prompt, protocol."""
+    """A run's settings for the pages: shop, goal set, policy, prompt, protocol.
+
+    The pages name the shop by its folder's name and its data files' digests (``shop_name``,
+    ``shop_files``), never by its absolute path (``shop_path``: cut to its last part on shared
+    pages; the folded run line shows the path as recorded).
+    """
     fp = header.get("fingerprint") or {}
     shop = header.get("shop") or {}
     path = str(shop.get("path") or "")
     if shared():
         path = shareable_text(path)
     return {"shop": (Path(path).name or path or "?") + (f" ({fp['products']} products)" if fp.get("products") else ""),
-            "shop_path": path, "goal_set": fp.get("goal_set") or "-",
+            "shop_path": path, "shop_name": Path(path).name or path or "?",
+            "shop_files": ", ".join(f"{k} {v}" for k, v in (fp.get("files") or {}).items()),
+            "goal_set": fp.get("goal_set") or "-",
             "goals": f"{fp.get('goals', '?')} {fp.get('goal_kind', '')}".strip() if fp else "-",
             "policy": str(header.get("policy") or "?"), "prompt": str(header.get("prompt") or "-"),
             "split": str(header.get("split") or "?"), "seed": header.get("seed"),

@@ -140,6 +140,7 @@ class Report:
     notes: list[str] = field(default_factory=list)
     viewer: str | None = None  # base URL of `serve --runs` for links to episodes (asked for: --viewer-url)
     bundle: dict[str, str] = field(default_factory=dict)  # per run label, its bundle folder relative to the report
+    bundle_index: str | None = None  # the bundle's index.html relative to the report (written with --bundle)
     prices: tuple[float | None, float | None] = (None, None)
 
 
@@ -559,7 +560,7 @@ def failure_tags(report: Report, examples: int = 5) -> list[dict]:
         bundled = report.bundle.get(row.label)
         for tag in TAGS:
             if tag in tags:
-                shown = tags[tag][:examples]
+                shown = table.examples(tags[tag], examples)  # distinct goals first: not K samples of one goal
                 if bundled is not None:
                     hrefs = [f"{bundled}episodes/{p}/step-0.html" for p in shown]
                 elif report.viewer and not merged_here(row.run):
@@ -615,6 +616,9 @@ def to_markdown(report: Report, images: dict[str, str] | None) -> str:
     """The report as Markdown; ``images`` maps plot names to the relative paths of their PNG files."""
     lines = [f"# {_md_cell(report.title)}", "",
              f"{len(report.rows)} run(s); {_md_cell(method(report))}; written {report.created}.", ""]
+    if report.bundle_index:
+        lines += [f"Every run's pages (episodes, goals, comparisons): [{_md_cell(report.bundle_index)}](<{report.bundle_index}>).",
+                  ""]
     lines += [f"> {_md_cell(note)}" for note in report.notes]
     if report.notes:
         lines.append("")
