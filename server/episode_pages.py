@@ -14,8 +14,8 @@ import re
 
 from flask import abort, current_app, request, url_for
 from markupsafe import escape
-from webshop_gym.server.run_summary import samples_per_goal
 from webshop_gym.server.run_library import RunLibrary, get_library
+from webshop_gym.server.run_summary import samples_per_goal
 from webshop_gym.server.viewer import (
     action_text,
     bp,

@@ -138,3 +138,12 @@ def test_protocols_bad_flag_values_are_rejected_by_the_parser(capsys):
     with pytest.raises(SystemExit) as info:
         main(["protocols", "show", "verl-agent", "--validation", "-1"])
     assert info.value.code == 2 and "--validation" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["verl-agent", "verl-agent-1draw", "hgpo-train"])
+def test_each_verl_agent_card_says_which_validation_a_paper_reports(name, capsys):
+    """Issue 56: nothing said which --validation K a paper's number is."""
+    assert main(["protocols", "show", name]) == 0
+    card = " ".join(capsys.readouterr().out.split())
+    assert "Which --validation K a paper's number is" in card and "--validation ceil(N / test_freq)" in card
+    assert "(--validation 0)" in card  # the validation before training
