@@ -44,6 +44,7 @@ DEFAULTS: dict[str, Any] = {
     "AGENTGYM_MAX_ENVS": 1024,  # AgentGym envs alive at once
     "AGENTGYM_ENV_TTL": 3600,  # idle seconds after which an AgentGym env may be evicted (None: never)
     "RUNS": None,  # folder of run files (eval --out) shown at /runs (None: no run viewer)
+    "RUNS_BUNDLE": None,  # a bundle's pages being written: {"report": the report beside them, or None}
     "RUNS_SHARED": False,  # the run pages are to be shared (a bundle): machine paths and server addresses cut
 }
 

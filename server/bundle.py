@@ -69,6 +69,8 @@ SUFFIX = ".jsonl"
 #: A sampled run's goal filters the bundle keeps (the run page's ``goals``).
 GOAL_FILTERS = ("flipping", "always", "never")
 SHOWS = ("differ", "a", "b")
+#: A page's link to a file of the bundle's folder that no viewer URL serves (the report beside it): made relative.
+BUNDLE_FILE = "bundle-file:"
 
 _ATTRIBUTE = re.compile(r'\b(href|src)="([^"]*)"')
 _FORM = re.compile(r"<form\b[^>]*>(.*?)</form>", flags=re.S | re.I)
@@ -219,6 +221,10 @@ def _relink(text: str, url: str, own: str, site: _Site, css: list[tuple[str, str
         name, value = match[1], html.unescape(match[2])
         if value.startswith("#") or value.startswith("data:"):
             return match[0]
+        if value.startswith(BUNDLE_FILE):  # a file beside the pages (the report): relative to this page
+            relative = posixpath.relpath(value[len(BUNDLE_FILE):], here or ".")
+            return f'{name}="{html.escape(quote(relative), quote=True)}"'
+
         target = urljoin(url, value)
         found = site.place(target)
         if found is None:
@@ -339,13 +345,40 @@ def _is_shard(path: Path) -> bool:
     return isinstance(first, dict) and isinstance(first.get("shard"), list)
 
 
-def _render(names: list[str], labelled: list, given: list, staging: Path, keep_paths: bool) -> tuple:
+def _zipped(given: list, out: Path, force: bool, log, keep_paths: bool, report: str | None, started: float) -> dict:
+    """``--bundle x.zip``: the bundle's folder ``x/`` written to a temporary place, then zipped into ``out`` whole."""
+    import zipfile
+
+    if out.exists() and (out.is_dir() or not force):
+        raise BundleError(f"--bundle {out} {'is a folder' if out.is_dir() else 'exists: pass --force to replace it'}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f".{out.stem}.", dir=out.parent) as tmp:
+        inner = Path(tmp) / out.stem
+        summary = write_bundle(given, inner, log=False, keep_paths=keep_paths, report=report)
+        partial = Path(tmp) / "bundle.zip"
+        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
+            for path in sorted(inner.rglob("*")):
+                if path.is_file():
+                    archive.write(path, path.relative_to(tmp).as_posix())
+        os.replace(partial, out)
+    summary["seconds"] = time.perf_counter() - started
+    summary["bytes_zipped"] = out.stat().st_size
+    if log is not False:
+        print(f"webshop-gym report: wrote the bundle {out} ({summary['files']:,} files, {summary['bytes'] / 1e6:.1f} MB "
+              f"in a {summary['bytes_zipped'] / 1e6:.1f} MB zip, {summary['seconds']:.1f} s); unzip it and open "
+              f"{out.stem}/index.html", file=log or sys.stderr)
+    return summary
+
+
+def _render(names: list[str], labelled: list, given: list, staging: Path, keep_paths: bool,
+            report: str | None = None) -> tuple:
     """Fetch every page of the runs' viewer into ``staging``: ``(files, bytes, episodes, site)``."""
     with tempfile.TemporaryDirectory(prefix="webshop-gym-bundle-") as tmp:
         for name, (_, path) in zip(names, labelled):
             (Path(tmp) / f"{name}{SUFFIX}").symlink_to(Path(path).resolve())
         app = create_app({"TESTING": True, "RUNS": tmp, "MAX_SESSIONS": 1, "RUNS_SHARED": not keep_paths,
-                          "RUNS_INDEX_INLINE_BYTES": 1 << 62})  # index within the request: no 202 page
+                          "RUNS_INDEX_INLINE_BYTES": 1 << 62,  # index within the request: no 202 page
+                          "RUNS_BUNDLE": {"report": report}})  # no server behind the pages: no "new game"
         try:
             client = app.test_client()
             site = _Site(names, runs_bp.url_prefix.rstrip("/"))
@@ -395,7 +428,7 @@ def _missing_ancestor(path: Path) -> Path | None:
 
 
 def write_bundle(runs: str | Path | Sequence[str | Path], folder: str | Path, force: bool = False, log=None,
-                 keep_paths: bool = False) -> dict:
+                 keep_paths: bool = False, report: str | None = None) -> dict:
     """Write the runs' viewer pages as a self-contained static folder ``folder``.
 
     Args:
@@ -406,6 +439,11 @@ def write_bundle(runs: str | Path | Sequence[str | Path], folder: str | Path, fo
         force: write into a non-empty folder.
         log: where the summary line goes (default: stderr; ``False``: nowhere).
         keep_paths: keep machine paths and server addresses on the pages (for your own use).
+        report: the report written with the bundle, as a path relative to the bundle's folder
+            (``report.html``, ``../report.md``): the list of runs and each run page link to it.
+            A ``folder`` ending in ``.zip`` writes the bundle as a zip file of one folder named
+            after it (``x.zip`` holds ``x/index.html``, ...; ``report`` relative to ``x/`` as if
+            unzipped beside the zip file).
 
     Returns:
         ``{"files", "bytes", "seconds", "episodes", "folders"}``: ``folders`` gives, per run label,
@@ -422,6 +460,8 @@ def write_bundle(runs: str | Path | Sequence[str | Path], folder: str | Path, fo
     for source, name in zip(sources, given):
         if not source.is_file():
             raise BundleError(f"{name} is not a run file")
+    if out.suffix.lower() == ".zip":
+        return _zipped(given, out, force, log, keep_paths, report, started)
     _check_folder(out, force)
     labelled, keep_alive = _runs(sources, keep_paths)
     names = _names([label for label, _ in labelled])
@@ -434,7 +474,7 @@ def write_bundle(runs: str | Path | Sequence[str | Path], folder: str | Path, fo
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
     try:
-        files, size, episodes, site = _render(names, labelled, given, staging, keep_paths)
+        files, size, episodes, site = _render(names, labelled, given, staging, keep_paths, report)
         _install(staging, out)
     except BaseException:
         shutil.rmtree(made or staging, ignore_errors=True)  # a bundle that fails leaves nothing behind

@@ -14,6 +14,15 @@ from pathlib import Path
 
 import numpy as np
 from flask import abort, current_app, request, url_for
+
+from webshop_gym.analysis.at_k import AT_K_COLUMNS, at_k_cells, paired_at_k
+from webshop_gym.analysis.diagnosis import SOLVED, TAGS
+from webshop_gym.analysis.figures import compare_goals, pairing_goal, pairing_goals, pairing_order
+from webshop_gym.analysis.intervals import RESAMPLES, goal_intervals, method
+from webshop_gym.analysis.stats import paired_cells, paired_columns
+from webshop_gym.protocols.comparable import comparison, refusal
+from webshop_gym.protocols.play import ADHOC, protocol_difference
+from webshop_gym.runs.index import IndexTable, RunIndex
 from webshop_gym.server.run_summary import describe, progress_of, samples_per_goal, stats_of
 from webshop_gym.server.viewer import (
     PER_PAGE,
@@ -24,14 +33,6 @@ from webshop_gym.server.viewer import (
     quoted,
     render_page,
 )
-
-from webshop_gym.analysis.diagnosis import SOLVED, TAGS
-from webshop_gym.analysis.figures import compare_goals, pairing_goals, pairing_order
-from webshop_gym.analysis.intervals import RESAMPLES, goal_intervals, method
-from webshop_gym.analysis.stats import paired_cells, paired_columns
-from webshop_gym.protocols.comparable import comparison, refusal
-from webshop_gym.protocols.play import ADHOC, protocol_difference
-from webshop_gym.runs.index import IndexTable, RunIndex
 from webshop_gym.utils.bytelru import ByteLRU
 from webshop_gym.utils.paths import default_shop_dir
 
@@ -164,8 +165,10 @@ def _on_common_goals(key: tuple, ta: IndexTable, tb: IndexTable) -> dict | None:
             return None
         common, result = compared
         sides = [goal_intervals(g.take(common), RESAMPLES, 0) for g in (ga, gb)]
+        at_k = (paired_at_k(ga.take(common), gb.take(common), samples, RESAMPLES, 0, result) if samples > 1 else [])
         found = {"paired": dict(zip(paired_columns(samples), paired_cells(result), strict=True)), "goals": len(common),
-                 "score": [side["score"] for side in sides], "sr": [side["sr"] for side in sides]}
+                 "score": [side["score"] for side in sides], "sr": [side["sr"] for side in sides],
+                 "at_k": [dict(zip(AT_K_COLUMNS, at_k_cells(row), strict=True)) for row in at_k]}
         _PAIRED.put(key, found, 4096)
     return found
 
@@ -216,6 +219,9 @@ def compare(a: str, b: str):
         return render_page("runs/compare.html", rows=[], counts=Counter(), common=0, unit="goals", page_no=1, pages=1,
                        paired=None,
                        on_common=None, transitions=None, **context)
+    samples = max(samples_per_goal(ta), samples_per_goal(tb))
+    if samples > 1:  # a goal is the unit: a row per goal with each run's successes of its samples (issue 56 item 1)
+        return _sampled_compare(a, b, run_a, run_b, ta, tb, show, tag_a, tag_b, page, per, samples, context)
     goals_a, goals_b = ta.by_pairing(), tb.by_pairing()  # as report pairs them; an errored episode is no loss
     common = sorted(set(goals_a) & set(goals_b), key=pairing_order)
     pa = np.array([goals_a[g] for g in common], np.int64)
@@ -258,6 +264,78 @@ def compare(a: str, b: str):
                    per=per, matched=len(picked), paired=on_common and on_common["paired"], on_common=on_common,
                    transitions=_transitions(tags_a, tags_b),
                    query=query, **context)
+
+
+def _samples_by_goal(t: IndexTable) -> dict:
+    """Per pairing goal (the key without its sample), the positions of its scored samples in file order."""
+    found: dict = {}
+    for i, (key, bad) in enumerate(zip(t.pairing, t.errored.tolist(), strict=True)):
+        if not bad:
+            found.setdefault(pairing_goal(key), []).append(i)
+    return found
+
+
+def goal_tag(t: IndexTable, positions: list[int]) -> int:
+    """A goal's tag over its samples: the tag most of them got (a tie: the first in the taxonomy's order, solved last).
+
+    Returned as an index into ``(*TAGS, SOLVED)``, as :func:`_tag_of`.
+    """
+    return int(np.argmax(np.bincount(_tag_of(t, np.array(positions, np.int64)), minlength=len(TAGS) + 1)))
+
+
+def _sampled_compare(a, b, run_a, run_b, ta, tb, show, tag_a, tag_b, page, per, samples, context):
+    """The comparison of runs that played each goal K times: a row per goal ("2 of 4" against "1 of 4").
+
+    Who did better is decided by the goal's mean reward over its samples (as the paired table's
+    won / lost / tied), the success columns by the share of samples solved, the tag transitions
+    and tag filters by each goal's tag over its samples (:func:`goal_tag`).
+    """
+    names = [*TAGS, SOLVED]
+    by_a, by_b = _samples_by_goal(ta), _samples_by_goal(tb)
+    common = sorted(set(by_a) & set(by_b), key=pairing_order)
+    ma = np.array([ta.reward[by_a[g]].mean() for g in common])
+    mb = np.array([tb.reward[by_b[g]].mean() for g in common])
+    ca = np.array([int(ta.success[by_a[g]].sum()) for g in common], np.int64)
+    cb = np.array([int(tb.success[by_b[g]].sum()) for g in common], np.int64)
+    na = np.array([len(by_a[g]) for g in common], np.int64)
+    nb = np.array([len(by_b[g]) for g in common], np.int64)
+    higher = cb * na - ca * nb  # B's share of samples solved minus A's, over na * nb
+    neither = (ca == 0) & (cb == 0)
+    counts = Counter({"a": int((ma > mb).sum()), "b": int((mb > ma).sum()), "tie": int((ma == mb).sum()),
+                      "a only": int((higher < 0).sum()), "b only": int((higher > 0).sum()), "neither": int(neither.sum()),
+                      "both": int(((higher == 0) & ~neither).sum())})
+    key = (str(run_a.path), run_a.size, run_a.mtime_ns, str(run_b.path), run_b.size, run_b.mtime_ns)
+    on_common = _on_common_goals(key, ta, tb) if common else None
+    tags_a = np.array([goal_tag(ta, by_a[g]) for g in common], np.int64)
+    tags_b = np.array([goal_tag(tb, by_b[g]) for g in common], np.int64)
+    keep = {"all": np.ones(len(common), bool), "differ": ma != mb, "a": ma > mb, "b": mb > ma}[show]
+    if tag_a:
+        keep = keep & (tags_a == names.index(tag_a))
+    if tag_b:
+        keep = keep & (tags_b == names.index(tag_b))
+    picked = np.flatnonzero(keep)
+    pages = max(1, math.ceil(len(picked) / per))
+    if page > pages:
+        abort(404, f"The goals shown fill {pages} page(s); there is no page {page}.")
+    rows = []
+    for j in picked[(page - 1) * per : page * per].tolist():
+        first_a, first_b = by_a[common[j]][0], by_b[common[j]][0]
+        goal = int(ta.goal[first_a])
+        rows.append({"goal": goal, "instruction": ta.instructions[first_a], "pa": first_a, "pb": first_b,
+                     "side_url": side_by_side_url(a, b, goal, play_of(ta, first_a), play_of(tb, first_b)),
+                     "ra": float(ma[j]), "rb": float(mb[j]), "ca": int(ca[j]), "cb": int(cb[j]),
+                     "na": int(na[j]), "nb": int(nb[j]), "play_a": play_of(ta, first_a), "play_b": play_of(tb, first_b),
+                     "tag_a": names[int(tags_a[j])], "tag_b": names[int(tags_b[j])],
+                     "verdict": "a" if ma[j] > mb[j] else "b" if mb[j] > ma[j] else "tie"})
+
+    def query(**changes):
+        args = {"show": show, "tag_a": tag_a, "tag_b": tag_b, "per": per if per != PER_PAGE else "", **changes}
+        return url_for("runs.compare", a=a, b=b, **{k: v for k, v in args.items() if v not in ("", None, "all")})
+
+    return render_page("runs/compare.html", rows=rows, counts=counts, common=len(common), unit="goals", page_no=page,
+                       pages=pages, per=per, matched=len(picked), paired=on_common and on_common["paired"],
+                       on_common=on_common, transitions=_transitions(tags_a, tags_b), query=query,
+                       sampled=samples, **context)
 
 
 def side_by_side_url(a: str, b: str, goal: int, play_a: int, play_b: int) -> str:

@@ -15,6 +15,7 @@ import re
 from flask import abort, current_app, request, url_for
 from markupsafe import escape
 from webshop_gym.server.run_library import RunLibrary, get_library
+from webshop_gym.server.run_summary import samples_per_goal
 from webshop_gym.server.viewer import (
     action_text,
     bp,
@@ -71,8 +72,13 @@ def episode_page(run: str, position: int):
     t = loaded.table()
     play = play_of(t, position)
     goal_url = url_for("runs.goal_page", run=run, goal=int(episode.goal_index), **({"play": play} if play else {}))
+    own = loaded.protocol_fields(position)  # which sample of its goal this episode is (a run of --samples K)
+    samples = samples_per_goal(t)
+    sample = {"sample": own.get("sample"), "of": samples, "price_seed": own.get("price_seed"), "play": play} \
+        if samples > 1 and own.get("sample") is not None else None
     return render_page(
         "runs/episode.html", index=loaded, name=run, episode=episode, k=k, n=n, record=record, goal_url=goal_url,
+        sample=sample,
         action=action_text(record) if record else None, replayed=replayed,
         has_page=replayed.has(k) and not done_page, done_page=done_page, diagnosis=diagnosis,
         observation=_observation(episode, k),

@@ -50,8 +50,12 @@ def index():
         row["stats"] = stats_of(ix)
         row["complete"] = ix.summary is not None
         row["status"] = progress_of(ix)
+    notes: dict[str, int] = {}  # the protocol cells' footnotes, numbered in listing order (issue 56 item 2)
+    for row in rows:
+        note = row["about"]["protocol_note"] if row.get("about") else ""
+        row["protocol_mark"] = notes.setdefault(note, len(notes) + 1) if note else None
     seeds = seed_groups([(r["name"], r["index"].header, r["table"].figures) for r in rows if r["index"] is not None])
     return render_page("runs/index.html", rows=rows, folder="" if shared() else str(get_library().folder), seeds=seeds,
                    baseline=baseline, compared=[name for name in readable if baseline and name != baseline],
-                   protocols=_protocol_groups(rows),
+                   protocols=_protocol_groups(rows), protocol_notes=list(notes),
                    method=method(RESAMPLES, 0, [samples_per_goal(r["table"]) for r in rows if r["index"] is not None]))

@@ -179,7 +179,7 @@ def run_page(run: str):
     examples = {}
     for j, name in enumerate(TAGS):
         if tag_counts.get(j):
-            examples[name] = np.flatnonzero(t.tag == j)[:5].tolist()
+            examples[name] = t.examples(np.flatnonzero(t.tag == j).tolist(), 5)  # distinct goals first
     cause_counts = Counter()
     for j, c in enumerate(CAUSES):
         cause_counts[c] = int((t.causes >> j & 1).sum())

@@ -14,7 +14,7 @@ from webshop_gym.server.viewer import shared
 
 from webshop_gym.analysis.figures import goal_keys, intervals
 from webshop_gym.analysis.intervals import RESAMPLES
-from webshop_gym.protocols.play import display_name
+from webshop_gym.protocols.naming import bare_name, setting_note
 from webshop_gym.runs.index import IndexTable, RunIndex
 from webshop_gym.runs.liveness import writer_state
 from webshop_gym.runs.run import planned_episodes
@@ -46,14 +46,21 @@ def samples_per_goal(t: IndexTable) -> int:
 
 
 def describe(header: dict) -> dict:
-    """A run's settings for the pages: shop (no machine path on shared pages), goal set, policy, prompt, protocol."""
+    """A run's settings for the pages: shop, goal set, policy, prompt, protocol.
+
+    The pages name the shop by its folder's name and its data files' digests (``shop_name``,
+    ``shop_files``), never by its absolute path (``shop_path``: cut to its last part on shared
+    pages; the folded run line shows the path as recorded).
+    """
     fp = header.get("fingerprint") or {}
     shop = header.get("shop") or {}
     path = str(shop.get("path") or "")
     if shared():
         path = shareable_text(path)
     return {"shop": (Path(path).name or path or "?") + (f" ({fp['products']} products)" if fp.get("products") else ""),
-            "shop_path": path, "goal_set": fp.get("goal_set") or "-",
+            "shop_path": path, "shop_name": Path(path).name or path or "?",
+            "shop_files": ", ".join(f"{k} {v}" for k, v in (fp.get("files") or {}).items()),
+            "goal_set": fp.get("goal_set") or "-",
             "goals": f"{fp.get('goals', '?')} {fp.get('goal_kind', '')}".strip() if fp else "-",
             "policy": str(header.get("policy") or "?"), "prompt": str(header.get("prompt") or "-"),
             "split": str(header.get("split") or "?"), "seed": header.get("seed"),
@@ -62,9 +69,15 @@ def describe(header: dict) -> dict:
 
 
 def _protocol_about(header: dict) -> dict:
-    """The run's protocol for the pages: its name and fingerprint (``-`` for a run written before protocols)."""
+    """The run's protocol for the pages: its bare name, how the run played it (a note) and its fingerprint.
+
+    ``-`` for a run written before protocols; the note (seed, validation, samples per goal, a
+    deviation from the published setting: :func:`~webshop_gym.protocols.naming.setting_note`) is
+    ``""`` when there is nothing to say.
+    """
     record = header.get("protocol") if isinstance(header.get("protocol"), dict) else None
-    return {"protocol": display_name(record), "protocol_fingerprint": (record or {}).get("fingerprint") or "-"}
+    return {"protocol": bare_name(record), "protocol_note": setting_note(record),
+            "protocol_fingerprint": (record or {}).get("fingerprint") or "-"}
 
 
 def progress_of(index: RunIndex) -> dict:

@@ -84,7 +84,8 @@ def _headers(response):
 
 def render_page(template: str, **context):
     """A viewer template rendered with what every page has: the stylesheet, the menu, the taxonomy's names."""
-    menu = url_for("menu.index") if "menu.index" in current_app.view_functions else None
+    bundled = current_app.config.get("RUNS_BUNDLE") is not None  # static pages: no server, no game to start
+    menu = url_for("menu.index") if "menu.index" in current_app.view_functions and not bundled else None
     return render_template(template, css=viewer_css(), page="runs", human=True, nav=Nav(menu=menu), causes=CAUSES,
                            tags=TAGS, tag_rules=TAG_RULES, tag_family=FAMILY, pct=fmt, steps_script=STEPS_SCRIPT,
                            **context)

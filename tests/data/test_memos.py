@@ -93,7 +93,7 @@ def test_an_altered_reachability_memo_is_found_by_load_verify_and_compile(tmp_pa
     assert first.returncode == 0, first.stderr
     truth = json.loads(first.stdout)
     folder = Path(truth["folder"])
-    memo = folder / "reachability-v2.memo.json"
+    memo = folder / "reachability-v3.memo.json"
     assert read_memo(memo)["best"] == truth["best"] and len(truth["best"]) >= 2
 
     # every goal's best reward set to 0.5: all unreachable, if the memo were believed

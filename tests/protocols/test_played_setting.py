@@ -54,7 +54,9 @@ def test_the_default_prompt_is_the_protocols_and_another_one_is_shown(server, re
     theirs = other["protocol_record"]
     assert theirs["deviations"] == ["prompt react (every earlier step), the protocol's is verl-agent (2 earlier steps)"]
     assert theirs["fingerprint"] != record["fingerprint"] and theirs["definition"]["prompt"]["format"] == "react"
-    assert "not its published setting: prompt react" in other["protocol"]["name"]
+    # --json's protocol.name is the bare name; the deviation is a field of its own (issue 56 item 2)
+    assert other["protocol"]["name"] == protocol.name and other["protocol"]["deviations"] == theirs["deviations"]
+    assert "not its published setting: prompt react" in other["protocol"]["setting"]
     rule = evaluate("rule", shop=str(real_dir), protocol=protocol, keep_episodes=False)["protocol_record"]
     assert rule["played_prompt"] is None and rule["deviations"] == [] and rule["fingerprint"] == record["fingerprint"]
 
@@ -79,7 +81,9 @@ def test_eval_prints_the_deviation_and_report_keeps_the_row_apart(server, real_d
         assert main(argv + (["--prompt", prompt] if prompt else [])) == 0
         printed = capsys.readouterr().out
         row = next(line for line in printed.splitlines() if line.startswith("protocol "))
-        assert ("not its published setting" in row) == (prompt is not None), row
+        assert row.split()[1] == "verl-agent-500,", row  # the bare name; how it was played on its own row
+        played = next((line for line in printed.splitlines() if line.startswith("protocol as played ")), "")
+        assert ("not its published setting" in played) == (prompt is not None), played
         header = json.loads(out.read_text().splitlines()[0])
         assert header["prompt"] == (prompt or "verl-agent")
         runs.append(str(out))
@@ -88,8 +92,9 @@ def test_eval_prints_the_deviation_and_report_keeps_the_row_apart(server, real_d
     section = md.split("## Rows as published tables give them")[1].split("\n## ")[0]
     # one shard of 100: 5 of the plan's 500 episodes, so the row is marked incomplete, never given the fingerprint
     assert re.search(r"\| own[^|]* \| verl-agent-500 \| incomplete: 5 / 500 scored \| 5 / 500 \|", section)
-    assert re.search(r"\| react[^|]* \| verl-agent-500 \(not its published setting: prompt react \(every earlier step\), the "
-                     r"protocol's is verl-agent \(2 earlier steps\)\) \|", section)
+    assert re.search(r"\| react[^|]* \| verl-agent-500 \\\[\d\\\] \|", section)  # the bare name, a footnote mark
+    assert re.search(r"verl-agent-500 as played: (?:[^;|]*; )?not its published setting: prompt react \(every earlier step\), the "
+                     r"protocol's is verl-agent \(2 earlier steps\) \(react", section)
     paired = md.split("## Paired comparison")[1]
     assert "they played different prompt (verl-agent (2 earlier steps) vs react (every earlier step))" in paired
 

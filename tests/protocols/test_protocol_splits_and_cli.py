@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -11,7 +12,7 @@ from webshop_gym import WebShopEnv, WebShopVectorEnv
 from webshop_gym.cli.app import main
 from webshop_gym.error import ShopMismatch, TestGoalsRefused, UnknownProtocol
 from webshop_gym.integrations.trl import WebShopToolEnv, webshop_dataset
-from webshop_gym.protocols import ProtocolSplit, goal_ids, protocol_names
+from webshop_gym.protocols import ProtocolSplit, get_protocol, goal_ids, protocol_names
 
 
 def test_a_protocols_train_goals_are_an_env_split(real_shop):
@@ -69,7 +70,11 @@ def test_sampling_from_an_id_array_follows_the_weights(real_shop):
 def test_protocols_lists_one_line_each(capsys):
     assert main(["protocols"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert len([x for x in lines if x and not x.startswith(("aliases:", " "))]) == len(protocol_names())
+    assert len([x for x in lines if x and not x.startswith(("aliases:", " ", "[needs"))]) == len(protocol_names())
+    # the presets whose goal ids come from a file the user provides are flagged, with what to pass (issue 56)
+    flagged = {x.split()[0] for x in lines if x.endswith("  [needs --protocol-file]")}
+    assert flagged == {name for name in protocol_names() if get_protocol(name).needs_file}
+    assert not flagged or any(x.startswith("[needs --protocol-file]: ") for x in lines)
     assert lines[-1].startswith("aliases: ") and "agenttuning = agentbench" in lines[-1]
     line = next(x for x in lines if x.startswith("verl-agent "))
     for part in ("shop 1k", "synthetic", "n  256", "cap  15", "SR/Score", "langfengQ/verl-agent@796ed31"):
@@ -87,6 +92,12 @@ def test_protocols_show_prints_the_card(capsys):
     card = json.loads(capsys.readouterr().out)
     assert card["resolution"]["validation"] == 1 and len(card["resolution"]["episodes"]) == 256
     assert card["resolution"]["episodes"][0]["draw"] == 2
+    # a card's long lines wrap (issue 56: verl-agent's 256 episodes were one 5,631-character line)
+    assert main(["protocols", "show", "verl-agent"]) == 0
+    card = capsys.readouterr().out
+    assert max(len(line) for line in card.splitlines() if " " in line.strip()) <= 100
+    episodes = re.split(r"\n  (?=\S)", card.split("  episodes (draw/worker: position -> goal @ price seed): ")[1])[0]
+    assert len(" ".join(episodes.split()).split(", ")) == 256  # every episode is still there, wrapped
 
 
 def test_protocols_show_with_the_shop_prints_the_fingerprint(capsys, real_dir):
@@ -127,3 +138,12 @@ def test_protocols_bad_flag_values_are_rejected_by_the_parser(capsys):
     with pytest.raises(SystemExit) as info:
         main(["protocols", "show", "verl-agent", "--validation", "-1"])
     assert info.value.code == 2 and "--validation" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["verl-agent", "verl-agent-1draw", "hgpo-train"])
+def test_each_verl_agent_card_says_which_validation_a_paper_reports(name, capsys):
+    """Issue 56: nothing said which --validation K a paper's number is."""
+    assert main(["protocols", "show", name]) == 0
+    card = " ".join(capsys.readouterr().out.split())
+    assert "Which --validation K a paper's number is" in card and "--validation ceil(N / test_freq)" in card
+    assert "(--validation 0)" in card  # the validation before training

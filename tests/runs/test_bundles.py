@@ -299,7 +299,9 @@ def test_the_user_asks_for_paths_with_keep_paths(served, tmp_path, capsys, defau
     run_line = _soup(out / "index.html").select_one("details pre").text
     assert address in run_line and str(folder / "a" / "qwen.jsonl") in run_line
     header = json.loads((folder / "a" / "qwen.jsonl").read_text(encoding="utf-8").splitlines()[0])
-    assert header["shop"]["path"] in _soup(out / "index.html").select_one("#settings").text
+    assert header["shop"]["path"] in run_line  # the run line as recorded; the settings name the shop (issue 56)
+    shop = _soup(out / "index.html").select_one("#shop").text
+    assert header["shop"]["path"] not in shop and Path(header["shop"]["path"]).name in shop and "data files" in shop
     assert main(["report", str(folder / "a" / "qwen.jsonl"), "--keep-paths", "--format", "md"]) == 0
     capsys.readouterr()
     shutil.rmtree(out)

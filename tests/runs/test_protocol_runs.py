@@ -111,7 +111,8 @@ def test_samples_give_mean_and_pass_at_k_with_recorded_seeds(protocol_runs, caps
 def test_eval_prints_the_protocol_and_its_fingerprint(real_dir, capsys):
     assert main(["eval", "--quiet", "--shop", str(real_dir), "--policy", "random", "-n", "4", "--samples", "2"]) == 0
     out = capsys.readouterr().out
-    assert re.search(r"^protocol +ad-hoc \(2 samples per goal\), fingerprint [0-9a-f]{16}$", out, re.M)
+    assert re.search(r"^protocol +ad-hoc, fingerprint [0-9a-f]{16}$", out, re.M)  # the bare name (issue 56 item 2)
+    assert re.search(r"^protocol as played +2 samples per goal$", out, re.M)
     assert re.search(r"^mean@2 / pass@2 \(%\) \[95% CI\] +\d+\.\d \[\d+\.\d, \d+\.\d\] / \d+\.\d \[\d+\.\d, \d+\.\d\]$",
                      out, re.M)
     assert re.search(r"^95% intervals +over the 4 goals, each with its 2 samples", out, re.M)
@@ -165,7 +166,7 @@ def test_report_refuses_to_pair_runs_of_different_protocols(protocol_runs):
     same = build_report([protocol_runs / "verl.jsonl", protocol_runs / "verl.jsonl"], resamples=200)
     assert same.comparisons[0].paired is not None and same.comparisons[0].paired.goals == 256  # paired by (goal, price seed, sample)
     header, rows = tables(report)["runs"]
-    assert header[-1] == "protocol (fingerprint)" and rows[0][-1].startswith("verl-agent (seed 0) (")
+    assert header[-1] == "protocol (fingerprint)" and rows[0][-1].startswith("verl-agent [1] (")
 
 
 def test_report_latex_and_markdown_rows_in_the_published_shape(protocol_runs, tmp_path, capsys):
@@ -177,8 +178,7 @@ def test_report_latex_and_markdown_rows_in_the_published_shape(protocol_runs, tm
     header_line = lines[lines.index(r"\toprule") + 1]
     assert header_line.endswith(r" \\")
     header = [h.strip() for h in header_line[: -len(r" \\")].split(" & ")]
-    for name in ("method", "protocol", "fingerprint", "Score", r"SR \% [95\% CI]", r"valid \%", "mean steps",
-                 r"mean@3 [95\% CI]", r"pass@3 [95\% CI]"):
+    for name in ("method", "protocol", "fingerprint", r"Score [95\% CI]", r"valid \%", "mean steps", r"pass@3 [95\% CI]"):
         assert name in header, name
     rows = {}
     for line in lines:
@@ -186,18 +186,23 @@ def test_report_latex_and_markdown_rows_in_the_published_shape(protocol_runs, tm
         if cells:
             rows[cells[0]] = dict(zip(header, cells))
     verl = json.loads((protocol_runs / "verl.json").read_text())
-    assert rows["verl"]["protocol"] == "verl-agent (seed 0)" and rows["verl"]["Score"] == f"{verl['score']:.1f}"
-    assert rows["verl"][r"SR \% [95\% CI]"].startswith(f"{verl['sr']:.1f} [")
+    # the protocol cell is the bare name with a footnote mark; the seed is the note (issue 56 item 2)
+    assert rows["verl"]["protocol"] == "verl-agent$^{1}$" and rows["verl"]["Score [95\\% CI]"].startswith(f"{verl['score']:.1f} [")
+    assert r"\par{\footnotesize $^{1}$\,verl-agent as played: seed 0 (verl)" in tex
+    sr = next(h for h in header if h.startswith("SR"))  # "SR = mean@3": one column when they are one figure
+    assert rows["verl"][sr].startswith(f"{verl['sr']:.1f} [")
     assert rows["verl"][r"valid \%"] == f"{verl['valid_rate']:.1f}" and rows["verl"]["mean steps"] == f"{verl['mean_steps']:.2f}"
     sampled = json.loads((protocol_runs / "sampled.json").read_text())
     found = sampled["protocol"]["intervals"]["mean@3"]
-    assert rows["sampled"][r"mean@3 [95\% CI]"] == f"{sampled['protocol']['mean@3']:.1f} [{found['low']:.1f}, {found['high']:.1f}]"
-    assert rows["verl"][r"mean@3 [95\% CI]"] == "-"
+    mean = r"mean@3 [95\% CI]" if r"mean@3 [95\% CI]" in header else sr
+    assert rows["sampled"][mean] == f"{sampled['protocol']['mean@3']:.1f} [{found['low']:.1f}, {found['high']:.1f}]"
+    assert mean == sr or rows["verl"][mean] == "-"
     assert tex.count(r"\midrule") == 3  # under the header, then between the three protocols' blocks
     assert main(["report", *runs, "--format", "md", "--no-plots", "--bootstrap", "200"]) == 0
     md = capsys.readouterr().out
     section = md.split("## Rows as published tables give them")[1].split("\n## ")[0]
-    assert "| verl | verl-agent (seed 0) |" in section and f"| {verl['score']:.1f} |" in section
+    assert "| verl | verl-agent \\[1\\] |" in section and f"| {verl['score']:.1f} \\[" in section
+    assert "\\[1\\] verl-agent as played: seed 0 (verl)." in section
 
 
 def test_viewer_names_protocols_groups_them_and_refuses_to_pair(protocol_runs, make_viewer):
@@ -206,7 +211,9 @@ def test_viewer_names_protocols_groups_them_and_refuses_to_pair(protocol_runs, m
     assert page.status_code == 200
     soup = BeautifulSoup(page.get_data(as_text=True), "html.parser")
     groups = {tr.find_all("td")[0].text.strip(): tr.find_all("td")[2].text for tr in soup.select("#protocols tbody tr")}
-    assert groups["verl-agent (seed 0)"] == "verl" and "sampled" in groups["ad-hoc (3 samples per goal)"]
+    assert groups["verl-agent"] == "verl" and "sampled" in groups["ad-hoc"]
+    notes = [li.text for li in soup.select("#protocol-notes li")]
+    assert "As played: seed 0." in notes and "As played: 3 samples per goal." in notes
     rule = soup.select_one("#comparability").text  # decided from what was played, never from the protocol's name
     assert "never compared" not in rule and "exactly when their protocol fingerprints are equal" not in rule
     for field in ("same episodes", "same shop", "step cap", "success rule", "observation", "prompt"):

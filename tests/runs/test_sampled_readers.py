@@ -141,7 +141,8 @@ def test_the_paired_table_pairs_goals_in_the_report_and_the_viewer(sampled, make
         if "CI" not in name:
             assert in_html[name] == row[name], name
     text = soup.get_text(" ", strip=True)
-    assert f"on the {GOALS} goals both played ({GOALS * K} planned episodes (goal, price seed, sample))" in text
+    assert f"on the {GOALS} goals both played" in text and "planned episodes" not in text  # a row per goal (issue 56)
+    assert len(soup.select("#goals tbody tr")) == GOALS
     assert f"Score on the {GOALS} goals in both" in text
     assert "sign-flip test on the per-goal differences" in soup.select_one("#paired-method").text
     capsys.readouterr()
@@ -163,13 +164,14 @@ def test_every_reader_shows_the_same_intervals_of_a_sampled_run(sampled, make_vi
     (runs,) = tables["Runs"]
     assert (runs["Score [95% CI]"], runs["SR % [95% CI]"]) == (want["score"], want["sr"])
     (published,) = next(v for k, v in tables.items() if k.startswith("Rows as published"))
-    assert published["SR % [95% CI]"] == want["sr"]
-    assert published[f"mean@{K} [95% CI]"] == want["mean"] and published[f"pass@{K} [95% CI]"] == want["pass"]
+    # SR and mean@K are one figure here (issue 56): one column, and Score with its interval
+    assert published[f"SR = mean@{K} % [95% CI]"] == want["sr"] == want["mean"] and f"mean@{K} [95% CI]" not in published
+    assert published[f"pass@{K} [95% CI]"] == want["pass"] and published["Score [95% CI]"] == want["score"]
     html = tmp_path / "report.html"
     assert main(["report", str(run), "--no-plots", "--out", str(html)]) == 0
     soup = BeautifulSoup(html.read_text(encoding="utf-8"), "html.parser")
     (in_html,) = _html_table(soup, "Rows as published")
-    assert in_html[f"mean@{K} [95% CI]"] == want["mean"] and in_html[f"pass@{K} [95% CI]"] == want["pass"]
+    assert in_html[f"SR = mean@{K} % [95% CI]"] == want["mean"] and in_html[f"pass@{K} [95% CI]"] == want["pass"]
     assert "over goals" in soup.select_one("#method").text
     tex = tmp_path / "table.tex"
     assert main(["report", str(run), "--out", str(tex)]) == 0
@@ -177,7 +179,7 @@ def test_every_reader_shows_the_same_intervals_of_a_sampled_run(sampled, make_vi
     header = [h.strip() for h in lines[lines.index(r"\toprule") + 1][: -len(r" \\")].split(" & ")]
     cells = [c.strip() for c in lines[lines.index(r"\midrule") + 1][: -len(r" \\")].split(" & ")]
     latex = dict(zip(header, cells, strict=True))
-    assert latex[f"mean@{K} [95\\% CI]"] == want["mean"] and latex[r"SR \% [95\% CI]"] == want["sr"]
+    assert latex[f"SR = mean@{K} \\% [95\\% CI]"] == want["mean"] == want["sr"]
     # SR by category (the plot's error bars): over goals too, Wilson on each category's goals here
     for name, c in build_report([run]).rows[0].categories.items():
         ci = stats.binomtest(c["successes"] // K, c["episodes"] // K).proportion_ci(method="wilson")

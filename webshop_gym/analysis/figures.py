@@ -48,7 +48,8 @@ import numpy as np
 from webshop_gym.analysis.intervals import RESAMPLES, Interval, goal_intervals, sampled_intervals
 from webshop_gym.analysis.stats import Goals, PairedComparison, paired_goals
 from webshop_gym.protocols import Protocol
-from webshop_gym.protocols.play import display_name, recorded_protocol
+from webshop_gym.protocols.naming import bare_name, setting_note
+from webshop_gym.protocols.play import recorded_protocol
 from webshop_gym.protocols.scoring import samples_by_goal
 
 __all__ = ["BREAKDOWN", "SampleFigures", "accounting", "add_accounting", "billed", "compare_goals", "cost", "goal_key",
@@ -245,7 +246,9 @@ def protocol_figures(protocol: Protocol | Mapping | None, episodes: Sequence[dic
             object gives the ``draw``, ``item`` (the resolved episode) and ``sample``.
 
     Returns:
-        ``None`` without a protocol; else ``{"name", "fingerprint", "metrics": [{"name",
+        ``None`` without a protocol; else ``{"name"`` (the bare name: ``verl-agent``), ``"setting"``
+        (seed, validation, samples and deviations in words: :func:`~webshop_gym.protocols.naming.setting_note`;
+        ``""`` when there is nothing to say), ``"deviations"`` (the list), ``"fingerprint", "metrics": [{"name",
         "label", "of", "value"}], "samples"}`` and, with several samples per goal, ``mean@K`` and
         ``pass@K`` (:func:`webshop_gym.protocols.scoring.figures`) with ``intervals``: ``{"mean@K":
         {"low", "high"}, "pass@K": {...}}`` (95%, over goals:
@@ -259,7 +262,8 @@ def protocol_figures(protocol: Protocol | Mapping | None, episodes: Sequence[dic
     samples = int(protocol.samples_per_goal)
     rows, _ = _protocol_rows(protocol, episodes)
     values = protocol.figures(rows) if rows else {}
-    out: dict = {"name": display_name(record) if record is not None else protocol.name,
+    out: dict = {"name": bare_name(record) if record is not None else protocol.name,
+                 "setting": setting_note(record), "deviations": list((record or {}).get("deviations") or ()),
                  "fingerprint": None if record is None else record.get("fingerprint"), "samples": samples,
                  "metrics": [{"name": m["name"], "label": m.get("label", m["name"]), "of": m["of"],
                               "value": values.get(m["name"])} for m in protocol.metrics]}

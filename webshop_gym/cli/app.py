@@ -29,6 +29,7 @@ import textwrap
 import threading
 
 from webshop_gym.cli import argtypes as types
+from webshop_gym.utils import first_run
 
 __all__ = ["DEBUG_ENV", "Terminated", "add_shop_arguments", "error_message", "main"]
 
@@ -505,6 +506,8 @@ def main(argv: list[str] | None = None) -> int:
     debug = args.debug or os.environ.get(DEBUG_ENV, "") not in ("", "0")
     name = " ".join(x for x in (args.command, getattr(args, "data_command", None)) if x)
     previous = _catch_termination()
+    if hasattr(args, "shop") and not getattr(args, "quiet", False):  # a command that plays a shop: its kernels
+        first_run.announce()
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt as exc:

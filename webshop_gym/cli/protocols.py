@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import textwrap
 
 from webshop_gym.protocols import Protocol, get_protocol, protocol_names
 
@@ -198,18 +199,38 @@ def _print_card(protocol: Protocol, card: dict) -> None:
     if p.get("notes"):
         lines.append("  notes:")
         lines += [f"    - {note}" for note in p["notes"]]
-    print("\n".join(lines))
+    print("\n".join(_wrapped(lines)))
+
+
+#: The widest line a card or the list prints: a longer one (a verl-agent card's 256 episodes) wraps, indented.
+WIDTH = 100
+
+
+def _wrapped(lines: list[str], width: int = WIDTH) -> list[str]:
+    """Each line longer than ``width`` wrapped at spaces (never inside a word), its continuation indented 4 more."""
+    out = []
+    for line in lines:
+        if len(line) <= width:
+            out.append(line)
+            continue
+        indent = " " * (len(line) - len(line.lstrip(" ")) + 4)
+        out += textwrap.wrap(line, width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False)
+    return out
 
 
 def run(args) -> int:
     """Run ``webshop-gym protocols`` (the list) or ``webshop-gym protocols show NAME`` (a card)."""
     if getattr(args, "protocols_command", None) != "show":
-        rows = [get_protocol(name).summary() for name in protocol_names()]
+        protocols = [get_protocol(name) for name in protocol_names()]
+        rows = [p.summary() for p in protocols]
         width = max(len(r["name"]) for r in rows)
-        for r in rows:
+        for p, r in zip(protocols, rows, strict=True):
             n = "?" if r["n"] is None else f"{r['n']}"
             print(f"{r['name']:<{width}}  shop {r['shop']:<4}  {r['goals']:<9}  n {n:>4}  cap {r['step_cap']:>3}  "
-                  f"{'/'.join(r['metrics']):<8}  {r['source']}")
+                  f"{'/'.join(r['metrics']):<8}  {r['source']}" + ("  [needs --protocol-file]" if p.needs_file else ""))
+        if any(p.needs_file for p in protocols):
+            print("[needs --protocol-file]: the goal ids are read from your copy of the family's file\n"
+                  "    (eval and protocols show take --protocol-file FILE; the card says which file)")
         from webshop_gym.protocols.definition import alias_names
 
         aliases = alias_names()

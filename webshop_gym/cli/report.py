@@ -56,12 +56,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "viewer's columns; a first column names the run)")
     parser.add_argument("--jsonl", metavar="FILE", type=types.output_file,
                         help="also write every run's episodes as JSON lines (idem)")
-    parser.add_argument("--bundle", metavar="DIR", type=types.output_dir,
+    parser.add_argument("--bundle", metavar="DIR", type=_bundle_target,
                         help="write the runs as a static folder to share: the viewer's pages of each run, every "
                              "episode's diagnosis and pages, every goal, and with several runs the list of runs and "
                              "each run's comparison with the first; relative links, no server or network needed "
-                             "(open DIR/index.html); DIR must be new or empty (see --force). Nothing goes to stdout "
-                             "unless --out is given too (a report written into DIR links its examples into it)")
+                             "(open DIR/index.html); DIR must be new or empty (see --force); DIR.zip writes the folder as "
+                             "one zip file. Nothing goes to stdout unless --out is given too (then the report and the "
+                             "pages link to each other, and its examples into the pages)")
     parser.add_argument("--force", action="store_true",
                         help="with --bundle: write into a non-empty DIR (files of the same names are replaced; a "
                              "link inside DIR is replaced, never followed)")
@@ -89,7 +90,29 @@ def _bundle(args: argparse.Namespace) -> dict:
     except ImportError as exc:
         raise DependencyNotInstalled(f"--bundle renders the run viewer's pages and needs Flask ({exc}); install it "
                                      "with: pip install 'webshop-gym[server]'") from exc
-    return write_bundle(args.runs, args.bundle, force=args.force, keep_paths=args.keep_paths)
+    report = None
+    if args.out:  # the report beside the pages: the list of runs and each run page link to it
+        report = Path(os.path.relpath(Path(args.out).resolve(), _bundle_root(args.bundle).resolve())).as_posix()
+    return write_bundle(args.runs, args.bundle, force=args.force, keep_paths=args.keep_paths, report=report)
+
+
+def _bundle_root(bundle: str) -> Path:
+    """The bundle's folder: ``DIR``, or for ``--bundle x.zip`` the folder ``x`` it holds, as if unzipped in place."""
+    path = Path(bundle)
+    return path.with_suffix("") if path.suffix.lower() == ".zip" else path
+
+
+def _bundle_target(text: str) -> str:
+    """``--bundle``'s value: a folder (:func:`~webshop_gym.cli.argtypes.output_dir`), or a ``.zip`` file to write."""
+    from webshop_gym.cli import argtypes as types
+
+    if not text.lower().endswith(".zip"):
+        return types.output_dir(text)
+    path = Path(text).expanduser()
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is a folder, expected a .zip file or a folder without .zip")
+    types.output_dir(str(path.parent) if str(path.parent) else ".")  # the folder it goes into: writable
+    return str(path)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -129,9 +152,11 @@ def run(args: argparse.Namespace) -> int:
     if args.bundle:  # after every refusal: a refused report writes no bundle either
         bundled = _bundle(args)
         if not args.viewer_url:  # the report's examples link into the bundle, relatively
-            where = Path(os.path.relpath(Path(args.bundle).resolve(), Path(args.out or ".").resolve().parent)).as_posix()
+            where = Path(os.path.relpath(_bundle_root(args.bundle).resolve(),
+                                         Path(args.out or ".").resolve().parent)).as_posix()
             report.bundle = {label: ("" if where == "." else where + "/") + folder
                              for label, folder in bundled["folders"].items()}
+            report.bundle_index = ("" if where == "." else where + "/") + "index.html"
     if args.merged:
         from webshop_gym.runs.shards import merge_shards
 

@@ -254,7 +254,7 @@ def play(
             progress_bar.close()
         if stats is not None:
             stats.update(requests_max_in_flight=counts["max_in_flight"], engine_steps=counts["engine_steps"],
-                         concurrency=n)
+                         concurrency=n, requests_mean_in_flight=round(progress_bar.mean_in_flight(), 1))
         return [results[k] for k in range(len(goals))]
 
     return _run_loop(main())

@@ -402,6 +402,8 @@ def protocol_rows(result: dict) -> list[tuple[str, str]]:
     if not figures:
         return []
     rows = [("protocol", f"{figures['name']}, fingerprint {figures.get('fingerprint') or '-'}")]
+    if figures.get("setting"):
+        rows.append(("protocol as played", figures["setting"]))
     plain = {"raw_reward": result.get("score"), "success": result.get("sr")}
     for m in figures["metrics"]:
         same = m["value"] is not None and plain.get(m["of"]) is not None and math.isclose(m["value"], plain[m["of"]])
@@ -420,11 +422,11 @@ def protocol_rows(result: dict) -> list[tuple[str, str]]:
 
 
 def _in_flight(result: dict) -> str:
-    """A served run's requests in flight: the most there were, and the ``--concurrency`` asked when more."""
-    most, asked = result.get("requests_max_in_flight"), result["concurrency"]
-    if most is None or most == asked:
-        return f"{asked} in flight"
-    return f"{most} in flight (--concurrency {asked})"
+    """A served run's requests in flight: the most there were, their time average, and the ``--concurrency`` asked when more."""
+    most, asked, mean = result.get("requests_max_in_flight"), result["concurrency"], result.get("requests_mean_in_flight")
+    shown = f"{asked if most is None else most} in flight" if mean is None else \
+        f"max {asked if most is None else most}, average {mean:.0f} in flight"
+    return shown if most is None or most == asked else f"{shown} (--concurrency {asked})"
 
 
 def _envs(result: dict) -> str:

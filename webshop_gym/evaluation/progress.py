@@ -1,7 +1,8 @@
 """How a served evaluation shows its progress: one updating line on a terminal, a few lines in a log.
 
-On a terminal the bar is one line that redraws itself (tqdm): episodes done, SR so far,
-requests in flight, tokens/s, retries and errored episodes.  Written to a file or a pipe
+On a terminal the bar is one line that redraws itself (tqdm): episodes done, then errored
+episodes and retries first (an 80-column terminal cuts the end of the line), SR so far, requests
+in flight now (the most so far and the time average), tokens/s.  Written to a file or a pipe
 (``eval ... 2> log``, CI), a redrawn bar would leave a fragment per update, so the same figures
 go out as a few plain lines instead: at each quarter of the episodes, and at least every
 :data:`EVERY_S` seconds in between.  ``WEBSHOP_GYM_PROGRESS=1`` draws the bar anywhere, ``0``
@@ -41,10 +42,29 @@ class Progress:
                 self.lines = True
         self.started = time.perf_counter()
         self.done = self.successes = self.errored = self.retries = self.tokens = 0
-        self.in_flight = 0
+        self._in_flight = self.max_in_flight = 0
+        self._area, self._since = 0.0, self.started  # requests in flight x seconds, for the time average
         self._shown = 0.0
         self._line_at = self.started
         self._quarter = 0
+
+    @property
+    def in_flight(self) -> int:
+        """Requests in flight now (set by the loop that plays the episodes)."""
+        return self._in_flight
+
+    @in_flight.setter
+    def in_flight(self, value: int) -> None:
+        now = time.perf_counter()
+        self._area += self._in_flight * (now - self._since)
+        self._since, self._in_flight = now, int(value)
+        self.max_in_flight = max(self.max_in_flight, self._in_flight)
+
+    def mean_in_flight(self) -> float:
+        """Requests in flight on average over the time so far (each count weighted by how long it held)."""
+        now = time.perf_counter()
+        elapsed = now - self.started
+        return (self._area + self._in_flight * (now - self._since)) / elapsed if elapsed > 0 else float(self._in_flight)
 
     def update(self, episode: dict | None = None, force: bool = False) -> None:
         """Count a finished episode (or none) and refresh what is shown."""
@@ -73,8 +93,8 @@ class Progress:
         scored = self.done - self.errored
         sr = f"{100.0 * self.successes / scored:.1f}%" if scored else "-"
         rate = self.tokens / (now - self.started) if now > self.started else 0.0
-        return (f"SR {sr}, in flight {self.in_flight}, {rate:,.0f} tok/s, retries {self.retries}, "
-                f"errored {self.errored}")
+        return (f"errored {self.errored}, retries {self.retries}, SR {sr}, in flight {self.in_flight} (max "
+                f"{self.max_in_flight}, average {self.mean_in_flight():.0f}), {rate:,.0f} tok/s")
 
     def close(self) -> None:
         """Show the last figures and close the bar."""

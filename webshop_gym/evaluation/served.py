@@ -178,6 +178,7 @@ def evaluate_served(
         split=split or "all", goals=[goals[0], goals[-1] + 1] if goals else [0, 0], num_envs=n, concurrency=n,
         seed=seed, max_steps=max_steps, wall_s=wall, steps_per_s=played_steps / wall if wall > 0 else None,
         env_steps=stats.get("engine_steps", 0), requests_max_in_flight=stats.get("requests_max_in_flight", 0),
+        requests_mean_in_flight=stats.get("requests_mean_in_flight"),
     )
     if history:  # a resumed run: every session's time, and what the whole run cost
         this = {"wall_s": wall, "finished": True, "episodes": len(played)}
@@ -275,6 +276,7 @@ def _evaluate_plan(policy, plan, *, seed, max_steps, observation_mode, progress,
         concurrency=n, seed=seed, max_steps=max_steps, wall_s=wall,
         steps_per_s=played_steps / wall if wall > 0 else None, env_steps=stats.get("engine_steps", 0),
         requests_max_in_flight=stats.get("requests_max_in_flight", 0), protocol_record=plan.record,
+        requests_mean_in_flight=stats.get("requests_mean_in_flight"),
     )
     if history:  # a resumed run: every session's time, and what the whole run cost
         result["sessions"] = [*history["sessions"], {"wall_s": wall, "finished": True, "episodes": played}]

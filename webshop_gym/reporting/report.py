@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from webshop_gym.analysis.at_k import AT_K_COLUMNS, AtK, at_k_cells, paired_at_k
 from webshop_gym.analysis.figures import (
     billed,
     compare_goals,
@@ -42,7 +44,8 @@ from webshop_gym.analysis.stats import (
 from webshop_gym.analysis.taxonomy import CAUSES, FAMILY, SOLVED, TAG_RULES, TAGS
 from webshop_gym.error import Error
 from webshop_gym.protocols.comparable import comparison, refusal
-from webshop_gym.protocols.play import display_name, protocol_difference
+from webshop_gym.protocols.naming import bare_name, setting_note
+from webshop_gym.protocols.play import protocol_difference
 from webshop_gym.render.html import template_environment
 from webshop_gym.reporting.completeness import (
     ALLOW_FLAG,
@@ -121,6 +124,7 @@ class Comparison:
     b: RunSummary
     paired: PairedComparison | None
     note: str = ""
+    at_k: list[AtK] = field(default_factory=list)  # runs of --samples K: mean@K and pass@K, B against A
 
 
 @dataclass
@@ -136,6 +140,7 @@ class Report:
     notes: list[str] = field(default_factory=list)
     viewer: str | None = None  # base URL of `serve --runs` for links to episodes (asked for: --viewer-url)
     bundle: dict[str, str] = field(default_factory=dict)  # per run label, its bundle folder relative to the report
+    bundle_index: str | None = None  # the bundle's index.html relative to the report (written with --bundle)
     prices: tuple[float | None, float | None] = (None, None)
 
 
@@ -207,7 +212,9 @@ def compare(a: RunSummary, b: RunSummary, resamples: int = RESAMPLES, seed: int 
         return Comparison(a, b, None, "no goal in common: not paired")
     common, result = found
     note = "" if len(common) == len(goals_a) == len(goals_b) else f"paired on the {len(common)} goals both runs played"
-    return Comparison(a, b, result, note)
+    k = max(samples_of(a.run.protocol), samples_of(b.run.protocol))
+    at_k = paired_at_k(goals_a.take(common), goals_b.take(common), k, resamples, seed, result) if k > 1 else []
+    return Comparison(a, b, result, note, at_k)
 
 
 def build_report(paths: list[str | os.PathLike], resamples: int = RESAMPLES, seed: int = 0,
@@ -266,6 +273,7 @@ def tables(report: Report) -> dict[str, tuple[list[str], list[list[str]]]]:
               "mean steps", "valid %", "purchased %", "r_type", "r_att", "r_option", "r_price", "done / planned",
               "protocol (fingerprint)"]
     rows = []
+    marks = setting_marks(report)
     for row in report.rows:
         f, b, run = row.figures, row.figures["breakdown"], row.run
         errored = f["counts"].get("errored", 0)
@@ -275,7 +283,7 @@ def tables(report: Report) -> dict[str, tuple[list[str], list[list[str]]]]:
                      _f(f["mean_steps"], 2), _f(f["valid_rate"]), _f(b["purchase_rate"]),
                      *(_f(b[k], 3) for k in ("r_type", "r_att", "r_option", "r_price")),
                      f"{len(run.episodes):,} / " + ("?" if run.planned is None else f"{run.planned:,}"),
-                     _protocol_cell(run) + _incomplete_mark(row)])
+                     _protocol_cell(run, marks[row.label]) + _incomplete_mark(row)])
     out["runs"] = (header, rows)
     out["published"] = published_table(report)
     if report.comparisons:
@@ -289,6 +297,9 @@ def tables(report: Report) -> dict[str, tuple[list[str], list[list[str]]]]:
                 continue
             rows.append([name + (f" ({c.note})" if c.note else ""), *paired_cells(p)])
         out["paired"] = (header, rows)
+        at_k = [[f"{c.b.label} vs {c.a.label}", *at_k_cells(r)] for c in report.comparisons for r in c.at_k]
+        if at_k:
+            out["paired-at-k"] = (["run vs first", *AT_K_COLUMNS], at_k)
     if any("tokens" in row.figures for row in report.rows):
 
         header = ["run", "errored episodes", "tokens / episode", "prompt tokens", "completion tokens", "requests",
@@ -347,11 +358,40 @@ def tag_table(report: Report) -> tuple[list[str], list[list[str]]]:
 # -- protocols: groups and the published tables' rows ----------------------------------------------------
 
 
-def _protocol_cell(run: Run) -> str:
+def _protocol_cell(run: Run, mark: str = "") -> str:
     record = run.protocol
     if record is None:
         return "- (recorded before protocols)"
-    return f"{display_name(record)} ({record.get('fingerprint')})"
+    return f"{bare_name(record)}{mark} ({record.get('fingerprint')})"
+
+
+def setting_marks(report: Report) -> dict[str, str]:
+    """Per run label, the footnote mark of its protocol cell (`` [1]``; ``""``: nothing beyond the name to say).
+
+    The protocol cell holds the bare name (``verl-agent``); how the run played it (seed,
+    validation, samples per goal, a deviation from the published setting:
+    :func:`~webshop_gym.protocols.naming.setting_note`) is a numbered note under the table, one
+    number per distinct note.
+    """
+    numbers: dict[str, int] = {}
+    marks = {}
+    for row in report.rows:
+        note = setting_note(row.run.protocol)
+        marks[row.label] = f" [{numbers.setdefault(note, len(numbers) + 1)}]" if note else ""
+    return marks
+
+
+def setting_footnotes(report: Report) -> list[str]:
+    """The notes the marks of :func:`setting_marks` point to: ``[1] verl-agent: seed 0, 4 samples per goal (run a, run b)``."""
+    found: dict[str, list[str]] = {}
+    names: dict[str, str] = {}
+    for row in report.rows:
+        note = setting_note(row.run.protocol)
+        if note:
+            found.setdefault(note, []).append(row.label)
+            names.setdefault(note, bare_name(row.run.protocol))
+    return [f"[{i}] {names[note]} as played: {note} ({', '.join(labels)})."
+            for i, (note, labels) in enumerate(found.items(), 1)]
 
 
 def _incomplete_mark(row: RunSummary) -> str:
@@ -371,7 +411,7 @@ def protocol_groups(report: Report) -> list[dict]:
     for row in report.rows:
         record = row.run.protocol
         key = None if record is None else record.get("fingerprint")
-        group = groups.setdefault((key, row.completeness.complete), {"name": "-" if record is None else display_name(record), "fingerprint": key,
+        group = groups.setdefault((key, row.completeness.complete), {"name": "-" if record is None else bare_name(record), "fingerprint": key,
                                         "rows": []})
         group["rows"].append(row)
     return list(groups.values())
@@ -380,36 +420,46 @@ def protocol_groups(report: Report) -> list[dict]:
 def published_table(report: Report) -> tuple[list[str], list[list[str]]]:
     """The rows in the shape published WebShop tables use, grouped by protocol, ready to paste.
 
-    Columns: the run (method), the protocol and its fingerprint, scored / planned episodes, Score,
-    SR with its 95% interval, the valid-action rate, mean steps and, when a run played each goal
-    several times (``eval --samples K``), mean@K and pass@K with their 95% intervals over goals,
-    then the protocols' own metrics.  Figures come from the run's figures
+    Columns: the run (method), the protocol (its bare name, a footnote mark when the run played it
+    with a seed, samples or a deviation to say: :func:`setting_marks`) and its fingerprint, scored /
+    planned episodes, Score and SR with their 95% intervals, the valid-action rate, mean steps and,
+    when a run played each goal several times (``eval --samples K``), mean@K and pass@K with their
+    95% intervals over goals (mean@K and SR in one column, ``SR = mean@K``, when they are the same
+    figure with the same interval on every such run), then the protocols' own metrics.  Figures come from the run's figures
     (:func:`webshop_gym.analysis.figures.summarize`), never recomputed here.
     A run that did not score its whole plan (:mod:`webshop_gym.reporting.completeness`) gets no
     fingerprint (``incomplete: 5 / 12 scored``) and a block of its own.
     """
     sampled = sorted({int((row.figures.get("protocol") or {}).get("samples", 1)) for row in report.rows} - {1})
-    header = ["method", "protocol", "fingerprint", "scored / planned", "Score", "SR % [95% CI]", "valid %",
-              "mean steps"]
-    for k in sampled:
-        header += [f"mean@{k} [95% CI]", f"pass@{k} [95% CI]"]
     family = _family_metrics(report)
-    header += family
-    rows = []
+    rows, merged = [], set(sampled)
+    marks = setting_marks(report)
     for group in protocol_groups(report):
         for row in group["rows"]:
             f = row.figures
             pf = f.get("protocol") or {}
             c = row.completeness
             fingerprint = (group["fingerprint"] or "-") if c.complete else f"incomplete: {c.cell()} scored"
-            cells = [row.label, group["name"], fingerprint, c.cell(), _f(f["score"]), _ci(row.sr),
+            cells = [row.label, group["name"] + marks[row.label], fingerprint, c.cell(), _ci(row.score), _ci(row.sr),
                      _f(f["valid_rate"]), _f(f["mean_steps"], 2)]
             for k in sampled:
                 mine = pf.get("samples") == k
+                if mine and _sampled_cell(pf, f"mean@{k}") != cells[5]:
+                    merged.discard(k)  # SR is not mean@K here (an incomplete run, unequal samples): both columns
                 cells += [_sampled_cell(pf, f"mean@{k}") if mine else "-", _sampled_cell(pf, f"pass@{k}") if mine else "-"]
             own = {m["label"]: m["value"] for m in pf.get("metrics") or () if m["label"] in family}
             cells += [_f(own.get(label)) for label in family]
             rows.append(cells)
+    header = ["method", "protocol", "fingerprint", "scored / planned", "Score [95% CI]", "SR % [95% CI]", "valid %",
+              "mean steps"]
+    if len(merged) == 1 and merged == set(sampled):  # SR equals mean@K on every run of K samples: one column
+        header[5] = f"SR = mean@{sampled[0]} % [95% CI]"
+    for k in sampled:
+        header += ([] if k in merged and len(merged) == 1 else [f"mean@{k} [95% CI]"]) + [f"pass@{k} [95% CI]"]
+    if len(merged) == 1 and merged == set(sampled):
+        drop = 8  # the mean@K column, right after the eight columns above
+        rows = [r[:drop] + r[drop + 1:] for r in rows]
+    header += family
     return header, rows
 
 
@@ -469,11 +519,14 @@ def to_latex(report: Report, allow_incomplete: bool = False) -> str:
             lines.append(r"\midrule")
         for _ in group["rows"]:
             cells = [_tex(c) for c in rows[k]]
+            cells[1] = re.sub(r" \[(\d+)\]$", r"$^{\1}$", cells[1])  # the protocol's setting: a footnote mark
             if ordered[k].label in marks:
                 cells[0] += f"$^{{{marks[ordered[k].label]}}}$"
             lines.append(" & ".join(cells) + r" \\")
             k += 1
     lines += [r"\bottomrule", r"\end{tabular}"]
+    lines += [re.sub(r"^\[(\d+)\] ", r"\\par{\\footnotesize $^{\1}$\\,", _tex(note)) + "}"
+              for note in setting_footnotes(report)]
     lines += [f"\\par{{\\footnotesize $^{{{marks[row.label]}}}$\\,{_tex(row.label)}: {_tex(row.completeness.words())}."
               f" Not the protocol's row.}}" for row in ordered if row.label in marks]
     return "\n".join([*lines, ""])
@@ -507,7 +560,7 @@ def failure_tags(report: Report, examples: int = 5) -> list[dict]:
         bundled = report.bundle.get(row.label)
         for tag in TAGS:
             if tag in tags:
-                shown = tags[tag][:examples]
+                shown = table.examples(tags[tag], examples)  # distinct goals first: not K samples of one goal
                 if bundled is not None:
                     hrefs = [f"{bundled}episodes/{p}/step-0.html" for p in shown]
                 elif report.viewer and not merged_here(row.run):
@@ -523,6 +576,7 @@ TABLE_TITLES = {
     "runs": "Runs",
     "published": "Rows as published tables give them (one block per protocol: compare numbers within a block only)",
     "paired": "Paired comparison with the first run",
+    "paired-at-k": "mean@K and pass@K against the first run: per goal, paired over goals (Δ = this minus first)",
     "served": "Model calls: errored episodes (not scored), tokens, requests, retries, wall time (every session), "
               "cost; whole run: the kept episodes and the attempts --resume dropped",
     "categories": "SR by product category: % (solved / episodes)",
@@ -540,8 +594,15 @@ def to_html(report: Report, plots: dict[str, bytes] | None) -> str:
 
     template = template_environment().get_template("report.html")
     return template.render(report=report, tables=tables(report), titles=TABLE_TITLES, images=images,
+                           footnotes=_footnotes(report),
                            plots_off=plots is None, method=method(report), failure_tags=failure_tags(report),
                            tag_rules=TAG_RULES)
+
+
+def _footnotes(report: Report) -> dict[str, list[str]]:
+    """Per table, the notes under it: the protocol cells' marks (:func:`setting_footnotes`)."""
+    notes = setting_footnotes(report)
+    return {"runs": notes, "published": notes} if notes else {}
 
 
 def _md_cell(text: str) -> str:
@@ -555,6 +616,9 @@ def to_markdown(report: Report, images: dict[str, str] | None) -> str:
     """The report as Markdown; ``images`` maps plot names to the relative paths of their PNG files."""
     lines = [f"# {_md_cell(report.title)}", "",
              f"{len(report.rows)} run(s); {_md_cell(method(report))}; written {report.created}.", ""]
+    if report.bundle_index:
+        lines += [f"Every run's pages (episodes, goals, comparisons): [{_md_cell(report.bundle_index)}](<{report.bundle_index}>).",
+                  ""]
     lines += [f"> {_md_cell(note)}" for note in report.notes]
     if report.notes:
         lines.append("")
@@ -563,6 +627,8 @@ def to_markdown(report: Report, images: dict[str, str] | None) -> str:
                   "|" + "|".join("---" for _ in header) + "|"]
         lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows]
         lines.append("")
+        for note in _footnotes(report).get(key, ()):
+            lines += [_md_cell(note), ""]
     tags = failure_tags(report)
     if tags:
         lines += ["## Failure tags: episodes per tag, with examples", "", "| run | tag | episodes | examples |",

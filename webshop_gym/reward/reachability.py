@@ -33,7 +33,7 @@ from webshop_gym.utils.memo import read_memo, write_memo
 __all__ = ["Reachability", "best_options", "goal_reachability"]
 
 #: The memo's file name beside the goal set's prices (bump the version when the rule changes).
-MEMO = "reachability-v2.memo.json"
+MEMO = "reachability-v3.memo.json"
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,14 @@ class Reachability:
         reachable: bool per goal.
         best: the best reward of buying the target (0.0 when the target is not in the catalog).
         reason: ``""`` for a reachable goal, else one line naming what no purchase of the
-            target satisfies (``option color: r.brown2070 not offered by the target``).
+            target satisfies, then the best reward a purchase of the target reaches (``option
+            color: r.brown2070 offered by the target but never credited by the reference reward's
+            option match, even when chosen; the best purchase of the target scores 0.857``).
+            The kinds (``docs/runs.md``, *Reachable goals*): an option the target does not offer;
+            an option it offers that the reference reward never credits (its option match
+            compares the chosen value with the goal's ``name: value`` pair, and fails for values
+            such as ``r.brown2070``); no one choice matching every option; an attribute, the
+            type or the price that fails; a target not in the catalog.
     """
 
     reachable: np.ndarray
@@ -131,10 +138,17 @@ def _reason(catalog, rewards, goals, goal: int, row: int, values: list[str], tot
         return "the target product is not in the catalog"
     _, info = rewards.reference(goal, row, {str(i): v for i, v in enumerate(values)}, float(goals.prices[row]))
     parts = []
-    missing = unoffered_options(goals.options[goal], _offered(catalog, row))
-    if missing:
-        parts.append("option " + ", ".join(missing) + " not offered by the target")
-    elif info.get("r_option") is not None and float(info["r_option"]) < 1.0:
+    offered = _offered(catalog, row)
+    missing = unoffered_options(goals.options[goal], offered)
+    texts = {v.strip().lower() for v in offered}
+    on_page = [m for m in missing if m.rsplit(": ", 1)[-1].strip().lower() in texts]
+    absent = [m for m in missing if m not in on_page]
+    if absent:
+        parts.append("option " + ", ".join(absent) + " not offered by the target")
+    if on_page:  # the quirk of issue 56: the page offers it, the reference's option match never credits it
+        parts.append("option " + ", ".join(on_page) + " offered by the target but never credited by the reference "
+                     "reward's option match, even when chosen")
+    if not missing and info.get("r_option") is not None and float(info["r_option"]) < 1.0:
         parts.append("no one choice of the target's options matches every asked option")
     if float(info.get("r_att", 1.0)) < 1.0:
         product = catalog.product_record(row)
@@ -145,7 +159,8 @@ def _reason(catalog, rewards, goals, goal: int, row: int, values: list[str], tot
         parts.append(f"the target's own type scores r_type {float(info['r_type']):g}")
     if not info.get("r_price", True):
         parts.append(f"the target's price {float(goals.prices[row]):.2f} is over the cap {float(goals.price_upper[goal]):.2f}")
-    return "; ".join(parts) or f"the best purchase of the target scores {total:.3f}"
+    best = f"the best purchase of the target scores {total:.3f}"
+    return "; ".join([*parts, best]) if parts else best
 
 
 def goal_best(catalog, goals, rewards, goal: int, max_combinations: int = 4096) -> tuple[float, str]:

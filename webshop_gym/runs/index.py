@@ -159,6 +159,26 @@ class IndexTable:
         names = [CAUSES[main]] if main >= 0 else []
         return names + [c for j, c in enumerate(CAUSES) if mask >> j & 1 and j != main]
 
+    def examples(self, positions, most: int = 5) -> list[int]:
+        """Up to ``most`` of ``positions`` (in order), one per goal first: a sampled run's examples show distinct goals.
+
+        Positions of goals already shown come after, only when there are fewer distinct goals than ``most``.
+
+        Example:
+            >>> t = IndexTable(*[np.array([3, 3, 3, 4, 5])] * 12, categories=[], reachable=np.zeros(5), instructions=[],
+            ...                instructions_lower=[], figures={})
+            >>> t.examples([0, 1, 2, 3, 4], 3), t.examples([0, 1, 2], 2)
+            ([0, 3, 4], [0, 1])
+        """
+        first, again, seen = [], [], set()
+        for p in positions:
+            goal = int(self.goal[p])
+            (again if goal in seen else first).append(int(p))
+            seen.add(goal)
+            if len(first) >= most:
+                break
+        return (first + again)[:most]
+
     def by_goal(self) -> dict[int, int]:
         """Position by goal index (the last one when a goal repeats); a comparison pairs by :meth:`by_pairing`."""
         return {int(g): i for i, g in enumerate(self.goal.tolist())}
