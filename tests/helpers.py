@@ -59,6 +59,24 @@ def write_shop(folder: Path, products: list, attributes: dict | None = None, hum
     return folder
 
 
+def require_extra(module: str, extra: str, what: str | None = None):
+    """Import ``module``, or skip (a module-level skip when called at import) naming the extra to install.
+
+    ``pytest.importorskip`` skips only on ``ModuleNotFoundError`` (pytest >= 8.2); a missing extra may
+    raise any ``ImportError``: our integration modules raise
+    :class:`~webshop_gym.error.DependencyNotInstalled`, a half-installed package its own.
+    """
+    import importlib
+
+    import pytest
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        pytest.skip(f"{what or module} is not usable here ({type(exc).__name__}: {exc}): "
+                    f"pip install 'webshop-gym[{extra}]'", allow_module_level=True)
+
+
 def load_example(name: str):
     """The module ``examples/NAME.py`` (the examples are scripts, not a package)."""
     import importlib.util
