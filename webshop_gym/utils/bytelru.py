@@ -2,8 +2,8 @@
 
 Every entry is stored with the number of bytes it is charged; inserting evicts the least recently
 used entries until the total fits the budget, and an entry larger than an eighth of the budget is
-not kept at all (so one huge value can never flush the cache).  Used by the simulator's page
-caches (on every step) and the viewer's caches, so that no input (long unique queries, huge
+not kept at all (so one huge value can never flush the cache).  Used by the search result
+cache, the simulator's page caches (on every step) and the viewer's caches, so that no input (long unique queries, huge
 titles) can grow a process's memory past its budgets.
 
 Kept by hand rather than over ``cachetools.LRUCache(maxsize=<bytes>, getsizeof=...)``: with the
