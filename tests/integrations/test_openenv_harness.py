@@ -14,7 +14,9 @@ import re
 
 import pytest
 
-pytest.importorskip("openenv", reason="OpenEnv is not installed: pip install 'webshop-gym[openenv]'")
+from tests.helpers import require_extra  # noqa: E402
+
+require_extra("openenv", "openenv", "OpenEnv")
 
 from openenv.core.env_server.mcp_types import CallToolAction, ListToolsAction  # noqa: E402
 from openenv.core.harness import HarnessRunLimits, MCPHarnessAdapter  # noqa: E402
@@ -187,8 +189,7 @@ def _replayed_reward(shop, goal: int, completion: list[dict]) -> tuple[float, li
 
 def test_trl_async_grpo_harness_plays_each_row_s_goal_with_webshop_env_s_reward(shop_server, default_shop):
     """TRL calls ``factory.create(row["prompt"], seed=group_id, episode_id=...)``: every rollout plays its row's goal."""
-    pytest.importorskip("trl.experimental.async_grpo.openenv_harness", reason="TRL is not installed: "
-                                                                             "pip install 'webshop-gym[trl]'")
+    require_extra("trl.experimental.async_grpo.openenv_harness", "trl", "TRL's async GRPO harness")
     from tests.helpers import load_example
     from webshop_gym.integrations.trl import webshop_dataset
 

@@ -6,7 +6,9 @@ import json
 
 import pytest
 
-pytest.importorskip("openenv", reason="OpenEnv is not installed: pip install 'webshop-gym[openenv]'")
+from tests.helpers import require_extra  # noqa: E402
+
+require_extra("openenv", "openenv", "OpenEnv")
 
 import requests  # noqa: E402
 

@@ -17,8 +17,9 @@ import urllib.request
 
 import pytest
 
-SKYRL_MISSING = "skyrl-gym is not installed: pip install 'webshop-gym[skyrl]'"
-pytest.importorskip("skyrl_gym", reason=SKYRL_MISSING)
+from tests.helpers import require_extra  # noqa: E402
+
+require_extra("skyrl_gym", "skyrl", "skyrl-gym")
 
 import skyrl_gym  # noqa: E402
 
