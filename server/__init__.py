@@ -40,7 +40,7 @@ DEFAULTS: dict[str, Any] = {
     "IMAGES": False,  # show product images (remote URLs)
     "SEED": None,  # seed of random goals
     "CLOCK": None,  # monotonic clock for session expiry (tests)
-    "MAX_CONTENT_LENGTH": 64 * 1024,  # bytes per request body
+    "MAX_CONTENT_LENGTH": 64 * 1024,  # bytes per request body: 413 past it, on every route
     "AGENTGYM_MAX_ENVS": 1024,  # AgentGym envs alive at once
     "AGENTGYM_ENV_TTL": 3600,  # idle seconds after which an AgentGym env may be evicted (None: never)
     "RUNS": None,  # folder of run files (eval --out) shown at /runs (None: no run viewer)
@@ -104,7 +104,23 @@ def create_app(config: dict | None = None):
         run_library.init_app(app)
         app.register_blueprint(runs.bp)
     _security_headers(app)
+    _body_limit(app)
     return app
+
+
+def _body_limit(app) -> None:
+    """Every route answers 413 to a body over ``MAX_CONTENT_LENGTH`` (as declared, or counted by the ASGI front).
+
+    Flask refuses such a body only when a route reads it; this refuses it on every route, read or
+    not, with the route's own error answer (JSON on the AgentGym API, a page elsewhere).
+    """
+    from flask import abort, request
+
+    @app.before_request
+    def refuse_large_bodies():
+        limit = app.config.get("MAX_CONTENT_LENGTH")
+        if limit is not None and (request.content_length or 0) > limit:
+            abort(413)
 
 
 def _inline_script_hash() -> str | None:

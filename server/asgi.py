@@ -36,7 +36,7 @@ from webshop_gym.server.agentgym import (
     encode,
     error_answer,
 )
-
+from webshop_gym.utils.body_limit import TOO_LARGE, declared_length, read_body
 from webshop_gym.utils.serving import serve_until_stopped
 
 __all__ = ["Batcher", "Front", "Listener"]
@@ -150,22 +150,30 @@ class Front:
         self.executor.shutdown(wait=False, cancel_futures=True)
 
     async def __call__(self, scope, receive, send) -> None:
-        """Answer one ASGI connection scope (HTTP only)."""
+        """Answer one ASGI connection scope (HTTP only).
+
+        A body over the limit (``MAX_CONTENT_LENGTH``), declared or counted as its chunks arrive,
+        is not read further: Flask answers 413 for the route (JSON on the AgentGym API, a page
+        elsewhere) from the length it is handed.
+        """
         if scope["type"] != "http":  # no WebSocket routes; lifespan is off
             return
+        declared = declared_length(scope)
+        if declared is not None and declared > self.limit:
+            return await self._wsgi(scope, b"", send, too_large=declared)
+        raw = await read_body(receive, self.limit)
+        if raw is None:  # the client left
+            return
+        if raw is TOO_LARGE:
+            return await self._wsgi(scope, b"", send, too_large=self.limit + 1)
         prepare = self.routes.get((scope["method"], scope["path"]))
         if prepare is not None:
-            length = _content_length(scope)
-            if length is None or length <= self.limit:
-                return await self._agentgym(prepare, scope, receive, send)
-        await self._wsgi(scope, receive, send)
+            return await self._agentgym(prepare, scope, raw, send)
+        await self._wsgi(scope, raw, send)
 
     # -- the AgentGym API --------------------------------------------------------------------------
 
-    async def _agentgym(self, prepare, scope, receive, send) -> None:
-        raw = await _read_body(receive, self.limit)
-        if raw is None:  # the client left, or sent more than the limit without saying so
-            return
+    async def _agentgym(self, prepare, scope, raw: bytes, send) -> None:
         status, headers = 200, None
         try:
             query = parse_qs(scope["query_string"].decode("latin-1"), keep_blank_values=True)
@@ -187,12 +195,13 @@ class Front:
 
     # -- Flask, through WSGI ----------------------------------------------------------------------
 
-    async def _wsgi(self, scope, receive, send) -> None:
-        raw = await _read_body(receive, self.limit, truncate=True)
-        if raw is None:
-            return
+    async def _wsgi(self, scope, raw: bytes, send, too_large: int | None = None) -> None:
+        environ = _environ(scope, raw)
+        if too_large is not None:  # the app's body limit answers 413 from this length (server/__init__.py)
+            environ["CONTENT_LENGTH"] = str(too_large)
+            environ.pop("HTTP_TRANSFER_ENCODING", None)
         loop = asyncio.get_running_loop()
-        await loop.run_in_executor(self.executor, self._call_flask, loop, _environ(scope, raw), send)
+        await loop.run_in_executor(self.executor, self._call_flask, loop, environ, send)
 
     def _call_flask(self, loop: asyncio.AbstractEventLoop, environ: dict, send) -> None:
         """On a Flask thread: run the request and send each chunk (waiting until it is sent)."""
@@ -229,37 +238,6 @@ def _start(started: list) -> dict:
     if not any(k.lower() == b"server" for k, _ in out):
         out += SERVER
     return {"type": "http.response.start", "status": status, "headers": out}
-
-
-def _content_length(scope) -> int | None:
-    for name, value in scope["headers"]:
-        if name == b"content-length":
-            try:
-                return int(value)
-            except ValueError:
-                return None
-    return None
-
-
-async def _read_body(receive, limit: int, truncate: bool = False) -> bytes | None:
-    """The request body (``None``: the client disconnected; over ``limit`` too unless ``truncate``).
-
-    With ``truncate`` the body is cut after ``limit + 1`` bytes (Flask answers 413 from the
-    ``Content-Length`` header and never reads it), so no request holds more than that.
-    """
-    chunks, size, more = [], 0, True
-    while more:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return None
-        chunk = message.get("body", b"")
-        if size <= limit:
-            chunks.append(chunk)
-        size += len(chunk)
-        more = message.get("more_body", False)
-        if size > limit and not truncate:
-            return None
-    return b"".join(chunks)
 
 
 def _environ(scope, body: bytes) -> dict:

@@ -34,29 +34,6 @@ def disk_shortfall(paths, need: int = SUITE_DISK_PEAK) -> str | None:
     return None
 
 
-def require_extra(module: str, extra: str, distributions: tuple[str, ...]):
-    """Import ``module`` of an optional extra, or skip the calling test module naming the extra.
-
-    ``pytest.importorskip`` skips only on ``ModuleNotFoundError``; our integration modules raise
-    :class:`~webshop_gym.error.DependencyNotInstalled` (and a half-installed extra can raise
-    anything).  So: when one of ``distributions`` (the extra's PyPI names) is not installed, any
-    error of the import skips with the pip line; when all are installed, the error is real and is
-    raised.
-    """
-    missing = []
-    for name in distributions:
-        try:
-            importlib.metadata.distribution(name)
-        except importlib.metadata.PackageNotFoundError:
-            missing.append(name)
-    try:
-        return importlib.import_module(module)
-    except Exception:
-        if not missing:
-            raise
-        pytest.skip(f"{', '.join(missing)} not installed: pip install 'webshop-gym[{extra}]'", allow_module_level=True)
-
-
 def product(asin: str, **fields) -> dict:
     """A minimal valid product record."""
     record = {
@@ -84,6 +61,33 @@ def write_shop(folder: Path, products: list, attributes: dict | None = None, hum
     if human is not None:
         (folder / "items_human_ins.json").write_text(json.dumps(human), encoding="utf-8")
     return folder
+
+
+def require_extra(module: str, extra: str, what: str | None = None, distributions: tuple[str, ...] = ()):
+    """Import ``module``, or skip (a module-level skip when called at import) naming the extra to install.
+
+    ``pytest.importorskip`` skips only on ``ModuleNotFoundError`` (pytest >= 8.2); a missing extra may
+    raise any ``ImportError``: our integration modules raise
+    :class:`~webshop_gym.error.DependencyNotInstalled`, a half-installed package its own.  With
+    ``distributions`` (the extra's PyPI names), any error of the import skips when one of them is
+    not installed, and is raised when all are (then it is a real bug, not a missing extra).
+    """
+    missing = []
+    for name in distributions:
+        try:
+            importlib.metadata.distribution(name)
+        except importlib.metadata.PackageNotFoundError:
+            missing.append(name)
+    try:
+        return importlib.import_module(module)
+    except Exception as exc:
+        if distributions and not missing:
+            raise
+        if not distributions and not isinstance(exc, ImportError):
+            raise
+        named = ", ".join(missing) + " not installed" if missing else f"{what or module} is not usable here"
+        pytest.skip(f"{named} ({type(exc).__name__}: {exc}): pip install 'webshop-gym[{extra}]'",
+                    allow_module_level=True)
 
 
 def load_example(name: str):

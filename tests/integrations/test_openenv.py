@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import default_sigint, wait_until
+from tests.helpers import default_sigint, require_extra, wait_until
 
-pytest.importorskip("openenv", reason="OpenEnv is not installed: pip install 'webshop-gym[openenv]'")
+require_extra("openenv", "openenv", "OpenEnv")
 
 import requests  # noqa: E402
 import websockets  # noqa: E402

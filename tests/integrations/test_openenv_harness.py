@@ -8,11 +8,15 @@ reads, the actions and the rewards.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
+import re
 
 import pytest
 
-pytest.importorskip("openenv", reason="OpenEnv is not installed: pip install 'webshop-gym[openenv]'")
+from tests.helpers import require_extra  # noqa: E402
+
+require_extra("openenv", "openenv", "OpenEnv")
 
 from openenv.core.env_server.mcp_types import CallToolAction, ListToolsAction  # noqa: E402
 from openenv.core.harness import HarnessRunLimits, MCPHarnessAdapter  # noqa: E402
@@ -126,3 +130,111 @@ def test_tasks_are_goal_indices_rows_or_splits(shop_server, default_shop):
     with pytest.raises(InvalidArgument, match="base_url"):
         WebShopSessionFactory("localhost:8000")
     assert wait_until(lambda: app.state.webshop_pool.in_use == 0)  # closed sessions hand their slots back
+
+
+# -- TRL's async GRPO openenv_harness: its own _run_session against the server -----------------
+
+
+def _trl_harness_loop(tokenizer, factory, rows, num_generations=2):
+    """TRL's ``_HarnessRolloutLoop`` as ``HarnessRolloutWorker`` builds it, with a scripted model for vLLM."""
+    import queue
+    from types import SimpleNamespace
+
+    from trl.experimental.async_grpo.openenv_harness import _HarnessRolloutLoop
+
+    loop = _HarnessRolloutLoop(
+        harness_session_factory=factory, harness_adapter=MCPHarnessAdapter(), model_name="scripted", dataset=rows,
+        reward_funcs=[], processing_class=tokenizer, eos_token_ids=[tokenizer.eos_token_id],
+        rollout_buffer=queue.Queue(), model_version_value=SimpleNamespace(value=0),
+        heartbeat_value=SimpleNamespace(value=0.0), failed_event=None, exception_info_queue=queue.Queue(),
+        metrics_queue=queue.Queue(), num_generations=num_generations, max_inflight_tasks=2,
+        max_tool_calling_iterations=6)
+
+    async def scripted_turn(prompt_ids):  # replaces the POST to vLLM's /v1/completions
+        """Search the instruction, click the first product, buy it; then answer without a call."""
+        seen = tokenizer.decode(prompt_ids)
+        calls = seen.count("<tool_response>")
+        if calls == 0:
+            call = {"name": "search", "arguments": {"query": re.findall(r"Instruction: (.*)", seen)[-1][:80]}}
+        elif calls == 1:
+            labels = json.loads(re.findall(r"with label one of (\[.*\])", seen)[-1])
+            call = {"name": "click", "arguments": {"label": next(x for x in labels if re.fullmatch("b0[0-9a-z]{8}", x))}}
+        elif calls == 2:
+            call = {"name": "click", "arguments": {"label": "buy now"}}
+        else:
+            ids = tokenizer("done<|im_end|>")["input_ids"]
+            return ids, [0.0] * len(ids)
+        ids = tokenizer(f"<tool_call>\n{json.dumps(call)}\n</tool_call><|im_end|>")["input_ids"]
+        return ids, [0.0] * len(ids)
+
+    loop._generate_one_turn = scripted_turn
+    return loop
+
+
+def _replayed_reward(shop, goal: int, completion: list[dict]) -> tuple[float, list[str]]:
+    """WebShopEnv's reward for the calls of a TRL completion, played on ``goal``."""
+    from webshop_gym import WebShopEnv
+
+    calls = [c["function"] for m in completion if m["role"] == "assistant" for c in m.get("tool_calls") or []]
+    actions = [f"{c['name']}[{next(iter(json.loads(c['arguments']).values()))}]" for c in calls]
+    env = WebShopEnv(shop=shop)
+    env.reset(options={"goal_index": goal})
+    reward = 0.0
+    for action in actions:
+        _, reward, done, _, _ = env.step(action)
+        if done:
+            break
+    return reward, actions
+
+
+def test_trl_async_grpo_harness_plays_each_row_s_goal_with_webshop_env_s_reward(shop_server, default_shop):
+    """TRL calls ``factory.create(row["prompt"], seed=group_id, episode_id=...)``: every rollout plays its row's goal."""
+    require_extra("trl.experimental.async_grpo.openenv_harness", "trl", "TRL's async GRPO harness")
+    from tests.helpers import load_example
+    from webshop_gym.integrations.trl import webshop_dataset
+
+    _, url = shop_server
+    tokenizer = load_example("trl_cpu_smoke").tokenizer_for(default_shop)
+    rows = webshop_dataset("train", url=url, limit=3, as_dataset=False)
+    rows = [rows[2], rows[0], rows[1]]  # not in split order: the goal is the row's, not the split's
+    loop = _trl_harness_loop(tokenizer, functools.partial(WebShopSessionFactory, url, goals=rows), rows)
+    try:
+        played = []
+        for group_id in (0, 0, 1, 2, 3):  # two rollouts of group 0; group 3 is row 0 again (TRL's next epoch)
+            row = rows[group_id % len(rows)]
+            result = loop._loop.run_until_complete(loop._generate_one(row["prompt"], {}, [], group_id=group_id))
+            completion, completion_ids, sequences, calls, failures, reward = result
+            assert completion and completion_ids and sequences, "TRL scored the rollout as unscorable"
+            assert completion[0]["role"] == "user" and f"Instruction: {row['instruction']}" in completion[0]["content"]
+            expected, actions = _replayed_reward(default_shop, row["goal_index"], completion)
+            assert len(actions) == calls == 3 and failures == 0 and actions[-1] == "click[buy now]"
+            assert reward == pytest.approx(expected)
+            played.append(reward)
+        assert any(r > 0 for r in played)
+    finally:
+        loop._session_pool.shutdown(wait=True)
+        loop._tool_pool.shutdown(wait=True)
+        loop._loop.close()
+
+
+def test_message_tasks_map_the_group_into_the_split_without_a_dataset(shop_server):
+    from webshop_gym.integrations.remote_tasks import remote_goals
+
+    app, url = shop_server
+    train = [goal for goal, _ in remote_goals(url, "train")]
+    prompt = [{"role": "user", "content": "anything"}]
+    factory = WebShopSessionFactory(url)
+    for group_id, goal in ((0, train[0]), (4, train[4]), (len(train) + 1, train[1])):
+        session = factory.create(prompt, seed=group_id, episode_id="r")
+        assert session.goal_index == goal
+        session.close()
+    session = WebShopSessionFactory(url, split="eval").create(prompt, seed=0)
+    assert session.goal_index == 500
+    session.close()
+    with pytest.raises(InvalidArgument, match="seed="):
+        factory.create(prompt)
+    with pytest.raises(InvalidArgument, match="MCPHarnessAdapter"):
+        WebShopSessionFactory(url, sampling={"temperature": 1.0})
+    with pytest.raises(InvalidArgument, match="goal_index"):
+        WebShopSessionFactory(url, goals=[{"prompt": prompt}])
+    assert wait_until(lambda: app.state.webshop_pool.in_use == 0)

@@ -17,8 +17,9 @@ import urllib.request
 
 import pytest
 
-SKYRL_MISSING = "skyrl-gym is not installed: pip install 'webshop-gym[skyrl]'"
-pytest.importorskip("skyrl_gym", reason=SKYRL_MISSING)
+from tests.helpers import require_extra  # noqa: E402
+
+require_extra("skyrl_gym", "skyrl", "skyrl-gym")
 
 import skyrl_gym  # noqa: E402
 
@@ -27,6 +28,7 @@ from tests.openai_server import ChatServer  # noqa: E402
 from webshop_gym.cli.app import main as cli  # noqa: E402
 from webshop_gym.error import DependencyNotInstalled, Error, InvalidArgument  # noqa: E402
 from webshop_gym.integrations import skyrl  # noqa: E402
+from webshop_gym.integrations.shop_choice import SHOP_ENV, shop_digest  # noqa: E402
 from webshop_gym.runs.log import read_log  # noqa: E402
 
 
@@ -145,7 +147,9 @@ def test_rows_and_settings_from_the_config_section_or_the_row(tmp_path, default_
     path = skyrl.write_skyrl_dataset(tmp_path / "train.jsonl", "train", limit=3, max_steps=4, format="react")
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     assert [r["goal_index"] for r in rows] == [1500, 1501, 1502]
-    assert rows[0]["env_class"] == "webshop" and rows[0]["max_steps"] == 4 and rows[0]["format"] == "react"
+    assert rows[0]["env_class"] == "webshop" and "max_steps" not in rows[0]  # settings ride in extra_info
+    assert rows[0]["extra_info"] == {"shop": "embedded", "shop_digest": shop_digest(default_shop), "max_steps": 4,
+                                     "format": "react"}
     assert rows[0]["instruction"] == default_shop.goals.instruction[1500]
     env = skyrl_gym.make("webshop", env_config={}, extras=_extras(rows[0]))
     assert env.init(rows[0]["prompt"])[0] == rows[0]["prompt"] and env.max_turns == 4
@@ -153,9 +157,36 @@ def test_rows_and_settings_from_the_config_section_or_the_row(tmp_path, default_
         out = env.step("no action here")
     assert out["done"] and out["reward"] == 0.0 and out["observations"] == []
     assert env.get_metrics()["invalid_actions"] == 4
-    # the config section (environment.skyrl_gym.webshop) sets what the row does not
+    # a config section (a subclassed SkyRLGymConfig's; SkyRL's own has none) sets what the row does not
     env = skyrl_gym.make("webshop", env_config={"max_steps": 2}, extras={"goal_index": 3})
     assert env.max_turns == 2
+    # a setting given as a column of its own is read as before
+    assert skyrl_gym.make("webshop", env_config={}, extras={"goal_index": 3, "max_steps": 5}).max_turns == 5
+
+
+def test_rows_name_the_shop_portably_and_the_training_machine_resolves_it(tmp_path, real_dir, monkeypatch):
+    """No local path in the file; WEBSHOP_GYM_SHOP (the shop, or a folder holding it) finds it where SkyRL trains."""
+    monkeypatch.delenv(SHOP_ENV, raising=False)
+    path = skyrl.write_skyrl_dataset(tmp_path / "test.jsonl", "test", limit=2, shop=real_dir)
+    text = path.read_text()
+    rows = [json.loads(line) for line in text.splitlines()]
+    assert str(real_dir.parent) not in text and rows[0]["extra_info"]["shop"] == "webshop-small"
+    with pytest.raises(InvalidArgument, match=f"names shop 'webshop-small': set {SHOP_ENV} to its directory") as e:
+        skyrl_gym.make("webshop", env_config={}, extras=_extras(rows[0]))
+    assert "\n" not in str(e.value)
+    for where in (real_dir, real_dir.parent):
+        monkeypatch.setenv(SHOP_ENV, str(where))
+        env = skyrl_gym.make("webshop", env_config={}, extras=_extras(rows[1]))
+        assert env.init(rows[1]["prompt"])[0] == rows[1]["prompt"]
+        assert env.episode.env.shop.path == real_dir.resolve()
+    tampered = {**rows[0], "extra_info": {**rows[0]["extra_info"], "shop_digest": "0" * 16}}
+    with pytest.raises(InvalidArgument, match="is not the shop the rows were built on"):
+        skyrl_gym.make("webshop", env_config={}, extras=_extras(tampered))
+    # the embedded shop's rows play the embedded shop whatever WEBSHOP_GYM_SHOP says
+    embedded = skyrl.skyrl_rows("test", limit=1, shop="embedded")[0]
+    assert embedded["extra_info"]["shop"] == "embedded"
+    env = skyrl_gym.make("webshop", env_config={}, extras=_extras(embedded))
+    assert env.init(embedded["prompt"])[0] == embedded["prompt"]
 
 
 @pytest.mark.parametrize("extras, message", [
@@ -164,6 +195,8 @@ def test_rows_and_settings_from_the_config_section_or_the_row(tmp_path, default_
     ({"goal_index": 10**7}, "goal_index"),
     ({"goal_index": 3, "format": "verl-agent"}, "think-answer, react"),
     ({"goal_index": 3, "instruction": "something else"}, "is not goal 3's"),
+    ({"goal_index": 3, "extra_info": "max_steps=4"}, "extra_info must be a dict"),
+    ({"goal_index": 3, "extra_info": {"shop": "no-such-shop"}}, "names shop 'no-such-shop'"),
 ])
 def test_bad_rows_are_refused_with_one_clear_error(extras, message):
     with pytest.raises(Error, match=message) as refused:  # ours, never a bare KeyError or TypeError

@@ -7,7 +7,9 @@ import time
 
 import pytest
 
-pytest.importorskip("openenv", reason="OpenEnv is not installed: pip install 'webshop-gym[openenv]'")
+from tests.helpers import require_extra  # noqa: E402
+
+require_extra("openenv", "openenv", "OpenEnv")
 
 from tests.helpers import ServedApp, wait_until  # noqa: E402
 from tests.integrations.test_trl import TRL_DEPRECATION, grpo_config, tiny_trl  # noqa: E402,F401

@@ -9,7 +9,7 @@ import gymnasium as gym
 
 from webshop_gym.core.actions import MAX_ACTION_LENGTH
 from webshop_gym.engine import OBSERVATION_MODES, Engine
-from webshop_gym.envs.spaces import String
+from webshop_gym.envs.spaces import UnicodeText
 from webshop_gym.error import EpisodeFinished, expect_one_of
 from webshop_gym.shop import Shop, load_shop
 from webshop_gym.utils.checks import check_bool, check_int, check_options, check_seed
@@ -28,7 +28,8 @@ class WebShopEnv(gym.Env[str, str]):
     case of the batched engine that also drives :class:`~webshop_gym.envs.vector_env.WebShopVectorEnv`.
 
     ## Action Space
-    A string (:class:`~webshop_gym.envs.spaces.String`): ``search[<keywords>]`` or
+    A string (:class:`~webshop_gym.envs.spaces.UnicodeText`, Gymnasium's ``Text`` over every
+    Unicode character): ``search[<keywords>]`` or
     ``click[<label>]`` with a label from ``info["available_actions"]["clickables"]``.
     ``info["valid_actions"]`` lists every complete action valid now.  Anything else (also an
     action longer than the space's ``max_length``, 100,000 characters) is a no-op with reward 0
@@ -101,8 +102,8 @@ class WebShopEnv(gym.Env[str, str]):
         )
         self.observation_mode = observation_mode
         self.render_mode = render_mode
-        self.observation_space = String()
-        self.action_space = String(max_length=MAX_ACTION_LENGTH)
+        self.observation_space = UnicodeText()
+        self.action_space = UnicodeText(max_length=MAX_ACTION_LENGTH)
         self._started = False
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:

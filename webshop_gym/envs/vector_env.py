@@ -16,7 +16,7 @@ from gymnasium.vector.utils import batch_space
 
 from webshop_gym.core.actions import MAX_ACTION_LENGTH
 from webshop_gym.engine import Engine
-from webshop_gym.envs.spaces import String
+from webshop_gym.envs.spaces import UnicodeText
 from webshop_gym.error import EpisodeFinished, InvalidArgument, expect_one_of
 from webshop_gym.shop import Shop, load_shop
 from webshop_gym.utils.checks import (
@@ -243,8 +243,8 @@ class WebShopVectorEnv(VectorEnv):
                 self.shop, self.num_envs, observation_mode=observation_mode, max_steps=max_steps,
                 show_attrs=show_attrs, split=split, allow_test_goals=check_bool("allow_test_goals", allow_test_goals),
             )
-        self.single_observation_space = String()
-        self.single_action_space = String(max_length=MAX_ACTION_LENGTH)
+        self.single_observation_space = UnicodeText()
+        self.single_action_space = UnicodeText(max_length=MAX_ACTION_LENGTH)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         n = self.num_envs

@@ -20,10 +20,15 @@ the purchase; the episode ends at the purchase or after ``max_steps`` actions (1
 ``generator.max_turns`` does not cap it (SkyRL's default is 1).
 
 A dataset row is ``{"prompt": <the first messages>, "env_class": "webshop", "goal_index": i,
-"instruction": ...}``; :func:`skyrl_rows` builds them and :func:`write_skyrl_dataset` writes the
-JSON-lines file SkyRL's ``data.train_data`` reads.  Shop settings (``shop``, ``goals``,
-``human_goals``, ``price_seed``, ``max_steps``, ``format``, ``closest``) come from the env's config
-section or the row.
+"instruction": ..., "extra_info": {<settings>}}``; :func:`skyrl_rows` builds them and
+:func:`write_skyrl_dataset` writes the JSON-lines file SkyRL's ``data.train_data`` reads.  The
+settings (:data:`SETTINGS`) ride in the row's ``extra_info``, where SkyRL's own environments keep
+theirs (SkyRL's dataset hands every column but ``prompt`` and ``env_class`` to the env as
+``extras``): SkyRL's typed config has no ``environment.skyrl_gym.webshop`` section (its
+``SkyRLGymConfig`` refuses unknown fields), so the ``env_config`` SkyRL passes is ``{}`` unless a
+subclassed config adds one, which is read too.  A row names its shop portably: the shop
+directory's name and a digest of its content, resolved on the training machine through
+``WEBSHOP_GYM_SHOP`` (:mod:`webshop_gym.integrations.shop_choice`), never an absolute path.
 
 Training with SkyRL's own launcher needs only the config naming this module, which registers the
 env in the process that runs the generator::
@@ -51,6 +56,12 @@ except ImportError as exc:
         f"the SkyRL environment needs skyrl-gym ({exc}): pip install 'webshop-gym[skyrl]'") from exc
 
 from webshop_gym import WebShopEnv
+from webshop_gym.integrations.shop_choice import (
+    check_digest,
+    portable_name,
+    resolve_shop,
+    shop_digest,
+)
 from webshop_gym.integrations.text_episode import TextEpisode, last_user_turn
 from webshop_gym.integrations.trl import shared_shop
 from webshop_gym.protocols import goal_ids
@@ -64,13 +75,17 @@ ENV_ID = "webshop"
 FORMATS = ("think-answer", "react")
 """The prompt formats of one growing conversation (``verl-agent`` repeats its history in every turn)."""
 
-SETTINGS = {"shop": None, "goals": None, "human_goals": False, "price_seed": 0, "max_steps": 15,
-            "format": "think-answer", "closest": False, "search_backend": "bm25"}
-"""The settings a config section or a row may give, with their defaults."""
+SETTINGS = {"shop": None, "shop_digest": None, "goals": None, "human_goals": False, "price_seed": 0,
+            "max_steps": 15, "format": "think-answer", "closest": False, "search_backend": "bm25"}
+"""The settings a row's ``extra_info`` (or a config section) may give, with their defaults.
+
+``shop`` is a shop's name (resolved through ``WEBSHOP_GYM_SHOP``), ``"embedded"``, or a path;
+``None`` plays ``WEBSHOP_GYM_SHOP``'s shop, else the embedded one.  ``shop_digest``, when given,
+must be the played shop's content digest."""
 
 
 def _settings(env_config: Any, extras: Mapping[str, Any]) -> dict[str, Any]:
-    """The episode's settings: the defaults, then the env's config section, then the row."""
+    """The episode's settings: the defaults, then the env's config section, then the row's ``extra_info``, then its columns."""
     if env_config is None:
         config: Mapping[str, Any] = {}
     elif isinstance(env_config, Mapping):
@@ -79,8 +94,11 @@ def _settings(env_config: Any, extras: Mapping[str, Any]) -> dict[str, Any]:
         config = dict(env_config.items())
     else:
         config = {k: getattr(env_config, k) for k in SETTINGS if hasattr(env_config, k)}
+    extra_info = extras.get("extra_info")
+    if extra_info is not None and not isinstance(extra_info, Mapping):
+        raise InvalidArgument(f"a row's extra_info must be a dict of settings, got {type(extra_info).__name__}")
     settings = dict(SETTINGS)
-    for source in (config, extras):
+    for source in (config, extra_info or {}, extras):
         settings.update({k: source[k] for k in SETTINGS if k in source and source[k] is not None})
     if settings["format"] not in FORMATS:
         raise InvalidArgument(f"format must be one of {', '.join(FORMATS)} in SkyRL's one growing conversation "
@@ -89,8 +107,9 @@ def _settings(env_config: Any, extras: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _env(settings: Mapping[str, Any]) -> WebShopEnv:
-    shop = shared_shop(settings["shop"], goals=settings["goals"], human_goals=settings["human_goals"],
+    shop = shared_shop(resolve_shop(settings["shop"]), goals=settings["goals"], human_goals=settings["human_goals"],
                        price_seed=settings["price_seed"], search_backend=settings["search_backend"])
+    check_digest(shop, settings["shop"], settings["shop_digest"])
     return WebShopEnv(shop=shop, split=None, max_steps=settings["max_steps"])
 
 
@@ -98,10 +117,11 @@ class WebShopSkyRLEnv(BaseTextEnv):
     """One WebShop episode as SkyRL's generator drives it: ``init(prompt)``, then ``step(reply)`` until ``done``.
 
     Args:
-        env_config: the env's section of SkyRL's config (``environment.skyrl_gym.webshop``; SkyRL
-            passes ``{}`` when there is none): shop settings, see :data:`SETTINGS`.
+        env_config: what SkyRL passes from its config: ``{}`` (its typed ``SkyRLGymConfig`` has no
+            ``webshop`` section; a subclassed config may add one): settings, see :data:`SETTINGS`.
         extras: the dataset row's other columns: ``goal_index`` (required), ``instruction``
-            (checked against the goal when present), and any setting of :data:`SETTINGS`.
+            (checked against the goal when present), and ``extra_info`` with settings of
+            :data:`SETTINGS` (a setting given as a column of its own is read too).
             Other columns (``max_turns``, ``reward_spec``, ``data_source``, ...) are ignored.
     """
 
@@ -158,29 +178,33 @@ register()
 
 
 def skyrl_rows(split: str | None = "train", *, limit: int | None = None, **settings: Any) -> list[dict[str, Any]]:
-    """A split's goals as SkyRL dataset rows: ``prompt`` (the first messages), ``env_class``, ``goal_index``, ``instruction``.
+    """A split's goals as SkyRL rows: ``prompt`` (the first messages), ``env_class``, ``goal_index``, ``instruction``, ``extra_info``.
 
     Args:
         split: ``train``, ``eval``, ``test`` (the first 500 goals), ``None`` (all), or a protocol
             split (``"verl-agent-500:train"``).
         limit: keep the split's first ``limit`` goals.
-        **settings: shop settings (:data:`SETTINGS`); the ones that differ from the defaults are
-            written into each row, so the env plays with them.
+        **settings: settings (:data:`SETTINGS`).  Every row's ``extra_info`` names the shop
+            portably (``shop``: its directory's name or ``"embedded"``; ``shop_digest``: its
+            content digest) and holds the other settings that differ from the defaults.
     """
-    unknown = sorted(set(settings) - set(SETTINGS))
+    given = [k for k in SETTINGS if k != "shop_digest"]  # the digest is the shop's, computed here
+    unknown = sorted(set(settings) - set(given))
     if unknown:
-        raise InvalidArgument(f"unknown settings {unknown}: the settings are {', '.join(SETTINGS)}")
+        raise InvalidArgument(f"unknown settings {unknown}: the settings are {', '.join(given)}")
     chosen = _settings(settings, {})
     env = _env(chosen)
     goals = goal_ids(env.shop, split)
     goals = goals if limit is None else goals[:limit]
-    written = {k: (os.fspath(v) if isinstance(v, os.PathLike) else v) for k, v in settings.items()
-               if v != SETTINGS[k]}
+    played = resolve_shop(chosen["shop"])
+    extra_info = {"shop": portable_name(played), "shop_digest": shop_digest(env.shop)}
+    extra_info.update({k: (os.fspath(v) if isinstance(v, os.PathLike) else v) for k, v in settings.items()
+                       if k != "shop" and v != SETTINGS[k]})
     rows = []
     for goal in goals:
         episode = TextEpisode(env, int(goal), chosen["format"], chosen["closest"])
         rows.append({"prompt": episode.messages(), "env_class": ENV_ID, "goal_index": int(goal),
-                     "instruction": episode.info["instruction"], **written})
+                     "instruction": episode.info["instruction"], "extra_info": dict(extra_info)})
     return rows
 
 

@@ -2,9 +2,13 @@
 
 Every entry is stored with the number of bytes it is charged; inserting evicts the least recently
 used entries until the total fits the budget, and an entry larger than an eighth of the budget is
-not kept at all (so one huge value can never flush the cache).  Used by the search result cache
-and the simulator's page caches, so that no input (long unique queries, huge titles) can grow a
-process's memory past its budgets.
+not kept at all (so one huge value can never flush the cache).  Used by the search result
+cache, the simulator's page caches (on every step) and the viewer's caches, so that no input (long unique queries, huge
+titles) can grow a process's memory past its budgets.
+
+Kept by hand rather than over ``cachetools.LRUCache(maxsize=<bytes>, getsizeof=...)``: with the
+same rules, that was 1.6x slower per ``put`` and 1.1x per ``get`` on ``benchmarks/bytelru.py``
+(docs/benchmarks.md), and the page caches are on the step path.
 """
 
 from __future__ import annotations

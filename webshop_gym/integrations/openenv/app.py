@@ -39,15 +39,18 @@ import socket
 from typing import TYPE_CHECKING
 
 from webshop_gym.error import DependencyNotInstalled, Error, InvalidArgument
+from webshop_gym.utils.body_limit import BodyLimit
 from webshop_gym.utils.checks import check_int
 from webshop_gym.utils.heap import freeze_loaded
 from webshop_gym.utils.serving import serve_until_stopped
 from webshop_gym.utils.strict_json import dumps
+from webshop_gym.utils.surrogates import clean_value, may_hold_surrogates
 
 if TYPE_CHECKING:
     from webshop_gym.shop import Shop
 
-__all__ = ["DEFAULT_IDLE_TIMEOUT", "DEFAULT_MAX_ENVS", "MAX_ENVS", "MAX_FRAME_BYTES", "Listener", "create_app", "serve"]
+__all__ = ["DEFAULT_IDLE_TIMEOUT", "DEFAULT_MAX_ENVS", "MAX_BODY_BYTES", "MAX_ENVS", "MAX_FRAME_BYTES", "Listener",
+           "create_app", "serve"]
 
 DEFAULT_MAX_ENVS = 256
 MAX_ENVS = 8192
@@ -58,6 +61,10 @@ MAX_FRAME_BYTES = 1 << 20
 action of :data:`~webshop_gym.core.actions.MAX_ACTION_LENGTH` characters, each written as a
 six-character JSON escape, is 0.6 MB).  A larger one closes the connection with code 1009 (message too big); it
 bounds what one connection can make the server hold."""
+MAX_BODY_BYTES = MAX_FRAME_BYTES
+"""Largest HTTP request body (``POST /mcp``, ``/reset``, ``/step``, every route): 1 MiB, as a
+WebSocket message.  A larger one is answered ``413`` with ``{"detail": ...}``, before its body is
+read when its ``Content-Length`` says so, else at the chunk that passes the limit."""
 
 
 def create_app(shop: Shop | str | os.PathLike | None = None, *, goals: str | os.PathLike | None = None,
@@ -123,6 +130,7 @@ def create_app(shop: Shop | str | os.PathLike | None = None, *, goals: str | os.
     server.register_routes(app, mode="simulation")
     app.add_middleware(_TrackConnections)
     app.add_middleware(_McpTools, server=server, pool=pool)
+    app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES)  # added last: outermost, before anything reads a body
 
     async def _user_error(request, exc: Error):
         # The stateless HTTP routes: our errors are the client's to fix, never a 500.
@@ -250,6 +258,14 @@ class _McpTools:
             request = json.loads(body)
         except (ValueError, RecursionError):
             request = None
+        if isinstance(request, dict) and request.get("method") == "openenv/session/close":
+            refused = _bad_session_id(request)
+            if refused is not None:  # OpenEnv's handler answers 500 for these (it looks a list or dict up in a dict)
+                return await _strict_response_class()(refused, status_code=200)(scope, receive, send)
+        if request is not None and may_hold_surrogates(body):
+            # OpenEnv's handler echoes ids and session ids, and cannot encode a lone surrogate (a 500):
+            # it gets the request with each one replaced by U+FFFD, as our own routes read JSON
+            body = json.dumps(clean_value(request)).encode()
         if not isinstance(request, dict) or request.get("method") not in ("tools/list", "tools/call"):
             replayed = False
 
@@ -295,6 +311,20 @@ class _McpTools:
         result = dict(observation.result)
         result.update(reward=observation.reward, done=observation.done, metadata=observation.metadata)
         return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+
+def _bad_session_id(request: dict) -> dict | None:
+    """The JSON-RPC error for an ``openenv/session/close`` whose ``params.session_id`` is not a string, else ``None``."""
+    params = request.get("params")
+    session_id = params.get("session_id") if isinstance(params, dict) else None
+    if session_id is None or isinstance(session_id, str):
+        return None  # absent: OpenEnv's own "'session_id' is required"
+    request_id = request.get("id")
+    if isinstance(request_id, bool) or not isinstance(request_id, int | str):
+        request_id = None
+    return {"jsonrpc": "2.0", "id": request_id,
+            "error": {"code": -32602, "message": "params.session_id must be the string openenv/session/create "
+                                                 f"answered, got {type(session_id).__name__}"}}
 
 
 class _TrackConnections:

@@ -20,11 +20,20 @@ tool list, a tool call, and a final check.  :class:`WebShopSessionFactory` makes
 The conversation is ``eval --prompt tools``'s: the task and the first page in one user message,
 then per call a tool message with the page it led to, or the error of an inadmissible call
 (``{'error': '...'}``, as TRL writes it).
+
+TRL's async GRPO ``openenv_harness`` (``_HarnessRolloutLoop._run_session``) calls
+``factory.create(row["prompt"], seed=group_id, episode_id=rollout_id)``: the task is the row's
+prompt *messages*, which name no goal, and ``group_id`` counts the rows TRL has drawn (one per group
+of ``num_generations`` rollouts, in dataset order).  So a message list plays the goal of row
+``group_id``: ``goals[(dataset_start_index + group_id) % len(goals)]``, where ``goals`` is the
+training dataset given to the factory (its ``goal_index`` column), else the split's goals on the
+server (``split="train"`` by default; test goals only when asked).  Every rollout of a group plays
+one goal, and with ``goals=`` it is exactly the row's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from openenv.core.env_server.mcp_types import CallToolAction, Tool
@@ -34,6 +43,7 @@ from openenv.core.mcp_client import MCPToolClient
 from webshop_gym.agents.tools import TASK_PROMPT, reset_text, tool_message_content
 from webshop_gym.error import InvalidArgument
 
+from ..remote_tasks import remote_goals
 from .models import check_reset_arguments
 
 __all__ = ["WebShopSessionFactory", "WebShopToolSession"]
@@ -140,23 +150,69 @@ class WebShopToolSession(ResourceSession):
             pass
 
 
+def _goal_column(goals: Iterable[Any]) -> list[int]:
+    """The goal indices of a dataset (rows with ``goal_index``) or of a list of goal indices."""
+    out = []
+    for row in goals:
+        goal = row.get("goal_index") if isinstance(row, Mapping) else row
+        if isinstance(goal, bool) or not isinstance(goal, int) or goal < 0:
+            raise InvalidArgument(f"goals must be dataset rows with goal_index or goal indices (integers >= 0), got {row!r}")
+        out.append(goal)
+    if not out:
+        raise InvalidArgument("goals holds no goal")
+    return out
+
+
 class WebShopSessionFactory(ResourceSessionFactory[WebShopToolSession]):
     """Sessions of a ``webshop-gym openenv`` server for OpenEnv's harnesses (``MCPHarnessAdapter``, TRL's ``openenv_harness``).
 
     Args:
         base_url: the server (``http://host:8000``).
         message_timeout_s: seconds to wait for each answer of the server.
+        goals: the training dataset (rows with ``goal_index``: ``webshop_dataset``'s) or its goal
+            indices: a task given as prompt messages (TRL's ``openenv_harness``) plays row ``seed``'s goal.
+        split, protocol, allow_test_goals: without ``goals``, such a task plays the goal at position
+            ``seed`` of this split of the server (as :func:`~webshop_gym.integrations.trl.webshop_dataset`
+            with ``url=`` lists it: ``"train"`` by default, a protocol's test goals refused unless allowed).
+        dataset_start_index: TRL's ``dataset_start_index`` (the row its worker starts at, on resume).
+        sampling: what TRL passes when the harness owns the model loop; WebShop's sessions are
+            white-box (TRL samples each turn), so it is refused: give TRL ``harness_adapter=MCPHarnessAdapter()``.
 
     A task is a goal index, a dataset row with ``goal_index`` (``webshop_dataset`` rows work), a
-    dict with ``split`` and ``index``, or ``None`` (a goal drawn on the server, seeded by ``seed``).
+    dict with ``split`` and ``index``, a list of prompt messages (TRL's call: the goal of row
+    ``seed``), or ``None`` (a goal drawn on the server, seeded by ``seed``).
     """
 
-    def __init__(self, base_url: str, message_timeout_s: float = 60.0):
+    def __init__(self, base_url: str, message_timeout_s: float = 60.0, *, goals: Iterable[Any] | None = None,
+                 split: str = "train", protocol: str | None = None, allow_test_goals: bool = False,
+                 dataset_start_index: int = 0, sampling: Any = None):
+        if sampling is not None:
+            raise InvalidArgument("WebShop's sessions are white-box (the trainer samples each turn): give TRL's "
+                                  "HarnessRolloutWorker harness_adapter=MCPHarnessAdapter(), which makes it call the "
+                                  "factory without sampling=")
         if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://", "ws://", "wss://")):
             raise InvalidArgument(f"base_url must be the http:// address of a webshop-gym openenv server, got {base_url!r}")
+        if isinstance(dataset_start_index, bool) or not isinstance(dataset_start_index, int) or dataset_start_index < 0:
+            raise InvalidArgument(f"dataset_start_index must be an integer >= 0, got {dataset_start_index!r}")
         self.base_url = base_url.rstrip("/")
         self.message_timeout_s = float(message_timeout_s)
+        self.split, self.protocol, self.allow_test_goals = split, protocol, bool(allow_test_goals)
+        self.dataset_start_index = dataset_start_index
+        self._goals = None if goals is None else _goal_column(goals)
 
     def create(self, task: Any = None, seed: int | None = None, episode_id: str | None = None) -> WebShopToolSession:
-        """A new session reset on ``task``'s goal."""
+        """A new session reset on ``task``'s goal (a message list: the goal of row ``seed``, see the module's docs)."""
+        if isinstance(task, Sequence) and not isinstance(task, (str, bytes)):
+            task = {"goal_index": self.row_goal(seed)}
         return WebShopToolSession(self.base_url, task, seed, episode_id, self.message_timeout_s)
+
+    def row_goal(self, group_id: int | None) -> int:
+        """The goal TRL's rollouts of group ``group_id`` play: that row's, or the split's goal at that position."""
+        if isinstance(group_id, bool) or not isinstance(group_id, int) or group_id < 0:
+            raise InvalidArgument(f"a task given as prompt messages needs seed=<the row's group id, an integer >= 0> "
+                                  f"(TRL's openenv_harness passes it), got seed={group_id!r}")
+        if self._goals is None:
+            self._goals = [goal for goal, _ in remote_goals(self.base_url, self.split, protocol=self.protocol,
+                                                             allow_test_goals=self.allow_test_goals,
+                                                             timeout=self.message_timeout_s)]
+        return self._goals[(self.dataset_start_index + group_id) % len(self._goals)]
