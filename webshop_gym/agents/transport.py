@@ -9,10 +9,13 @@ on an event loop, and reads what comes back the same way whatever the transport:
   request building, httpx and pydantic), which capped one process at 200-370 requests/s on two
   cores (docs/benchmarks.md, "Served evaluation").  It speaks what an OpenAI-compatible server
   answers: ``Content-Length``, chunked or read-to-close bodies, gzip/deflate, ``Connection:
-  close``, 1xx interim answers; ``https`` with the certificates of ``$SSL_CERT_FILE`` /
+  close``, 1xx interim answers (at most :data:`MAX_INTERIM`); ``https`` with the certificates of ``$SSL_CERT_FILE`` /
   ``$SSL_CERT_DIR``, else certifi's.  Redirects are not followed (the status is the turn's error).  An endpoint behind
   an HTTP proxy (``$HTTPS_PROXY`` / ``$HTTP_PROXY`` not bypassed by ``$NO_PROXY``) goes through
-  the ``openai`` client instead, which reads those variables.
+  the ``openai`` client instead, which reads those variables.  ``timeout`` is the deadline of a
+  whole request (connecting, interim heads, the answer), not a bound on silence.  A kept-alive
+  connection is reused only if the server has not closed it, and no more often than the server
+  allows (:attr:`HTTPTransport.answers_per_connection`).
 * :class:`OpenAITransport` (``http_client="openai"``, or a ``client`` handed to the policy): the
   official client's synchronous call, one worker thread per request in flight.
 
@@ -27,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import select
 import ssl
 import threading
 import urllib.parse
@@ -46,6 +50,8 @@ HTTP_CLIENTS = ("builtin", "openai")
 MAX_BODY = 64 * 2**20
 #: The largest status line and headers read (bytes).
 MAX_HEAD = 64 * 2**10
+#: The most interim (1xx) heads read before an answer's own head; more is a failed attempt.
+MAX_INTERIM = 8
 
 
 @dataclass
@@ -63,7 +69,7 @@ class TransportError(Exception):
     Attributes:
         sent: whether the request went out (a server may have seen it); ``False`` when its
             connection could not be opened.
-        timeout: whether it timed out (connecting, or waiting for the answer).
+        timeout: whether it timed out (its deadline passed while connecting or reading the answer).
     """
 
     def __init__(self, message: str, sent: bool = True, timeout: bool = False):
@@ -90,7 +96,8 @@ class HTTPTransport:
     Args:
         base_url: the API's root (``http://127.0.0.1:8000/v1``).
         api_key: sent as ``Authorization: Bearer KEY``.
-        timeout: seconds to open a connection, and seconds an answer may stay silent.
+        timeout: the deadline of one request, in seconds: opening its connection, the interim
+            (1xx) heads, the answer's head and its whole body, all together.
         headers: more request headers.
     """
 
@@ -112,6 +119,9 @@ class HTTPTransport:
         self._idle: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # event loop -> idle connections
         self._open: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # event loop -> every connection
         self._lock = threading.Lock()
+        #: Requests sent on one connection at most: learnt from the server, which may close its
+        #: connections after so many answers (``Keep-Alive: max=N``, or a close right after an answer).
+        self.answers_per_connection = 2**62
 
     def _context(self) -> ssl.SSLContext:
         """The TLS context: ``$SSL_CERT_FILE`` / ``$SSL_CERT_DIR`` when set, else certifi's bundle, else the system's."""
@@ -130,11 +140,17 @@ class HTTPTransport:
     async def post(self, body: dict) -> Reply:
         """Send one request (``body`` as JSON) on an idle connection of the running loop, or a new one.
 
+        The request has :attr:`timeout` seconds in all, from now to the last byte of its answer.
+        An idle connection is used only if the server has not closed it
+        (:meth:`_Connection.reusable`) and it has answered fewer requests than the server allows
+        on one connection (:attr:`answers_per_connection`).
+
         Raises:
             TransportError: no answer (see :class:`TransportError`).
         """
         data = encode(body)
         loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout
         with self._lock:
             idle = self._idle.get(loop)
             if idle is None:
@@ -143,26 +159,33 @@ class HTTPTransport:
         connection = None
         while idle:
             candidate = idle.pop()
-            if candidate.usable():
+            if candidate.answers < self.answers_per_connection and candidate.reusable():
                 connection = candidate
                 break
+            candidate.close()
+            self._open[loop].discard(candidate)
         if connection is None:
-            connection = await self._connect(loop)
+            connection = await self._connect(loop, deadline)
             self._open[loop].add(connection)
         try:
-            reply = await connection.request(self._head + b"%d\r\n\r\n" % len(data) + data, self.timeout)
+            return await connection.request(self._head + b"%d\r\n\r\n" % len(data) + data, deadline)
         finally:
             if connection.usable():
                 idle.append(connection)
             else:
                 self._open[loop].discard(connection)
-        return reply
 
-    async def _connect(self, loop) -> _Connection:
+    def learn(self, answers: int) -> None:
+        """The server closes a connection after ``answers`` answers (it said so, or did so at once)."""
+        if answers > 0:
+            self.answers_per_connection = min(self.answers_per_connection, answers)
+
+    async def _connect(self, loop, deadline: float) -> _Connection:
         try:
             _, connection = await asyncio.wait_for(
-                loop.create_connection(_Connection, self.host, self.port, ssl=self._context() if self.https else None,
-                                       server_hostname=self.host if self.https else None), self.timeout)
+                loop.create_connection(lambda: _Connection(self), self.host, self.port, ssl=self._context() if self.https else None,
+                                       server_hostname=self.host if self.https else None),
+                max(0.0, deadline - loop.time()))
         except asyncio.TimeoutError:
             raise TransportError("connect timed out", sent=False, timeout=True) from None
         except OSError as exc:
@@ -217,7 +240,14 @@ def _os_error_text(exc: OSError) -> str:
 class _Connection(asyncio.Protocol):
     """One HTTP/1.1 connection: one request at a time, its answer parsed as the bytes arrive."""
 
-    def __init__(self):
+    #: A server that closes an idle connection within this many seconds of its answer closes its
+    #: connections after so many answers (an idle time-out is longer).
+    PROMPT_CLOSE = 1.0
+
+    def __init__(self, owner: HTTPTransport):
+        self.owner = owner
+        self.answers = 0  # answers received on this connection
+        self.answered = 0.0  # when the last one was complete (the event loop's clock)
         self.transport: asyncio.Transport | None = None
         self.closed = False
         self.keep = True
@@ -227,9 +257,8 @@ class _Connection(asyncio.Protocol):
         self.need = 0  # body bytes still expected ("length") or in the current chunk ("chunked")
         self.body = bytearray()
         self.got = 0  # bytes received for the current answer
-        self.active = 0.0  # when the last bytes arrived
+        self.interim = 0  # interim (1xx) heads of the current answer
         self.timer: asyncio.TimerHandle | None = None
-        self.timeout = 0.0
 
     # -- asyncio's callbacks --------------------------------------------------------------------------
 
@@ -243,22 +272,26 @@ class _Connection(asyncio.Protocol):
             return
         self.got += len(data)
         self.buffer += data
-        self.active = self.waiter.get_loop().time()
         try:
             self._parse()
         except TransportError as exc:
             self._fail(exc)
 
     def eof_received(self):
+        self._closed_by_server()
         self.keep = False
         if self.waiter is not None and not self.waiter.done():
             if self.head is not None and self.head[2] == "close":
                 self._finish()
             else:
+                if self.got == 0:  # closed as the request crossed it: so many answers are the most it gives
+                    self.owner.learn(self.answers)
                 self._fail(self._cut_short())
         return False  # close the transport
 
     def connection_lost(self, exc) -> None:
+        if self.keep:
+            self._closed_by_server()
         self.closed = True
         self.keep = False
         if self.waiter is not None and not self.waiter.done():
@@ -271,19 +304,42 @@ class _Connection(asyncio.Protocol):
 
     # -- one request ---------------------------------------------------------------------------------------
 
+    def _closed_by_server(self) -> None:
+        """The server closed the connection: right after an answer, it closes connections after so many."""
+        if self.keep and self.answers and (self.waiter is None or self.waiter.done()) and self.transport is not None:
+            loop = asyncio.get_running_loop()
+            if loop.time() - self.answered < self.PROMPT_CLOSE:
+                self.owner.learn(self.answers)
+
     def usable(self) -> bool:
         return self.keep and not self.closed and self.transport is not None and not self.transport.is_closing()
 
-    async def request(self, data: bytes, timeout: float) -> Reply:
+    def reusable(self) -> bool:
+        """Usable, and its socket has nothing to read.
+
+        A server's close (or stray bytes) that the event loop has not handled yet makes an idle
+        socket readable.
+        """
+        if not self.usable():
+            return False
+        sock = self.transport.get_extra_info("socket")
+        if sock is None:  # pragma: no cover - every socket transport has one
+            return True
+        try:
+            readable, _, _ = select.select([sock.fileno()], [], [], 0)
+        except (OSError, ValueError):  # pragma: no cover - closed meanwhile
+            return False
+        return not readable
+
+    async def request(self, data: bytes, deadline: float) -> Reply:
         loop = asyncio.get_running_loop()
         self.waiter = loop.create_future()
         self.buffer.clear()
         self.body = bytearray()
         self.head = None
         self.got = 0
-        self.timeout = timeout
-        self.active = loop.time()
-        self.timer = loop.call_at(self.active + timeout, self._check_time)
+        self.interim = 0
+        self.timer = loop.call_at(deadline, self._time_out)
         try:
             self.transport.write(data)
             return await self.waiter
@@ -295,13 +351,9 @@ class _Connection(asyncio.Protocol):
             self.timer.cancel()
             self.waiter = None
 
-    def _check_time(self) -> None:
+    def _time_out(self) -> None:
+        """The request's deadline: whatever has come of the answer, it is too late."""
         if self.waiter is None or self.waiter.done():
-            return
-        loop = self.waiter.get_loop()
-        due = self.active + self.timeout
-        if loop.time() < due:  # bytes arrived meanwhile: the answer is not silent yet
-            self.timer = loop.call_at(due, self._check_time)
             return
         self._fail(TransportError("read timed out", timeout=True))
 
@@ -319,6 +371,11 @@ class _Connection(asyncio.Protocol):
             body = _decompress(body, encoding)
         if headers.get("connection", "").strip().lower() == "close":
             self.keep = False
+        self.answers += 1
+        self.answered = self.waiter.get_loop().time()
+        limit = _keep_alive_max(headers.get("keep-alive", ""))
+        if limit is not None:
+            self.owner.learn(self.answers + limit)
         self.waiter.set_result(Reply(status, headers, body))
         if not self.keep:
             self.close()
@@ -347,6 +404,9 @@ class _Connection(asyncio.Protocol):
                 status, headers, version = _parse_head(bytes(self.buffer[:end]))
                 del self.buffer[: end + 4]
                 if 100 <= status < 200:  # an interim answer (100 Continue): the real one follows
+                    self.interim += 1
+                    if self.interim > MAX_INTERIM:
+                        raise TransportError(f"the answer sent over {MAX_INTERIM} interim (1xx) heads")
                     continue
                 if version == "HTTP/1.0" and headers.get("connection", "").strip().lower() != "keep-alive":
                     self.keep = False
@@ -420,6 +480,18 @@ class _Connection(asyncio.Protocol):
                 return False
             del self.body[-2:]  # the chunk's CRLF
             self.need = -1
+
+
+def _keep_alive_max(value: str) -> int | None:
+    """``max`` of a ``Keep-Alive`` header (requests the connection may still carry), ``None`` when absent."""
+    for part in value.split(","):
+        name, _, number = part.partition("=")
+        if name.strip().lower() == "max":
+            try:
+                return max(0, int(number.strip()))
+            except ValueError:
+                return None
+    return None
 
 
 def _parse_head(head: bytes) -> tuple[int, dict, str]:
@@ -508,11 +580,20 @@ class LoopThread:
 
 
 class OpenAITransport:
-    """The official client's call in a worker thread (one per request in flight), read as a :class:`Reply`."""
+    """The official client's call in a worker thread (one per request in flight), read as a :class:`Reply`.
 
-    def __init__(self, client, workers: int):
+    ``timeout`` (the client's own when not given) is the deadline of each request, awaited here:
+    httpx bounds each read, not the request, so past the deadline the request is given up (a
+    time-out) and its worker thread ends with httpx's own time-out or the server's answer.
+    """
+
+    def __init__(self, client, workers: int, timeout: float | None = None):
         self.client = client
         self.workers = int(workers)
+        if timeout is None:
+            found = getattr(client, "timeout", None)
+            timeout = found if isinstance(found, (int, float)) else None
+        self.timeout = None if timeout is None else float(timeout)
         self._pool = None
         self._lock = threading.Lock()
 
@@ -523,8 +604,16 @@ class OpenAITransport:
             if self._pool is None:
                 from concurrent.futures import ThreadPoolExecutor
 
-                self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="webshop-openai")
-        return await loop.run_in_executor(self._pool, self._send, body)
+                # twice the requests in flight: threads of requests given up at their deadline may
+                # still wait for httpx's own time-out
+                self._pool = ThreadPoolExecutor(2 * self.workers, thread_name_prefix="webshop-openai")
+        future = loop.run_in_executor(self._pool, self._send, body)
+        if self.timeout is None:
+            return await future
+        try:
+            return await asyncio.wait_for(future, self.timeout)
+        except asyncio.TimeoutError:
+            raise TransportError("timed out", timeout=True) from None
 
     def _send(self, body: dict) -> Reply:
         import openai
