@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from webshop_gym.engine import Engine
+from webshop_gym.error import Interrupted
 from webshop_gym.evaluation.accounting import add_call
 from webshop_gym.evaluation.episode import episode_seed, slim_info
 from webshop_gym.evaluation.progress import Progress
@@ -37,6 +38,7 @@ def play(
     stats: dict | None = None,
     seeds: Sequence[int] | None = None,
     shops: Sequence | None = None,
+    stop: Callable[[], int | None] | None = None,
 ) -> list[dict]:
     """Play one episode per entry of ``goals`` with up to ``concurrency`` in flight; return the records in that order.
 
@@ -63,6 +65,9 @@ def play(
             carry ``entry``, their index in ``goals``.  Default: from ``seed`` and the goal.
         shops: each entry's shop (a protocol's price seeds: one engine per shop, all in flight
             together); default ``shop`` for every entry.
+        stop: asked at each turn of the loop (every 0.5 s at least): a signal's number stops the
+            episodes in flight (their requests cancelled) and raises
+            :class:`~webshop_gym.error.Interrupted` (:mod:`webshop_gym.evaluation.stopping`).
 
     Returns:
         Records as :func:`~webshop_gym.evaluation.local.rollout` makes them, plus ``errored`` (and
@@ -178,6 +183,8 @@ def play(
             start(list(range(n)))
             progress_bar.in_flight = counts["in_flight"]
             while len(results) < len(goals):
+                if stop is not None and stop() is not None:
+                    raise Interrupted(stop())
                 if not ready:
                     try:
                         await asyncio.wait_for(wake.wait(), 0.5)

@@ -30,12 +30,14 @@ and rewrites :mod:`~webshop_gym.evaluation.resume`'s, each call's cost and ``eva
 from __future__ import annotations
 
 import os
+import signal
 import time
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 from webshop_gym.analysis.figures import billed, summarize
-from webshop_gym.error import Error
+from webshop_gym.error import Error, Interrupted
 from webshop_gym.evaluation.episode import episode_seed, mark_reachability, progress_rate
 from webshop_gym.evaluation.in_flight import play
 from webshop_gym.evaluation.plan import shard_goals
@@ -46,6 +48,7 @@ from webshop_gym.evaluation.resume import (
     resume_planned,
     rewrite_in_goal_order,
 )
+from webshop_gym.evaluation.stopping import signals_deferred
 from webshop_gym.runs.run import RunWriter
 
 __all__ = ["evaluate_served", "is_served", "make_served_policy"]
@@ -140,63 +143,68 @@ def evaluate_served(
     history: dict = {}  # earlier sessions of a resumed run and the attempts they dropped
     todo = goals
     writer = None
+    scope = ExitStack()
     try:
         plan = resume_plan(out, shop, goals, settings) if resume and Path(out).is_file() else None
         if plan is not None:
             todo = [g for g in goals if g not in plan]
         if check and todo and callable(getattr(agent, "check", None)):
             agent.check()  # before the file is touched
+        stop = scope.enter_context(signals_deferred())  # from here a signal stops the run at a safe point
         if plan is not None:
             kept, history = keep_only(out, goals, plan)
         started = time.perf_counter()
         stats: dict = {}
         if out is not None:
-
             writer = RunWriter(out, shop, todo, append=bool(kept) or (resume and Path(out).is_file()),
                                **settings)
+        stop.check()
         played = play(agent, shop, todo, concurrency=n, seed=seed, max_steps=max_steps,
                       observation_mode=observation_mode,
                       on_episode=mark_reachability(shop, None if writer is None else writer.add),
-                      progress="eval" if progress else None, stats=stats)
-    except BaseException:
+                      progress="eval" if progress else None, stats=stats, stop=stop.asked)
+    except BaseException as exc:
         if writer is not None:
-            writer.close()  # every finished episode stays in the file; no summary line
+            writer.close(stopped=stopped_by(exc))  # every finished episode stays in the file; no summary line
+        scope.close()
         raise
     finally:
         if owned:
             agent.close()
-    wall = time.perf_counter() - started
-    episodes = sorted(kept + played, key=lambda e: e["goal_index"])
-    if [e["goal_index"] for e in episodes] != goals:
+    with scope:  # a signal from here on: the run is finished, then the command stops
+        wall = time.perf_counter() - started
+        episodes = sorted(kept + played, key=lambda e: e["goal_index"])
+        if [e["goal_index"] for e in episodes] != goals:
+            if writer is not None:
+                writer.close()
+            raise RuntimeError(f"evaluation covered {len(episodes)} goals, expected each of {len(goals)} exactly once")
+        result = summarize(episodes, protocol=None if protocol_plan is None else protocol_plan.record)
+        played_steps = sum(int(e["steps"]) for e in played)
+        result.update(
+            policy=settings["policy"], shop=str(shop.path), fingerprint=shop.fingerprint(), goal_kind=shop.goals.kind,
+            split=split or "all", goals=[goals[0], goals[-1] + 1] if goals else [0, 0], num_envs=n, concurrency=n,
+            seed=seed, max_steps=max_steps, wall_s=wall, steps_per_s=played_steps / wall if wall > 0 else None,
+            env_steps=stats.get("engine_steps", 0), requests_max_in_flight=stats.get("requests_max_in_flight", 0),
+        )
+        if history:  # a resumed run: every session's time, and what the whole run cost
+            this = {"wall_s": wall, "finished": True, "episodes": len(played)}
+            result["sessions"] = [*history["sessions"], this]
+            result["billed"] = billed(result, history["dropped"])
+        if shard is not None:
+            result["shard"] = list(shard)
+        if resume:
+            result["resumed"] = {"kept": len(kept), "played": len(played)}
         if writer is not None:
-            writer.close()
-        raise RuntimeError(f"evaluation covered {len(episodes)} goals, expected each of {len(goals)} exactly once")
-    result = summarize(episodes, protocol=None if protocol_plan is None else protocol_plan.record)
-    played_steps = sum(int(e["steps"]) for e in played)
-    result.update(
-        policy=settings["policy"], shop=str(shop.path), fingerprint=shop.fingerprint(), goal_kind=shop.goals.kind,
-        split=split or "all", goals=[goals[0], goals[-1] + 1] if goals else [0, 0], num_envs=n, concurrency=n,
-        seed=seed, max_steps=max_steps, wall_s=wall, steps_per_s=played_steps / wall if wall > 0 else None,
-        env_steps=stats.get("engine_steps", 0), requests_max_in_flight=stats.get("requests_max_in_flight", 0),
-    )
-    if history:  # a resumed run: every session's time, and what the whole run cost
-        this = {"wall_s": wall, "finished": True, "episodes": len(played)}
-        result["sessions"] = [*history["sessions"], this]
-        result["billed"] = billed(result, history["dropped"])
-    if shard is not None:
-        result["shard"] = list(shard)
-    if resume:
-        result["resumed"] = {"kept": len(kept), "played": len(played)}
-    if writer is not None:
-        writer.close(result if not kept else None)
-        if kept or not in_goal_order(out):
-            rewrite_in_goal_order(out, goals, result)
-        result["run_file"] = str(out)
-    if not keep_episodes:
+            writer.close(result if not kept else None)
+            if kept or not in_goal_order(out):
+                rewrite_in_goal_order(out, goals, result)
+            result["run_file"] = str(out)
+        stop.check()  # a signal while the finished run was written: it is complete; the command stops now
+        if not keep_episodes:
+            return result
+        result["episodes_detail"] = [{k: v for k, v in e.items() if k not in ("trajectory", "final_observation",
+                                                                              "final_info")} for e in episodes]
         return result
-    result["episodes_detail"] = [{k: v for k, v in e.items() if k not in ("trajectory", "final_observation",
-                                                                          "final_info")} for e in episodes]
-    return result
 
 
 def _evaluate_plan(policy, plan, *, seed, max_steps, observation_mode, progress, keep_episodes, out, run_settings,
@@ -222,11 +230,13 @@ def _evaluate_plan(policy, plan, *, seed, max_steps, observation_mode, progress,
     stats: dict = {}
     resuming = resume and Path(out).is_file()
     started = time.perf_counter()
+    scope = ExitStack()
     try:
         keep = resume_planned(out, plan, chosen, settings) if resuming else {}
         todo = [e for e in chosen if e.ordinal not in keep]
         if check and todo and callable(getattr(agent, "check", None)):
             agent.check()  # before the file is touched
+        stop = scope.enter_context(signals_deferred())  # from here a signal stops the run at a safe point
         if resuming:
             kept, history = keep_only(out, ordinals, keep)
             for record, ordinal in zip(kept, [o for o in ordinals if o in keep]):
@@ -249,16 +259,28 @@ def _evaluate_plan(policy, plan, *, seed, max_steps, observation_mode, progress,
             if writer is not None:
                 writer.add(episode, shop=shops[entry])
 
+        stop.check()
         episodes = play(agent, plan.shop, [e.goal for e in todo], concurrency=n, seed=seed, max_steps=max_steps,
                         observation_mode=observation_mode, on_episode=finished, progress="eval" if progress else None,
-                        stats=stats, seeds=seeds, shops=shops)
-    except BaseException:
+                        stats=stats, seeds=seeds, shops=shops, stop=stop.asked)
+    except BaseException as exc:
         if writer is not None:
-            writer.close()  # every finished episode stays in the file; no summary line
+            writer.close(stopped=stopped_by(exc))  # every finished episode stays in the file; no summary line
+        scope.close()
         raise
     finally:
         if owned:
             agent.close()
+    with scope:  # a signal from here on: the run is finished, then the command stops
+        return _summarize_plan(plan, settings, agent_n=n, seed=seed, max_steps=max_steps, started=started,
+                               episodes=episodes, kept=kept, history=history, stats=stats, ordinals=ordinals,
+                               expected=expected, shard=shard, resume=resume, writer=writer, out=out,
+                               keep_episodes=keep_episodes, stop=stop)
+
+
+def _summarize_plan(plan, settings, *, agent_n, seed, max_steps, started, episodes, kept, history, stats, ordinals,
+                    expected, shard, resume, writer, out, keep_episodes, stop) -> dict:
+    n = agent_n
     wall = time.perf_counter() - started
     played_steps = sum(int(e["steps"]) for e in episodes)
     played = len(episodes)
@@ -288,10 +310,21 @@ def _evaluate_plan(policy, plan, *, seed, max_steps, observation_mode, progress,
         if kept:
             rewrite_in_goal_order(out, [f"e{o}" for o in ordinals], result)
         result["run_file"] = str(out)
+    stop.check()  # a signal while the finished run was written: it is complete; the command stops now
     if keep_episodes:
         result["episodes_detail"] = [{k: v for k, v in e.items() if k not in ("trajectory", "final_observation",
                                                                               "final_info")} for e in episodes]
     return result
+
+
+def stopped_by(exc: BaseException) -> str | None:
+    """The signal that stopped the run (``"SIGTERM"``, ``"SIGINT"``), ``None`` for an error."""
+    if isinstance(exc, Interrupted):
+        try:
+            return signal.Signals(exc.signum).name
+        except ValueError:
+            return f"signal {exc.signum}"
+    return "SIGINT" if isinstance(exc, KeyboardInterrupt) else None
 
 
 def _run_line(spec, agent, split, seed, max_steps, concurrency, observation_mode, shard, extra) -> dict:
