@@ -17,9 +17,14 @@ cache of these goals' queries, the imports) and is not timed.
   the loop's own bookkeeping.
 * The load average (1 minute) is read after each row: other work on the machine takes CPU from
   both processes, and the figures are only comparable at a similar load.
+* `--clients aiohttp httpx` put well-kept asyncio HTTP libraries in the built-in client's place
+  (:class:`LibraryTransport`, here only: the same `post(body) -> Reply` contract, one session per
+  event loop, a pool as large as the requests in flight, the body encoded as the built-in client
+  does) to measure them side by side (issue 55); `--rounds K` alternates the clients K times in
+  one sitting, so that a noisy machine weighs on each alike.
 
     python benchmarks/served_eval.py [--latency 0.2] [--goals 500] [--concurrency 8 64 256]
-                                     [--clients builtin openai] [--profile] [--loop-only]
+                                     [--clients builtin openai aiohttp httpx] [--rounds 1] [--profile] [--loop-only]
 """
 
 from __future__ import annotations
@@ -72,15 +77,94 @@ def categorize(raw: Path) -> dict[str, float]:
     return {name: counts[name] / total for name in [c for c, _ in CATEGORIES] + ["other"]}
 
 
+#: The clients a policy can use (``--http-client``), and those measured here in the built-in one's place.
+LIBRARIES = ("aiohttp", "httpx")
+
+
+class LibraryTransport:
+    """``POST {base_url}/chat/completions`` through aiohttp's or httpx's asyncio client, read as the built-in one reads.
+
+    One session per event loop (made on first use there, closed by :meth:`close` on that loop), its
+    connection pool as large as the requests in flight, ``timeout`` the total of one request.
+    """
+
+    def __init__(self, library: str, base_url: str, timeout: float, concurrency: int):
+        import weakref
+
+        self.library = library
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.timeout = timeout
+        self.concurrency = concurrency
+        self.headers = {"Authorization": "Bearer EMPTY", "Content-Type": "application/json",
+                        "Accept": "application/json"}
+        self.sessions: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    def _session(self, loop):
+        session = self.sessions.get(loop)
+        if session is None:
+            if self.library == "aiohttp":
+                import aiohttp
+
+                session = aiohttp.ClientSession(
+                    connector=aiohttp.TCPConnector(limit=self.concurrency, limit_per_host=self.concurrency),
+                    timeout=aiohttp.ClientTimeout(total=self.timeout))
+            else:
+                import httpx
+
+                session = httpx.AsyncClient(timeout=self.timeout, limits=httpx.Limits(
+                    max_connections=self.concurrency, max_keepalive_connections=self.concurrency))
+            self.sessions[loop] = session
+        return session
+
+    async def post(self, body: dict):
+        import asyncio
+
+        from webshop_gym.agents.transport import Reply, TransportError, encode
+
+        session = self._session(asyncio.get_running_loop())
+        data = encode(body)
+        try:
+            if self.library == "aiohttp":
+                async with session.post(self.url, data=data, headers=self.headers) as response:
+                    content = await response.read()
+                    return Reply(response.status, {k.lower(): v for k, v in response.headers.items()}, content)
+            response = await session.post(self.url, content=data, headers=self.headers)
+            return Reply(response.status_code, response.headers, response.content)
+        except asyncio.TimeoutError:
+            raise TransportError("timed out", timeout=True) from None
+        except Exception as exc:  # the library's connection errors
+            raise TransportError(f"{type(exc).__name__}: {exc}") from None
+
+    async def release(self) -> None:
+        """Close the running loop's session (the policy's ``release``, awaited before the loop ends)."""
+        import asyncio
+
+        session = self.sessions.pop(asyncio.get_running_loop(), None)
+        if session is not None:
+            await (session.close() if self.library == "aiohttp" else session.aclose())
+
+    def close(self, loop=None) -> None:
+        """Nothing left: each loop's session was closed on it (:meth:`release`)."""
+
+
+def make_policy(url: str, concurrency: int, client: str):
+    from webshop_gym.agents import OpenAIPolicy
+
+    policy = OpenAIPolicy("scripted", base_url=url, concurrency=concurrency, timeout=60, max_retries=3,
+                          http_client="builtin" if client in LIBRARIES else client)
+    if client in LIBRARIES:
+        policy.transport = LibraryTransport(client, policy.base_url, 60.0, concurrency)
+        policy.release = policy.transport.release
+    return policy
+
+
 def run_once(url: str, shop, goals: int, concurrency: int, latency: float, client: str, server_pid: int,
              profile: Path | None) -> dict:
     import psutil
 
-    from webshop_gym.agents import OpenAIPolicy
     from webshop_gym.evaluation.local import evaluate
 
-    policy = OpenAIPolicy("scripted", base_url=url, concurrency=concurrency, timeout=60, max_retries=3,
-                          http_client=client)
+    policy = make_policy(url, concurrency, client)
     server, me = psutil.Process(server_pid), psutil.Process()
     spies = []
     if profile is not None:
@@ -159,8 +243,10 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.2, help="seconds the server takes per request (default 0.2)")
     parser.add_argument("--goals", type=int, default=500, help="test goals per evaluation (default 500)")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[8, 64, 256], help="requests in flight")
-    parser.add_argument("--clients", nargs="+", default=["builtin", "openai"], choices=["builtin", "openai"],
-                        help="HTTP clients to measure (default both)")
+    parser.add_argument("--clients", nargs="+", default=["builtin", "openai"],
+                        choices=["builtin", "openai", *LIBRARIES],
+                        help="HTTP clients to measure (default builtin openai; aiohttp, httpx in builtin's place)")
+    parser.add_argument("--rounds", type=int, default=1, help="times each client is measured, alternating (default 1)")
     parser.add_argument("--profile", action="store_true", help="split the CPU with py-spy (must be on PATH)")
     parser.add_argument("--name", default="served_eval")
     parser.add_argument("--loop-only", action="store_true",
@@ -190,8 +276,8 @@ def main() -> None:
         warm.close()
         with tempfile.TemporaryDirectory() as spy_folder:
             for c in args.concurrency:
-                for client in args.clients:
-                    folder = Path(spy_folder) / f"{client}-{c}" if args.profile else None
+                for round_, client in [(r, x) for r in range(args.rounds) for x in args.clients]:
+                    folder = Path(spy_folder) / f"{client}-{c}-{round_}" if args.profile else None
                     if folder is not None:
                         folder.mkdir()
                     row = run_once(url, shop, args.goals, c, args.latency, client, proc.pid, folder)
@@ -208,11 +294,12 @@ def main() -> None:
     side = []
     for c in args.concurrency:
         line = {"in_flight": c, "ideal_requests_per_s": round(c / args.latency)}
-        for row in rows:
-            if row["in_flight"] == c:
-                line[f"{row['client']}_requests_per_s"] = row["requests_per_s"]
-                line[f"{row['client']}_pct"] = row["pct_of_ideal"]
-                line[f"{row['client']}_load"] = row["load_average"]
+        for client in args.clients:  # the best of the rounds: what the client can reach, noise aside
+            mine = [row for row in rows if row["in_flight"] == c and row["client"] == client]
+            best = max(mine, key=lambda row: row["requests_per_s"])
+            line[f"{client}_requests_per_s"] = best["requests_per_s"]
+            line[f"{client}_pct"] = best["pct_of_ideal"]
+            line[f"{client}_load"] = best["load_average"]
         side.append(line)
     columns = ["in_flight", "ideal_requests_per_s"]
     for client in args.clients:

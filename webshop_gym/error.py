@@ -14,6 +14,18 @@ class Error(Exception):
     """Base class of all webshop-gym errors."""
 
 
+class Interrupted(KeyboardInterrupt):
+    """A signal (SIGINT, SIGTERM, SIGHUP) stopped the work: it unwinds as Ctrl-C does.
+
+    Attributes:
+        signum: the signal's number (a command's exit status is 128 + signum).
+    """
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
 class DataError(Error, ValueError):
     """A shop data file is malformed: the message names the file, the record and the field."""
 

@@ -11,6 +11,7 @@ import shutil
 import ssl
 import subprocess
 import threading
+import time
 import zlib
 
 import pytest
@@ -292,27 +293,203 @@ def test_kept_alive_connections_are_reused_and_one_the_server_closed_is_replaced
     assert all("Authorization: Bearer EMPTY" in h and "Content-Type: application/json" in h for h in server.heads)
 
 
-def test_an_answer_that_trickles_in_is_awaited_and_a_silent_one_times_out():
+def test_an_answer_that_trickles_in_within_the_deadline_is_awaited_and_a_silent_one_times_out():
     async def trickle(index, head, body, writer):
         data = _response(200, BODY)
         for k in range(0, len(data), len(data) // 5 + 1):
             writer.write(data[k : k + len(data) // 5 + 1])
             await writer.drain()
-            await asyncio.sleep(0.12)  # each pause under the 0.3 s timeout, all of them over it
+            await asyncio.sleep(0.12)  # 0.6 s in all, within the 2 s deadline
         return True
 
     async def silent(index, head, body, writer):
         writer.write(_response(200, BODY)[:40])  # the status line, then nothing
-        await asyncio.sleep(2)
+        await asyncio.sleep(5)
         return False
 
-    for reply, error in ((trickle, None), (silent, "timed out after 0.3 s")):
+    for reply, timeout, error in ((trickle, 2.0, None), (silent, 0.3, "timed out after 0.3 s")):
+        for client in ("builtin", "openai"):
+            server = RawServer(reply)
+            try:
+                call = _complete(server.url, client, timeout=timeout)
+            finally:
+                server.close()
+            assert call.error == error and call.requests == 1, client
+
+
+async def _continue_forever(index, head, body, writer):
+    while True:  # an interim head every 0.2 s, never the answer
+        writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        await writer.drain()
+        await asyncio.sleep(0.2)
+
+
+async def _a_byte_a_second(index, head, body, writer):
+    writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+    for byte in BODY:  # one chunk of one byte a second: the answer would take minutes
+        writer.write(b"1\r\n" + bytes([byte]) + b"\r\n")
+        await writer.drain()
+        await asyncio.sleep(1.0)
+    return False
+
+
+async def _headers_a_byte_at_a_time(index, head, body, writer):
+    for byte in _response(200, BODY):
+        writer.write(bytes([byte]))
+        await writer.drain()
+        await asyncio.sleep(0.1)
+    return False
+
+
+@pytest.mark.parametrize("reply", [_continue_forever, _a_byte_a_second, _headers_a_byte_at_a_time],
+                         ids=["100 continue every 0.2 s", "a chunked byte a second", "the head a byte at a time"])
+def test_timeout_is_the_deadline_of_the_whole_request_through_either_client(reply):
+    for client in ("builtin", "openai"):
         server = RawServer(reply)
         try:
-            call = _complete(server.url, "builtin", timeout=0.3)
+            started = time.perf_counter()
+            call = _complete(server.url, client, timeout=1.0, max_retries=1)
+            took = time.perf_counter() - started
+        finally:
+            server.close()
+        assert call.error == "timed out after 1 s (after 1 retries)" and call.requests == 2, client
+        assert 2.0 <= took < 6.0, (client, took)  # two attempts of 1 s each, and the backoff between
+
+
+def test_interim_heads_are_capped_in_number():
+    few = b"HTTP/1.1 100 Continue\r\n\r\n" * transport.MAX_INTERIM + _response(200, BODY)
+    many = b"HTTP/1.1 100 Continue\r\n\r\n" * (transport.MAX_INTERIM + 1) + _response(200, BODY)
+    for data, error in ((few, None), (many, f"connection error (the answer sent over {transport.MAX_INTERIM} interim "
+                                            "(1xx) heads)")):
+        server = RawServer(_fixed(data))
+        try:
+            call = _complete(server.url, "builtin")
         finally:
             server.close()
         assert call.error == error and call.requests == 1
+
+
+def test_eval_timeout_bounds_each_request_of_a_server_that_never_answers(tmp_path, capsys):
+    server = RawServer(_continue_forever)  # the model check (GET /models) never gets an answer either
+    try:
+        started = time.perf_counter()
+        status = main(["eval", "--policy", "openai:scripted", "--base-url", server.url, "--num-goals", "2",
+                       "--timeout", "1", "--quiet", "--json", str(tmp_path / "r.json")])
+        took = time.perf_counter() - started
+    finally:
+        server.close()
+    assert status == 2 and took < 30.0  # the shop loads, then one check of 1 s (without a deadline: forever)
+    assert f"{server.url} did not answer within 1 s" in capsys.readouterr().err
+
+    async def models_then_silence(index, head, body, writer):
+        if head.startswith("GET"):
+            writer.write(_response(200, b'{"object": "list", "data": [{"id": "scripted", "object": "model"}]}'))
+            return True
+        return await _continue_forever(index, head, body, writer)
+
+    server = RawServer(models_then_silence)
+    try:
+        started = time.perf_counter()
+        status = main(["eval", "--policy", "openai:scripted", "--base-url", server.url, "--num-goals", "2",
+                       "--concurrency", "2", "--timeout", "1", "--max-retries", "0", "--quiet",
+                       "--json", str(tmp_path / "r.json"), "--out", str(tmp_path / "run.jsonl")])
+        took = time.perf_counter() - started
+    finally:
+        server.close()
+    result = json.loads((tmp_path / "r.json").read_text())
+    assert status == 1 and result["errored"] == 2 and result["requests"] == 2 and took < 30.0  # all errored: 1
+    episodes = [json.loads(line) for line in (tmp_path / "run.jsonl").read_text().splitlines()]
+    assert [e["error"] for e in episodes if e["type"] == "episode"] == ["timed out after 1 s"] * 2
+
+
+class ClosingServer:
+    """A blocking server that closes each connection right after its answer, saying nothing (no ``Connection: close``).
+
+    The answer and the close leave together (``TCP_CORK``), as from a server in another process.
+    """
+
+    def __init__(self):
+        import socket
+
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.sock.settimeout(0.2)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
+        self.connections = 0
+        self.running = True
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        import socket
+
+        from tests.openai_server import scripted_answer
+
+        while self.running:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.connections += 1
+            with conn:
+                conn.settimeout(5)
+                data = b""
+                try:
+                    while b"\r\n\r\n" not in data:
+                        data += conn.recv(65536)
+                    head, _, body = data.partition(b"\r\n\r\n")
+                    length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                                   if line.lower().startswith(b"content-length")), 0)
+                    while len(body) < length:
+                        body += conn.recv(65536)
+                except OSError:
+                    continue
+                if head.startswith(b"GET"):
+                    answer = b'{"object": "list", "data": [{"id": "scripted", "object": "model"}]}'
+                else:
+                    text = scripted_answer(json.loads(body)["messages"])
+                    answer = json.dumps({**ANSWER, "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                        "role": "assistant", "content": text}}]}).encode()
+                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1)
+                conn.sendall(_response(200, answer))
+                conn.shutdown(socket.SHUT_WR)
+
+    def close(self):
+        self.running = False
+        self.thread.join(5)
+        self.sock.close()
+
+
+def test_a_server_that_closes_each_connection_after_answering_costs_no_retry(tmp_path):
+    server = ClosingServer()
+    try:
+        status = main(["eval", "--policy", "openai:scripted", "--base-url", server.url, "--num-goals", "20",
+                       "--concurrency", "2", "--max-retries", "0", "--quiet", "--json", str(tmp_path / "r.json")])
+    finally:
+        server.close()
+    result = json.loads((tmp_path / "r.json").read_text())
+    assert status == 0 and result["errored"] == 0 and result["retries"] == 0
+    assert result["requests"] == 20 * result["mean_steps"] and server.connections == result["requests"] + 1
+
+
+def test_keep_alive_max_is_honoured():
+    # each connection carries 2 requests (Keep-Alive: max=1, then max=0); the server closes it
+    # 50 ms after the second answer, by which time the client has sent its next request
+    async def reply(index, head, body, writer):
+        second = index % 2 == 1
+        writer.write(_response(200, BODY, f"Keep-Alive: timeout=5, max={0 if second else 1}"))
+        if second:
+            asyncio.get_running_loop().call_later(0.05, writer.close)
+        return True
+
+    server = RawServer(reply)
+    try:
+        policy = OpenAIPolicy("scripted", base_url=server.url, max_retries=0, timeout=5.0)
+        calls = [policy.complete(MESSAGES) for _ in range(8)]
+        policy.close()
+    finally:
+        server.close()
+    assert all(c.error is None and c.retries == 0 for c in calls)
+    assert server.connections == 4
 
 
 def test_answers_over_the_bounds_are_failed_attempts(monkeypatch):

@@ -41,6 +41,8 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -182,7 +184,7 @@ class OpenAIPolicy:
             from ``seed``, the goal and the step).
         top_p: nucleus mass (sent when sampling).
         seed: base seed of the sampling requests.
-        timeout: seconds one request may take.
+        timeout: the deadline of one request in seconds (connecting, interim heads, the whole answer).
         max_retries: retries of a failing turn (backoff ``backoff * 2**k`` seconds with jitter,
             at most ``max_backoff``; a ``Retry-After`` up to 120 s is honoured instead).
         closest: map an inadmissible answer to the closest admissible action.
@@ -273,7 +275,7 @@ class OpenAIPolicy:
         self.base_url = str(getattr(client, "base_url", base_url or "")).rstrip("/")
         if given or http_client == "openai" or proxied(self.base_url):
             self.http_client = "openai"
-            self.transport: Any = OpenAITransport(client, self.concurrency)
+            self.transport: Any = OpenAITransport(client, self.concurrency, None if given else self.timeout)
         else:
             self.http_client = "builtin"
             headers = {name: value for name, value in (("OpenAI-Organization", getattr(client, "organization", None)),
@@ -310,9 +312,9 @@ class OpenAIPolicy:
         openai = require_openai()
         where = self.base_url or "the default endpoint"
         try:
-            page = self.client.models.list()
+            page = _within(self.client.models.list, self.timeout)
             served = [str(m.id) for m in getattr(page, "data", []) or []]
-        except openai.APITimeoutError:
+        except (openai.APITimeoutError, TimeoutError):
             raise ServedModelError(f"{where} did not answer within {self.timeout:g} s (--base-url, --timeout)") from None
         except openai.APIConnectionError as exc:
             cause = exc.__cause__ or exc
@@ -635,6 +637,21 @@ def _logged_tool_answer(response, j: int) -> tuple[str | None, list[dict]]:
 
 
 # -- helpers ----------------------------------------------------------------------------------------
+
+
+def _within(function, seconds: float):
+    """``function()`` in a worker thread, given ``seconds`` in all (httpx bounds each read, not the call).
+
+    Raises:
+        TimeoutError: it did not return in time (the thread ends on its own).
+    """
+    pool = ThreadPoolExecutor(1, thread_name_prefix="webshop-openai-check")
+    try:
+        return pool.submit(function).result(timeout=seconds)
+    except FutureTimeout:
+        raise TimeoutError from None
+    finally:
+        pool.shutdown(wait=False)
 
 
 def _check_number(name: str, value, low=None, high=None, integer: bool = False, strict_low: bool = False) -> None:

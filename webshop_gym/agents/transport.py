@@ -9,10 +9,13 @@ on an event loop, and reads what comes back the same way whatever the transport:
   request building, httpx and pydantic), which capped one process at 200-370 requests/s on two
   cores (docs/benchmarks.md, "Served evaluation").  It speaks what an OpenAI-compatible server
   answers: ``Content-Length``, chunked or read-to-close bodies, gzip/deflate, ``Connection:
-  close``, 1xx interim answers; ``https`` with the certificates of ``$SSL_CERT_FILE`` /
+  close``, 1xx interim answers (at most :data:`MAX_INTERIM`); ``https`` with the certificates of ``$SSL_CERT_FILE`` /
   ``$SSL_CERT_DIR``, else certifi's.  Redirects are not followed (the status is the turn's error).  An endpoint behind
   an HTTP proxy (``$HTTPS_PROXY`` / ``$HTTP_PROXY`` not bypassed by ``$NO_PROXY``) goes through
-  the ``openai`` client instead, which reads those variables.
+  the ``openai`` client instead, which reads those variables.  ``timeout`` is the deadline of a
+  whole request (connecting, interim heads, the answer), not a bound on silence.  A kept-alive
+  connection is reused only if the server has not closed it, and no more often than the server
+  allows (:attr:`HTTPTransport.answers_per_connection`).
 * :class:`OpenAITransport` (``http_client="openai"``, or a ``client`` handed to the policy): the
   official client's synchronous call, one worker thread per request in flight.
 
@@ -312,8 +315,11 @@ class _Connection(asyncio.Protocol):
         return self.keep and not self.closed and self.transport is not None and not self.transport.is_closing()
 
     def reusable(self) -> bool:
-        """Usable, and its socket has nothing to read: a server's close (or stray bytes) that the
-        event loop has not handled yet makes an idle socket readable."""
+        """Usable, and its socket has nothing to read.
+
+        A server's close (or stray bytes) that the event loop has not handled yet makes an idle
+        socket readable.
+        """
         if not self.usable():
             return False
         sock = self.transport.get_extra_info("socket")

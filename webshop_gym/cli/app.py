@@ -29,6 +29,7 @@ import textwrap
 import threading
 
 from webshop_gym.cli import argtypes as types
+from webshop_gym.error import Interrupted
 from webshop_gym.utils import first_run
 
 __all__ = ["DEBUG_ENV", "Terminated", "add_shop_arguments", "error_message", "main"]
@@ -513,9 +514,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt as exc:
         if debug:
             raise
-        terminated = isinstance(exc, Terminated)
+        signum = getattr(exc, "signum", None)
+        terminated = signum is not None and signum != signal.SIGINT
         print(f"webshop-gym {name}: {'terminated' if terminated else 'interrupted'}", file=sys.stderr)
-        return 128 + exc.signum if terminated else 130
+        return 128 + signum if terminated else 130
     except BrokenPipeError:  # `webshop-gym ... | head`: the reader left; not an error
         try:
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps Python's exit flush quiet
@@ -533,16 +535,12 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(signum, handler)
 
 
-class Terminated(KeyboardInterrupt):
+class Terminated(Interrupted):
     """SIGTERM or SIGHUP arrived: raised like Ctrl-C, so every command cleans up on the way out.
 
     Attributes:
         signum: the signal's number (the exit status is 128 + signum: 143 for SIGTERM).
     """
-
-    def __init__(self, signum: int):
-        super().__init__(signum)
-        self.signum = signum
 
 
 def _on_termination(signum, frame):

@@ -285,7 +285,8 @@ def add_served_arguments(parser) -> None:
     group.add_argument("--concurrency", metavar="N", type=_concurrency_type,
                        help="episodes (and model requests) in flight, 1-1024 (default 8)")
     group.add_argument("--timeout", metavar="SECONDS", type=types.timeout,
-                       help=f"seconds one request may take (default 60; at most {types.MAX_SECONDS:,})")
+                       help=f"the deadline of one request in seconds: connecting, interim heads and the whole answer "
+                            f"(default 60; at most {types.MAX_SECONDS:,})")
     group.add_argument("--max-retries", metavar="K", type=types.at_most(types.non_negative_int, types.MAX_RETRIES),
                        help="retries of a failing request: 429, 5xx, timeouts, dropped connections, malformed "
                             "bodies; exponential backoff with jitter, Retry-After honoured (default 5; at most 100)")

@@ -44,7 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     served.add_argument("--api-key-env", metavar="NAME", default="OPENAI_API_KEY",
                         help="environment variable holding the API key (default OPENAI_API_KEY)")
     served.add_argument("--timeout", metavar="SECONDS", type=types.timeout, default=60.0,
-                        help=f"seconds one request may take (default 60; at most {types.MAX_SECONDS:,})")
+                        help=f"the deadline of one request in seconds: connecting, interim heads and the whole answer "
+                             f"(default 60; at most {types.MAX_SECONDS:,})")
     served.add_argument("--max-retries", metavar="K", type=types.at_most(types.non_negative_int, types.MAX_RETRIES),
                         default=5, help="retries of a failing request (default 5; at most 100)")
     served.add_argument("--max-new-tokens", metavar="N", type=types.at_most(types.positive_int, types.MAX_TOKENS),

@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from webshop_gym.engine import Engine
+from webshop_gym.error import Interrupted
 from webshop_gym.evaluation.accounting import add_call
 from webshop_gym.evaluation.episode import episode_seed, slim_info
 from webshop_gym.evaluation.progress import Progress
@@ -37,6 +38,7 @@ def play(
     stats: dict | None = None,
     seeds: Sequence[int] | None = None,
     shops: Sequence | None = None,
+    stop: Callable[[], int | None] | None = None,
 ) -> list[dict]:
     """Play one episode per entry of ``goals`` with up to ``concurrency`` in flight; return the records in that order.
 
@@ -58,11 +60,15 @@ def play(
         observation_mode: what the policy sees.
         on_episode: called with each finished record (with its ``trajectory``), in finishing order.
         progress: show the progress with this description (:mod:`webshop_gym.evaluation.progress`).
-        stats: filled with ``requests_max_in_flight``, ``engine_steps`` and ``concurrency``.
+        stats: filled with ``requests_max_in_flight``, ``requests_mean_in_flight`` (time-weighted),
+            ``engine_steps`` and ``concurrency``.
         seeds: each entry's episode seed (repeated goals: a protocol's plays); the records then
             carry ``entry``, their index in ``goals``.  Default: from ``seed`` and the goal.
         shops: each entry's shop (a protocol's price seeds: one engine per shop, all in flight
             together); default ``shop`` for every entry.
+        stop: asked at each turn of the loop (every 0.5 s at least): a signal's number stops the
+            episodes in flight (their requests cancelled) and raises
+            :class:`~webshop_gym.error.Interrupted` (:mod:`webshop_gym.evaluation.stopping`).
 
     Returns:
         Records as :func:`~webshop_gym.evaluation.local.rollout` makes them, plus ``errored`` (and
@@ -75,189 +81,238 @@ def play(
     entry_shops = [shop] * len(goals) if shops is None else list(shops)
     if len(entry_shops) != len(goals):
         raise ValueError(f"{len(entry_shops)} shops for {len(goals)} goals")
-    uses: dict[int, int] = {}
-    for each in entry_shops:
-        uses[id(each)] = uses.get(id(each), 0) + 1
-    engines: dict[int, tuple[Engine, list[int]]] = {}  # a shop's engine and its free slots
+    flight = _Flight(policy, goals, entry_shops, n, seed=seed, max_steps=max_steps, observation_mode=observation_mode,
+                     on_episode=on_episode, progress=progress, seeds=seeds, stop=stop)
+    records = _run_loop(flight.run())
+    if stats is not None:
+        stats.update(requests_max_in_flight=flight.max_in_flight, engine_steps=flight.engine_steps, concurrency=n,
+                     requests_mean_in_flight=round(flight.bar.mean_in_flight(), 1))
+    return records
 
-    def engine_of(each) -> tuple[Engine, list[int]]:
-        found = engines.get(id(each))
+
+class _Flight:
+    """The episodes in flight of one :func:`play`: ``n`` lanes, each playing one episode at a time.
+
+    A lane's episode takes turns: :meth:`_submit` asks the policy (a task), :meth:`_answered`
+    records the answers that arrived together, :meth:`_step` steps them as one batch per engine,
+    and a finished episode (:meth:`_finish`) frees its lane for the next goal (:meth:`_start`).
+    """
+
+    def __init__(self, policy, goals: list[int], shops: list, n: int, *, seed: int, max_steps: int,
+                 observation_mode: str, on_episode, progress, seeds, stop):
+        self.policy, self.goals, self.shops, self.n = policy, goals, shops, n
+        self.seed, self.max_steps, self.observation_mode = seed, max_steps, observation_mode
+        self.on_episode, self.seeds, self.stop = on_episode, seeds, stop
+        self.progress_name = progress
+        self.uses: dict[int, int] = {}
+        for each in shops:
+            self.uses[id(each)] = self.uses.get(id(each), 0) + 1
+        self.engines: dict[int, tuple[Engine, list[int]]] = {}  # a shop's engine and its free slots
+        self.pending = list(reversed(range(len(goals))))  # entries not started, the next one last
+        self.current: list[dict | None] = [None] * n  # a lane's episode record
+        self.sessions: list[Any] = [None] * n
+        self.where: list[Any] = [None] * n  # a lane's (engine, engine slot, free slots)
+        self.tokens = [0] * n  # a lane's episode number: a late answer of an older episode is ignored
+        self.results: dict[int, dict] = {}
+        self.in_flight = self.max_in_flight = self.engine_steps = 0
+        self.ready: list[tuple] = []  # answers arrived: (lane, token, decision or exception)
+        self.turns: set = set()
+        self.threads: ThreadPoolExecutor | None = None
+
+    # -- the loop -----------------------------------------------------------------------------------
+
+    async def run(self) -> list[dict]:
+        """Play every entry; return the records in entry order."""
+        self.loop = asyncio.get_running_loop()
+        self.wake = asyncio.Event()
+        self.ask = getattr(self.policy, "adecide", None)
+        if self.ask is None:  # a thread-safe decide(): one thread per episode in flight
+            self.threads = ThreadPoolExecutor(self.n, thread_name_prefix="webshop-served")
+            self.ask = self._decide_in_thread
+        self.bar = Progress(len(self.goals), self.progress_name)
+        try:
+            self._start(list(range(self.n)))
+            self.bar.in_flight = self.in_flight
+            while len(self.results) < len(self.goals):
+                if self.stop is not None and self.stop() is not None:
+                    raise Interrupted(self.stop())
+                if not await self._answers_arrived():
+                    continue
+                stepping, restart = self._answered()
+                restart += self._step(stepping)
+                if restart:
+                    self._start(restart)
+                self.bar.in_flight = self.in_flight
+                self.bar.update()
+        finally:
+            await self._land()
+        return [self.results[k] for k in range(len(self.goals))]
+
+    async def _answers_arrived(self) -> bool:
+        """Wait for answers (0.5 s at most: the progress redraws, a stop is seen); whether some arrived."""
+        if not self.ready:
+            try:
+                await asyncio.wait_for(self.wake.wait(), 0.5)
+            except asyncio.TimeoutError:
+                self.bar.update(force=True)
+                return False
+        self.wake.clear()
+        return True
+
+    async def _land(self) -> None:
+        """Cancel the turns still out, close the policy's connections of this loop, stop the threads."""
+        for task in list(self.turns):
+            task.cancel()
+        await asyncio.gather(*self.turns, return_exceptions=True)
+        release = getattr(self.policy, "release", None)
+        if callable(release):
+            await release()
+        if self.threads is not None:
+            self.threads.shutdown(wait=False, cancel_futures=True)
+        self.bar.close()
+
+    # -- a lane's turns -----------------------------------------------------------------------------
+
+    def _decide_in_thread(self, session, obs, info):
+        return self.loop.run_in_executor(self.threads, self.policy.decide, session, obs, info)
+
+    async def _turn(self, lane: int, session, obs: str, info: dict, token: int) -> None:
+        try:
+            result: Any = await self.ask(session, obs, info)
+        except Exception as exc:  # a bug of the policy (or a stop it asks for): handed to the loop, which raises it
+            result = exc
+        self.ready.append((lane, token, result))
+        self.wake.set()
+
+    def _submit(self, lane: int, info: dict | None = None) -> None:
+        """Ask the policy for the lane's next action."""
+        engine, slot, _ = self.where[lane]
+        info = engine.info(slot) if info is None else info
+        obs = engine.observe(slot)
+        self.current[lane]["_obs"], self.current[lane]["_info"] = obs, info
+        task = self.loop.create_task(self._turn(lane, self.sessions[lane], obs, info, self.tokens[lane]))
+        self.turns.add(task)
+        task.add_done_callback(self.turns.discard)
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+
+    def _engine_of(self, shop) -> tuple[Engine, list[int]]:
+        found = self.engines.get(id(shop))
         if found is None:
-            size = min(n, uses[id(each)])
-            found = engines[id(each)] = (Engine(each, size, observation_mode=observation_mode, max_steps=max_steps),
-                                         list(reversed(range(size))))
+            size = min(self.n, self.uses[id(shop)])
+            found = self.engines[id(shop)] = (Engine(shop, size, observation_mode=self.observation_mode,
+                                                     max_steps=self.max_steps), list(reversed(range(size))))
         return found
 
-    async def main() -> list[dict]:
-        loop = asyncio.get_running_loop()
-        threads = None
-        ask = getattr(policy, "adecide", None)
-        if ask is None:  # a thread-safe decide(): one thread per episode in flight
-            threads = ThreadPoolExecutor(n, thread_name_prefix="webshop-served")
+    def _start(self, lanes: list[int]) -> None:
+        """Give each of ``lanes`` the next entry (reset together per engine) and ask for its first action."""
+        live = []
+        resets: dict[int, tuple[Engine, list[int], list[int]]] = {}
+        for lane in lanes:
+            if not self.pending:
+                self.current[lane] = None
+                continue
+            k = self.pending.pop()
+            engine, free = self._engine_of(self.shops[k])
+            slot = free.pop()
+            self.where[lane] = (engine, slot, free)
+            resets.setdefault(id(engine), (engine, [], []))
+            resets[id(engine)][1].append(slot)
+            resets[id(engine)][2].append(self.goals[k])
+            live.append((lane, k))
+        for engine, slots, reset_goals in resets.values():
+            engine.reset(slots, reset_goals)
+        for lane, k in live:
+            goal = self.goals[k]
+            engine, slot, _ = self.where[lane]
+            self.tokens[lane] += 1
+            info = engine.info(slot)
+            seed = episode_seed(self.seed, goal) if self.seeds is None else int(self.seeds[k])
+            self.sessions[lane] = self.policy.new_session(info, seed=seed)
+            if hasattr(self.sessions[lane], "max_steps"):
+                self.sessions[lane].max_steps = self.max_steps  # the tools format's texts name the step cap
+            self.current[lane] = {"goal_index": goal, "invalid_actions": 0, "trajectory": [], "errored": False,
+                                  "tokens": {"prompt": 0, "completion": 0}, "requests": 0, "retries": 0,
+                                  "latency_s": 0.0, "_k": k}
+            self._submit(lane, info)
 
-            def ask(session, obs, info):
-                return loop.run_in_executor(threads, policy.decide, session, obs, info)
+    def _answered(self) -> tuple[dict, list[int]]:
+        """Record the answers that arrived: the actions to step by engine, and the lanes whose episode errored."""
+        batch, self.ready[:] = list(self.ready), []
+        stepping: dict[int, tuple[Engine, list[int], list[str]]] = {}
+        restart: list[int] = []
+        for lane, token, decision in batch:
+            self.in_flight -= 1
+            if isinstance(decision, BaseException):
+                raise decision
+            if token != self.tokens[lane] or self.current[lane] is None:
+                continue
+            episode = self.current[lane]
+            call = decision.call
+            add_call(episode, call)
+            self.bar.retries += call.retries
+            self.bar.tokens += (call.prompt_tokens or 0) + (call.completion_tokens or 0)
+            if call.error is not None:
+                episode.update(errored=True, error=call.error, reward=0.0, success=False,
+                               steps=int(episode["_info"]["steps"]), purchased=False, truncated=False,
+                               final_observation=episode["_obs"], final_info=slim_info(episode["_info"]))
+                self._finish(lane, episode)
+                restart.append(lane)
+                continue
+            entry: dict[str, Any] = {"observation": episode["_obs"], "info": slim_info(episode["_info"]),
+                                     "action": decision.action, "usage": call.usage(),
+                                     "latency_s": round(call.latency_s, 6), "retries": call.retries,
+                                     "reasoning": call.reasoning, "finish_reason": call.finish_reason}
+            model = decision.model_record()
+            if model is not None:
+                entry["model"] = model
+            episode["trajectory"].append(entry)
+            engine = self.where[lane][0]
+            group = stepping.setdefault(id(engine), (engine, [], []))
+            group[1].append(lane)
+            group[2].append(decision.action)
+        return stepping, restart
 
-        ready: list[tuple] = []
-        wake = asyncio.Event()
-        turns: set = set()
-        pending = list(reversed(range(len(goals))))
-        current: list[dict | None] = [None] * n
-        sessions: list[Any] = [None] * n
-        where: list[Any] = [None] * n  # a lane's (engine, engine slot, free slots)
-        tokens = [0] * n  # a lane's episode number: a late answer of an older episode is ignored
-        results: dict[int, dict] = {}
-        progress_bar = Progress(len(goals), progress)
-        counts = {"in_flight": 0, "max_in_flight": 0, "engine_steps": 0}
-
-        async def turn(lane: int, session, obs: str, info: dict, token: int) -> None:
-            try:
-                result: Any = await ask(session, obs, info)
-            except Exception as exc:  # a bug of the policy (or a stop it asks for): handed to the loop, which raises it
-                result = exc
-            ready.append((lane, token, result))
-            wake.set()
-
-        def submit(lane: int, info: dict | None = None) -> None:
-            engine, slot, _ = where[lane]
-            info = engine.info(slot) if info is None else info
-            obs = engine.observe(slot)
-            current[lane]["_obs"], current[lane]["_info"] = obs, info
-            task = loop.create_task(turn(lane, sessions[lane], obs, info, tokens[lane]))
-            turns.add(task)
-            task.add_done_callback(turns.discard)
-            counts["in_flight"] += 1
-            counts["max_in_flight"] = max(counts["max_in_flight"], counts["in_flight"])
-
-        def start(lanes: list[int]) -> None:
-            live = []
-            resets: dict[int, tuple[Engine, list[int], list[int]]] = {}
-            for lane in lanes:
-                if not pending:
-                    current[lane] = None
-                    continue
-                k = pending.pop()
-                engine, free = engine_of(entry_shops[k])
-                slot = free.pop()
-                where[lane] = (engine, slot, free)
-                resets.setdefault(id(engine), (engine, [], []))
-                resets[id(engine)][1].append(slot)
-                resets[id(engine)][2].append(goals[k])
-                live.append((lane, k))
-            for engine, slots, reset_goals in resets.values():
-                engine.reset(slots, reset_goals)
-            for lane, k in live:
-                goal = goals[k]
-                engine, slot, _ = where[lane]
-                tokens[lane] += 1
+    def _step(self, stepping: dict) -> list[int]:
+        """Step the actions, one batch per engine; ask for the next actions; return the lanes whose episode ended."""
+        restart = []
+        for engine, lanes, actions in stepping.values():
+            rewards, terminated, truncated = engine.step([self.where[lane][1] for lane in lanes], actions)
+            self.engine_steps += 1
+            for k, lane in enumerate(lanes):
+                episode = self.current[lane]
+                slot = self.where[lane][1]
                 info = engine.info(slot)
-                sessions[lane] = policy.new_session(info, seed=episode_seed(seed, goal) if seeds is None else int(seeds[k]))
-                if hasattr(sessions[lane], "max_steps"):
-                    sessions[lane].max_steps = max_steps  # the tools format's texts name the step cap
-                current[lane] = {"goal_index": goal, "invalid_actions": 0, "trajectory": [], "errored": False,
-                                 "tokens": {"prompt": 0, "completion": 0}, "requests": 0, "retries": 0,
-                                 "latency_s": 0.0, "_k": k}
-                submit(lane, info)
+                episode["invalid_actions"] += int(bool(info.get("invalid_action")))
+                if not (terminated[k] or truncated[k]):
+                    self._submit(lane, info)
+                    continue
+                reward = float(rewards[k]) if terminated[k] else 0.0
+                episode.update(reward=reward, success=bool(reward == 1.0), steps=int(info["steps"]),
+                               purchased=bool(terminated[k]), truncated=bool(truncated[k]),
+                               final_observation=engine.observe(slot), final_info=slim_info(info))
+                for key in ("reward_info", "purchased_asin", "purchased_options", "purchased_price"):
+                    if key in info:
+                        episode[key] = info[key]
+                self._finish(lane, episode)
+                restart.append(lane)
+        return restart
 
-        def finish(lane: int, episode: dict) -> None:
-            episode.pop("_obs", None)
-            episode.pop("_info", None)
-            k = episode.pop("_k")
-            if seeds is not None:
-                episode["entry"] = k
-            _, slot, free = where[lane]
-            free.append(slot)
-            current[lane] = None
-            results[k] = episode
-            progress_bar.in_flight = counts["in_flight"]  # the figure now, not the last batch's
-            progress_bar.update(episode)
-            if on_episode is not None:
-                on_episode(episode)
-
-        try:
-            start(list(range(n)))
-            progress_bar.in_flight = counts["in_flight"]
-            while len(results) < len(goals):
-                if not ready:
-                    try:
-                        await asyncio.wait_for(wake.wait(), 0.5)
-                    except asyncio.TimeoutError:
-                        progress_bar.update(force=True)
-                        continue
-                wake.clear()
-                batch, ready[:] = list(ready), []
-                stepping: dict[int, tuple[Engine, list[int], list[str]]] = {}
-                restart: list[int] = []
-                for lane, token, decision in batch:
-                    counts["in_flight"] -= 1
-                    if isinstance(decision, BaseException):
-                        raise decision
-                    if token != tokens[lane] or current[lane] is None:
-                        continue
-                    episode = current[lane]
-                    call = decision.call
-                    add_call(episode, call)
-                    progress_bar.retries += call.retries
-                    progress_bar.tokens += (call.prompt_tokens or 0) + (call.completion_tokens or 0)
-                    if call.error is not None:
-                        episode.update(errored=True, error=call.error, reward=0.0, success=False,
-                                       steps=int(episode["_info"]["steps"]), purchased=False, truncated=False,
-                                       final_observation=episode["_obs"], final_info=slim_info(episode["_info"]))
-                        finish(lane, episode)
-                        restart.append(lane)
-                        continue
-                    entry: dict[str, Any] = {"observation": episode["_obs"], "info": slim_info(episode["_info"]),
-                                             "action": decision.action, "usage": call.usage(),
-                                             "latency_s": round(call.latency_s, 6), "retries": call.retries,
-                                             "reasoning": call.reasoning, "finish_reason": call.finish_reason}
-                    model = decision.model_record()
-                    if model is not None:
-                        entry["model"] = model
-                    episode["trajectory"].append(entry)
-                    engine = where[lane][0]
-                    group = stepping.setdefault(id(engine), (engine, [], []))
-                    group[1].append(lane)
-                    group[2].append(decision.action)
-                for engine, lanes, actions in stepping.values():
-                    rewards, terminated, truncated = engine.step([where[lane][1] for lane in lanes], actions)
-                    counts["engine_steps"] += 1
-                    for k, lane in enumerate(lanes):
-                        episode = current[lane]
-                        slot = where[lane][1]
-                        info = engine.info(slot)
-                        episode["invalid_actions"] += int(bool(info.get("invalid_action")))
-                        if not (terminated[k] or truncated[k]):
-                            submit(lane, info)
-                            continue
-                        reward = float(rewards[k]) if terminated[k] else 0.0
-                        episode.update(reward=reward, success=bool(reward == 1.0), steps=int(info["steps"]),
-                                       purchased=bool(terminated[k]), truncated=bool(truncated[k]),
-                                       final_observation=engine.observe(slot), final_info=slim_info(info))
-                        for key in ("reward_info", "purchased_asin", "purchased_options", "purchased_price"):
-                            if key in info:
-                                episode[key] = info[key]
-                        finish(lane, episode)
-                        restart.append(lane)
-                if restart:
-                    start(restart)
-                progress_bar.in_flight = counts["in_flight"]
-                progress_bar.update()
-        finally:
-            for task in list(turns):
-                task.cancel()
-            await asyncio.gather(*turns, return_exceptions=True)
-            release = getattr(policy, "release", None)
-            if callable(release):
-                await release()
-            if threads is not None:
-                threads.shutdown(wait=False, cancel_futures=True)
-            progress_bar.close()
-        if stats is not None:
-            stats.update(requests_max_in_flight=counts["max_in_flight"], engine_steps=counts["engine_steps"],
-                         concurrency=n, requests_mean_in_flight=round(progress_bar.mean_in_flight(), 1))
-        return [results[k] for k in range(len(goals))]
-
-    return _run_loop(main())
+    def _finish(self, lane: int, episode: dict) -> None:
+        """The lane's episode is over: free its engine slot, keep its record, report it."""
+        episode.pop("_obs", None)
+        episode.pop("_info", None)
+        k = episode.pop("_k")
+        if self.seeds is not None:
+            episode["entry"] = k
+        _, slot, free = self.where[lane]
+        free.append(slot)
+        self.current[lane] = None
+        self.results[k] = episode
+        self.bar.in_flight = self.in_flight  # the figure now, not the last batch's
+        self.bar.update(episode)
+        if self.on_episode is not None:
+            self.on_episode(episode)
 
 
 def _run_loop(coroutine):

@@ -205,13 +205,20 @@ class RunWriter:
             lines.append(dumps_line(record))
         return lines
 
-    def close(self, result: dict | None = None) -> None:
-        """Write what is held back and, after a complete evaluation, the ``summary`` line; close."""
+    def close(self, result: dict | None = None, stopped: str | None = None) -> None:
+        """Write what is held back and, after a complete evaluation, the ``summary`` line; close.
+
+        ``stopped``: the evaluation was stopped (the signal's name, e.g. ``"SIGTERM"``): a
+        ``stopped`` line says so after the finished episodes (``--resume`` plays the others).
+        """
         if self.writer is None:
             return
         try:
             for goal in sorted(self._held):
                 self._emit(self._held.pop(goal))
+            if stopped is not None:
+                self.writer.write({"type": "stopped", "run": self.run_id, "stopped": now_iso(), "signal": stopped,
+                                   "episodes": self.written})
             if result is not None:
                 summary = {k: result[k] for k in SUMMARY_KEYS if k in result}
                 self.writer.write({"type": "summary", "run": self.run_id, "finished": now_iso(), "result": summary})
