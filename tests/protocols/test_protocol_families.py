@@ -18,6 +18,7 @@ from webshop_gym.error import ProtocolError
 from webshop_gym.protocols import get_protocol, protocol_names
 from webshop_gym.protocols.definition import alias_names, goal_lookup
 from webshop_gym.protocols.idlists import id_list, id_list_names
+from webshop_gym.protocols.steps import step_text
 
 N_1K = 6910
 
@@ -167,7 +168,7 @@ def test_agentboard_goals_are_the_files_lines_matched_to_the_shops_goals(real_di
 def test_stateact_plays_fixed_sessions(name, n):
     """webshop_runs/run_webshop.sh: NUM_ENVS=100 (local, API) or 30 (API chat); run_episodes: fixed_{i} for i in range(start, n)."""
     p = get_protocol(name)
-    assert p.resolve().goals.tolist() == list(range(n)) and p.step_cap == 15 and p.goal_kind == "human"
+    assert p.resolve().goals.tolist() == list(range(n)) and p.step_cap == 14 and p.definition()["steps"]["reset_in_loop"] and p.goal_kind == "human"
 
 
 def test_agenttuning_is_agentbench_by_another_name():
@@ -235,7 +236,7 @@ def test_a_tampered_id_list_fails_at_load(tmp_path, monkeypatch):
 
 # -- every card cites a line for every value ---------------------------------------------------------
 
-REQUIRED = ("shop", "goal_kind", "test", "price_seed", "step_cap", "reward", "success", "metrics", "aggregate",
+REQUIRED = ("shop", "goal_kind", "test", "price_seed", "step_cap", "steps", "reward", "success", "metrics", "aggregate",
             "observation", "prompt")
 
 
@@ -250,3 +251,45 @@ def test_each_preset_cites_file_and_line_for_every_value(name):
         assert "seed" in covered, name
     missing = [f for f in REQUIRED if f not in covered]
     assert not missing, f"{name}: no line cites {missing}"
+
+
+# -- one definition of a step ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name, cap, reset_in_loop", [("react", 14, True), ("reflexion", 14, True), ("stateact", 14, True),
+                                                      ("stateact-30", 14, True), ("agentboard", 29, True),
+                                                      ("verl-agent", 15, False), ("agentgym", 10, False), ("eto", 10, False)])
+def test_caps_count_actions_with_the_reset_outside(name, cap, reset_in_loop):
+    """Every cap counts the agent's actions: the families whose loop spends iteration 0 on the reset give one less."""
+    p = get_protocol(name)
+    assert (p.step_cap, p.definition()["steps"]["reset_in_loop"]) == (cap, reset_in_loop)
+    assert ("the family's loop spends its first iteration on it: " + f"{cap + 1} iterations" in step_text(p.data)) == reset_in_loop
+
+
+def test_ragen_turns_and_actions_as_its_configs_set_them():
+    """_6_webshop.yaml: 9 turns of 1 action; the small combos 12 turns; eval_webshop.yaml 10 turns of base.yaml's 2 (sep '||')."""
+    steps = {n: get_protocol(n).definition()["steps"] for n in ("ragen", "ragen-512", "ragen-small", "ragen-eval", "ragen-full")}
+    assert {n: (s["turns"], s["actions_per_turn"], s["unparsable"]) for n, s in steps.items()} == {
+        "ragen": (9, 1, "turn"), "ragen-512": (9, 1, "turn"), "ragen-small": (12, 1, "turn"), "ragen-eval": (10, 2, "turn"),
+        "ragen-full": (15, 1, "turn")}
+    assert steps["ragen-eval"]["separator"] == "||"
+    assert all(get_protocol(n).step_cap == 9 for n in ("ragen", "ragen-512", "ragen-small", "ragen-eval"))
+    # the turns enter the definition: ragen-512 and ragen-eval play the same episodes under different rules
+    assert get_protocol("ragen-512").definition_digest() != get_protocol("ragen-eval").definition_digest()
+
+
+@pytest.mark.parametrize("name", protocol_names())
+def test_every_card_says_the_step_rule_in_the_same_words(name):
+    text = step_text(get_protocol(name).data)
+    assert text.startswith(f"at most {get_protocol(name).step_cap} actions reach the shop")
+    assert "the reset spends none" in text and text.endswith("an invalid action spends a step")
+    assert ("a reply with no parsable action spends a step" in text) != ("a reply with no parsable action spends a turn" in text)
+
+
+def test_an_llm_on_ragen_eval_plays_one_action_per_reply_as_a_deviation():
+    p = get_protocol("ragen-eval")
+    played, deviations = p.played(prompt={"format": "think-answer", "history": None})
+    assert len(deviations) == 1 and deviations[0].startswith("steps: every reply spends one of the 9 steps")
+    assert played.definition()["steps"]["actions_per_turn"] == 1
+    assert get_protocol("ragen-512").played(prompt={"format": "think-answer", "history": None})[1] == []   # 9 turns = 9 actions
+    assert p.played(prompt=None) == (p, [])   # a rule policy sends one parsable action a reply: played exactly

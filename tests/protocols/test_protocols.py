@@ -116,8 +116,8 @@ def test_agentgym_item_ids_are_sessions_of_the_reference_order(tmp_path):
     ("agentbench", range(0, 200), 10, "human", "full"),          # configs/tasks/webshop.yaml webshop-std (v0.2)
     ("agentbench-dev", range(200, 280), 10, "human", "full"),    # webshop-dev
     ("agentbench-fc", range(0, 200), 20, "human", "full"),       # the function-calling release: round 20
-    ("react", range(0, 500), 15, "human", "full"),               # run_episodes(prompt1, 500), fixed_{i}
-    ("reflexion", range(0, 100), 15, "human", "full"),           # env_0 .. env_99 -> fixed_{z}
+    ("react", range(0, 500), 14, "human", "full"),               # run_episodes(prompt1, 500), fixed_{i}; 15 iterations, the first the reset
+    ("reflexion", range(0, 100), 14, "human", "full"),           # env_0 .. env_99 -> fixed_{z}; 15 iterations, the first the reset
     ("lats", range(0, 50), 15, "human", "full"),                 # lats.sh --task_start_index 0 --task_end_index 50
     ("webshop-gym", range(0, 500), 15, "synthetic", "any"),
 ])

@@ -141,6 +141,7 @@ def _source_line(s: dict) -> str:
 def _print_card(protocol: Protocol, card: dict) -> None:
     p = protocol.data
     from webshop_gym.protocols.definition import prompt_text
+    from webshop_gym.protocols.steps import step_text
 
     lines = [
         f"{p['name']} (version {p['version']}): {p['title']}",
@@ -154,7 +155,7 @@ def _print_card(protocol: Protocol, card: dict) -> None:
         f"  test: {_rule(p['test'], protocol)}",
         "  train: " + ("not defined by the family" if p.get("train") is None else _rule(p["train"], protocol)),
         f"  price seed: {'each worker seed' if p.get('price_seed') == 'worker' else p.get('price_seed', 0)}",
-        f"  step cap: {p['step_cap']}",
+        f"  step cap: {p['step_cap']} ({step_text(p)})",
         "  reward: " + ("the raw WebShop reward" if p["reward"]["transform"] == "raw" else
                         f"{p['reward']['success_value']:g} on success, else {p['reward']['failure_value']:g}"),
         f"  success: raw reward >= {p['success']['raw_at_least']:g}" + (" on a purchase" if p["success"].get("needs_purchase", True) else ""),

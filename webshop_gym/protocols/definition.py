@@ -37,11 +37,12 @@ from webshop_gym.protocols.idfiles import (
 )
 from webshop_gym.protocols.idlists import id_list
 from webshop_gym.protocols.resolve import Episode, reachable_ids, resolve_episodes, spec_ids
+from webshop_gym.protocols.steps import plays_one_action_per_reply, step_text, steps_of
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "Protocol", "Resolution", "alias_names", "get_protocol", "goal_lookup", "load_protocol",
            "prompt_text", "protocol_names", "shop_identity"]
 
-SEMANTIC_FIELDS = ("shop", "goal_kind", "test", "price_seed", "step_cap", "reward", "success", "metrics",
+SEMANTIC_FIELDS = ("shop", "goal_kind", "test", "price_seed", "step_cap", "steps", "reward", "success", "metrics",
                    "aggregate", "samples_per_goal", "observation", "prompt")
 """The fields a number depends on: the protocol fingerprint digests these (not names, citations or notes)."""
 
@@ -139,7 +140,9 @@ class Protocol:
 
     def definition(self) -> dict:
         """The fields a number depends on (:data:`SEMANTIC_FIELDS`), as a plain dict."""
-        return {k: self.data.get(k) for k in SEMANTIC_FIELDS}
+        out = {k: self.data.get(k) for k in SEMANTIC_FIELDS}
+        out["steps"] = steps_of(self.data)  # a file that leaves the defaults out defines the same steps
+        return out
 
     def definition_digest(self) -> str:
         """SHA-256 (16 hex) of :meth:`definition`: the same rules under another name give the same digest."""
@@ -175,7 +178,11 @@ class Protocol:
         The observation mode and the prompt format are protocol fields (they enter the
         fingerprint).  A run records the ones it used: a policy that reads a prompt (an LLM)
         records its prompt format, one that reads none (rule, random, oracle) plays under the
-        protocol's own.
+        protocol's own.  An LLM's reply may carry no parsable action: where the protocol's turns
+        are not one action per reply (``steps``: ragen-small's 12 turns for 9 actions,
+        ragen-eval's two actions a turn), the run plays one action per reply, every reply
+        spending a step, and records that as a deviation (a rule policy always sends one
+        action, so the rule is played exactly).
 
         Args:
             observation_mode: the env's observation mode the run played (``None``: the protocol's).
@@ -198,6 +205,13 @@ class Protocol:
                 if own.get("format") is not None:
                     deviations.append(f"prompt {prompt_text(played)}, the protocol's is {prompt_text(own)}")
                 data["prompt"] = played
+            if not plays_one_action_per_reply(self.data):
+                # this package's loops play one action per reply, every reply spending a step
+                played_steps = {**steps_of(self.data), "turns": None, "actions_per_turn": 1, "separator": None,
+                                "unparsable": "step"}
+                deviations.append(f"steps: every reply spends one of the {self.step_cap} steps, the protocol's: "
+                                  f"{step_text(self.data)}")
+                data["steps"] = played_steps
         return (self if data == self.data else Protocol(data, self.path)), deviations
 
     # -- goals --------------------------------------------------------------------------------
