@@ -20,7 +20,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``webshop-gym protocols [show NAME ...]``."""
     from webshop_gym.cli import argtypes as types
 
-    sub = parser.add_subparsers(dest="protocols_command", metavar="{show}")
+    sub = parser.add_subparsers(dest="protocols_command", metavar="{list,show}")
+    sub.add_parser("list", help="one line per protocol (the same as `webshop-gym protocols`)",
+                   description="One line per protocol: shop, goals, n, step cap, metrics, source; then the aliases.")
     show = sub.add_parser("show", help="print one protocol's card: every field, the goal ids, the fingerprint, the sources",
                           description="Print one protocol's card: every field, the goal ids or the rule, the digests, "
                                       "the citations.")
@@ -101,11 +103,15 @@ def _card(protocol: Protocol, args) -> dict:
     if protocol.needs_file and not args.protocol_file or (protocol.reads_goal_file and shop is None):
         card["resolution"] = None
     else:
+        from webshop_gym.error import ProtocolError
         from webshop_gym.protocols.definition import goal_lookup
 
         lookup = goal_lookup(shop.goals) if protocol.reads_goal_file else None
-        resolution = protocol.resolve(args.seed, args.validation, num_goals=num_goals, ids_file=args.protocol_file,
-                                      goal_lookup=lookup)
+        try:
+            resolution = protocol.resolve(args.seed, args.validation, num_goals=num_goals, ids_file=args.protocol_file,
+                                          goal_lookup=lookup)
+        except ProtocolError as exc:  # the library's words name its argument; the command's name the flag
+            raise ProtocolError(str(exc).replace("pass num_goals= (or a shop)", "give the shop: --shop DIR")) from None
         card["resolution"] = {
             "seed": resolution.seed, "validation": resolution.validation, "ids_digest": resolution.ids_digest(),
             "ids_file_sha256": resolution.ids_file_sha256, "notes": list(resolution.notes),
@@ -138,6 +144,17 @@ def _source_line(s: dict) -> str:
     return f"    {s['field']}: {s['repo']} {where} @ {s['commit'][:12]}: {s['read']}"
 
 
+def _decoding_line(p: dict) -> str:
+    from webshop_gym.protocols.decoding import decoding_text
+
+    if p.get("decoding") is None:
+        return "none fixed (eval records the decoding its hf: or openai: policy used)"
+    cited = [s for s in p["sources"] if "decoding" in {f.strip() for f in s["field"].split(",")}]
+    where = f" ({cited[-1]['file']}:{cited[-1]['line']})" if cited and cited[-1].get("line") else ""
+    return (f"{decoding_text(p['decoding'])}{where} (eval's default for hf: and openai: policies; another is a "
+            "deviation)")
+
+
 def _print_card(protocol: Protocol, card: dict) -> None:
     p = protocol.data
     from webshop_gym.protocols.definition import prompt_text
@@ -165,6 +182,7 @@ def _print_card(protocol: Protocol, card: dict) -> None:
         f"  samples per goal: {p['samples_per_goal']}",
         f"  observation: {p['observation']['mode']} (the env's observation mode eval plays)",
         f"  prompt: {prompt_text(p['prompt'])} (eval's default --prompt for hf: and openai: policies)",
+        f"  decoding: {_decoding_line(p)}",
         f"  definition digest: {card['definition_digest']}",
     ]
     overlap = card.get("test_train_overlap")

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 from webshop_gym.error import ProtocolError
 from webshop_gym.protocols import scoring
+from webshop_gym.protocols.decoding import check_decoding
 from webshop_gym.protocols.idlists import id_list
 from webshop_gym.protocols.steps import check_steps
 
@@ -152,6 +153,9 @@ def validate(path, data) -> None:
         fail(path, f"aggregate.over must be 'episodes', 'draws' or 'trials', got {aggregate.get('over')!r}")
     _expect(path, data, "samples_per_goal", int, lambda v: v >= 1, "an integer >= 1")
     _check_played(path, data)
+    problem = check_decoding(data.get("decoding"))
+    if problem is not None:
+        fail(path, problem)
     sources = _expect(path, data, "sources", list, lambda v: len(v) > 0, "a non-empty list")
     for source in sources:
         _check_source(path, source)

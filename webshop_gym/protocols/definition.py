@@ -29,6 +29,7 @@ import numpy as np
 from webshop_gym.error import ProtocolError, ShopMismatch, UnknownProtocol, close_match
 from webshop_gym.protocols import scoring
 from webshop_gym.protocols.checks import FORMAT, FORMAT_VERSION, fail, validate
+from webshop_gym.protocols.decoding import decoding_text, deviation, normalized
 from webshop_gym.protocols.idfiles import (
     GOAL_FORMATS,
     instruction_stem,
@@ -43,7 +44,7 @@ __all__ = ["FORMAT", "FORMAT_VERSION", "Protocol", "Resolution", "alias_names", 
            "prompt_text", "protocol_names", "shop_identity"]
 
 SEMANTIC_FIELDS = ("shop", "goal_kind", "test", "price_seed", "step_cap", "steps", "reward", "success", "metrics",
-                   "aggregate", "samples_per_goal", "observation", "prompt")
+                   "aggregate", "samples_per_goal", "observation", "prompt", "decoding")
 """The fields a number depends on: the protocol fingerprint digests these (not names, citations or notes)."""
 
 SHOP_IDENTITY = ("content", "products", "goals", "goal_kind")
@@ -142,6 +143,7 @@ class Protocol:
         """The fields a number depends on (:data:`SEMANTIC_FIELDS`), as a plain dict."""
         out = {k: self.data.get(k) for k in SEMANTIC_FIELDS}
         out["steps"] = steps_of(self.data)  # a file that leaves the defaults out defines the same steps
+        out["decoding"] = normalized(self.data.get("decoding"))
         return out
 
     def definition_digest(self) -> str:
@@ -172,7 +174,8 @@ class Protocol:
         """Other names :func:`get_protocol` finds this protocol by (``agenttuning`` for ``agentbench``)."""
         return list(self.data.get("aliases") or [])
 
-    def played(self, *, observation_mode: str | None = None, prompt: dict | None = None) -> tuple[Protocol, list[str]]:
+    def played(self, *, observation_mode: str | None = None, prompt: dict | None = None,
+               decoding: dict | None = None) -> tuple[Protocol, list[str]]:
         """The protocol as a run played it, and how that differs from the protocol's own setting.
 
         The observation mode and the prompt format are protocol fields (they enter the
@@ -187,6 +190,10 @@ class Protocol:
         Args:
             observation_mode: the env's observation mode the run played (``None``: the protocol's).
             prompt: ``{"format", "history"}`` of the prompt the policy read (``None``: it reads none).
+            decoding: ``{"do_sample", "temperature", "top_p", "max_new_tokens"}`` the policy decoded
+                with (``None``: it decodes nothing: rule, random, oracle, which play under the
+                protocol's own).  A decoding that differs from a value the protocol fixes is a
+                deviation; a protocol that fixes none records the run's.
 
         Returns:
             ``(protocol, deviations)``: the played protocol (itself when nothing differs) and one
@@ -212,6 +219,13 @@ class Protocol:
                 deviations.append(f"steps: every reply spends one of the {self.step_cap} steps, the protocol's: "
                                   f"{step_text(self.data)}")
                 data["steps"] = played_steps
+        if decoding is not None:
+            own = self.data.get("decoding")
+            if deviation(decoding, own):
+                deviations.append(f"decoding {decoding_text(decoding)}, the protocol's is {decoding_text(own)}")
+                data["decoding"] = normalized(decoding)
+            elif own is None:
+                data["decoding"] = normalized(decoding)
         return (self if data == self.data else Protocol(data, self.path)), deviations
 
     # -- goals --------------------------------------------------------------------------------
@@ -332,6 +346,11 @@ class Protocol:
         if validation and self.draws_per_validation is None:
             raise ProtocolError(f"protocol {self.name!r} plays the same goals at every validation; --validation is for "
                                 "protocols that draw goals per validation (verl-agent)")
+        once = self.data["test"]["indices"].get("draw", {}).get("validations")
+        if once is not None and validation >= int(once):
+            raise ProtocolError(f"protocol {self.name!r} evaluates {'once' if int(once) == 1 else f'{int(once)} times'} "
+                                f"(its script runs {'one validation' if int(once) == 1 else f'{int(once)} validations'}): "
+                                f"--validation must be {'0' if int(once) == 1 else f'below {int(once)}'}, got {int(validation)}")
         spec = self.data["test"]
         ids, digest, notes = self._file_ids(spec, ids_file, goal_lookup)
         episodes = resolve_episodes(spec, name=self.name, seed=seed, validation=int(validation),
@@ -524,7 +543,7 @@ def load_protocol(path: str | os.PathLike) -> Protocol:
         data = _extended(path, data)
     if isinstance(data, dict):
         for key, default in (("seed", None), ("train", None), ("price_seed", 0), ("samples_per_goal", 1), ("notes", []),
-                             ("aliases", [])):
+                             ("aliases", []), ("decoding", None)):
             data.setdefault(key, default)
     validate(path, data)
     return Protocol(data, str(path))

@@ -10,7 +10,8 @@ how the family's own loop counts (one definition for all families):
 * ``actions_per_turn``: the most actions one reply may carry (RAGEN's ``max_actions_per_turn``:
   the first that many of its ``<answer>`` actions split on ``separator`` are executed).
 * ``unparsable``: what a reply with no parsable action spends: ``"step"`` (it is played as an
-  invalid action) or ``"turn"`` (RAGEN: a turn, not one of the ``step_cap`` actions).
+  invalid action), ``"turn"`` (RAGEN: a turn, not one of the ``step_cap`` actions) or ``"end"``
+  (AgentBench: the episode ends with reward 0).
 
 An action the shop rejects (an invalid action: a label not on the page, an empty search) spends
 a step in every family.  :func:`step_text` writes the rule in words; the cards print it.
@@ -25,7 +26,7 @@ __all__ = ["DEFAULT", "check_steps", "plays_one_action_per_reply", "step_text", 
 DEFAULT = {"reset_in_loop": False, "turns": None, "actions_per_turn": 1, "separator": None, "unparsable": "step"}
 """A family whose loop counts one reply as one step (the reset outside the loop)."""
 
-UNPARSABLE = ("step", "turn")
+UNPARSABLE = ("step", "turn", "end")
 
 
 def steps_of(data: Mapping) -> dict:
@@ -52,7 +53,7 @@ def check_steps(steps, step_cap) -> str | None:
     if per > 1 and not (isinstance(s["separator"], str) and s["separator"].strip()):
         return "steps.actions_per_turn > 1 needs the separator the family splits a reply's actions on"
     if s["unparsable"] not in UNPARSABLE:
-        return f"steps.unparsable must be 'step' or 'turn', got {s['unparsable']!r}"
+        return f"steps.unparsable must be 'step', 'turn' or 'end', got {s['unparsable']!r}"
     if s["unparsable"] == "turn" and turns is None:
         return "steps.unparsable 'turn' needs steps.turns (the replies an episode may take)"
     if turns is not None and isinstance(step_cap, int) and turns * per < step_cap:
@@ -70,7 +71,7 @@ def plays_one_action_per_reply(data: Mapping) -> bool:
     is played exactly by a policy whose replies can fail to parse.
     """
     s = steps_of(data)
-    if s["actions_per_turn"] != 1:
+    if s["actions_per_turn"] != 1 or s["unparsable"] == "end":
         return False
     return s["turns"] is None or s["turns"] == data.get("step_cap")
 
@@ -87,6 +88,7 @@ def step_text(data: Mapping) -> str:
                  f"{s['separator']!r} (the first {per} are played, each spending a step)")
     reset = ("the reset spends none (the family's loop spends its first iteration on it: "
              f"{cap + 1 if isinstance(cap, int) else '?'} iterations)" if s["reset_in_loop"] else "the reset spends none")
-    unparsable = ("a reply with no parsable action spends a step (played as an invalid action)" if s["unparsable"] == "step"
-                  else "a reply with no parsable action spends a turn, not a step")
+    unparsable = {"step": "a reply with no parsable action spends a step (played as an invalid action)",
+                  "turn": "a reply with no parsable action spends a turn, not a step",
+                  "end": "a reply with no parsable action ends the episode (reward 0)"}[s["unparsable"]]
     return "; ".join([", ".join(parts), reset, unparsable, "an invalid action spends a step"])

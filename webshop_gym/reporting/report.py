@@ -42,6 +42,7 @@ from webshop_gym.analysis.stats import (
 from webshop_gym.analysis.taxonomy import CAUSES, FAMILY, SOLVED, TAG_RULES, TAGS
 from webshop_gym.error import Error
 from webshop_gym.protocols.comparable import comparison, refusal
+from webshop_gym.protocols.decoding import decoding_text
 from webshop_gym.protocols.play import display_name, protocol_difference
 from webshop_gym.render.html import template_environment
 from webshop_gym.reporting.completeness import (
@@ -380,7 +381,8 @@ def protocol_groups(report: Report) -> list[dict]:
 def published_table(report: Report) -> tuple[list[str], list[list[str]]]:
     """The rows in the shape published WebShop tables use, grouped by protocol, ready to paste.
 
-    Columns: the run (method), the protocol and its fingerprint, scored / planned episodes, Score,
+    Columns: the run (method), the protocol and its fingerprint, the decoding its policy played
+    (``no decoding`` for rule, random and oracle), scored / planned episodes, Score,
     SR with its 95% interval, the valid-action rate, mean steps and, when a run played each goal
     several times (``eval --samples K``), mean@K and pass@K with their 95% intervals over goals,
     then the protocols' own metrics.  Figures come from the run's figures
@@ -389,7 +391,7 @@ def published_table(report: Report) -> tuple[list[str], list[list[str]]]:
     fingerprint (``incomplete: 5 / 12 scored``) and a block of its own.
     """
     sampled = sorted({int((row.figures.get("protocol") or {}).get("samples", 1)) for row in report.rows} - {1})
-    header = ["method", "protocol", "fingerprint", "scored / planned", "Score", "SR % [95% CI]", "valid %",
+    header = ["method", "protocol", "fingerprint", "decoding", "scored / planned", "Score", "SR % [95% CI]", "valid %",
               "mean steps"]
     for k in sampled:
         header += [f"mean@{k} [95% CI]", f"pass@{k} [95% CI]"]
@@ -402,7 +404,7 @@ def published_table(report: Report) -> tuple[list[str], list[list[str]]]:
             pf = f.get("protocol") or {}
             c = row.completeness
             fingerprint = (group["fingerprint"] or "-") if c.complete else f"incomplete: {c.cell()} scored"
-            cells = [row.label, group["name"], fingerprint, c.cell(), _f(f["score"]), _ci(row.sr),
+            cells = [row.label, group["name"], fingerprint, _decoding(row.run.protocol), c.cell(), _f(f["score"]), _ci(row.sr),
                      _f(f["valid_rate"]), _f(f["mean_steps"], 2)]
             for k in sampled:
                 mine = pf.get("samples") == k
@@ -411,6 +413,13 @@ def published_table(report: Report) -> tuple[list[str], list[list[str]]]:
             cells += [_f(own.get(label)) for label in family]
             rows.append(cells)
     return header, rows
+
+
+def _decoding(record) -> str:
+    """The decoding a run's policy played, in words (``no decoding``: rule, random, oracle; ``-``: not recorded)."""
+    if not isinstance(record, dict) or "played_decoding" not in record:
+        return "-"
+    return decoding_text(record["played_decoding"])
 
 
 def _family_metrics(report: Report) -> list[str]:
@@ -461,7 +470,7 @@ def to_latex(report: Report, allow_incomplete: bool = False) -> str:
              *(f"% Note: {_comment(note)}" for note in report.notes),
              *(f"% Incomplete ({ALLOW_FLAG}): {_comment(row.label)}: {_comment(row.completeness.words())}"
                for row in ordered if row.label in marks),
-             r"\begin{tabular}{l" + "l" * 2 + "r" * (len(header) - 3) + "}", r"\toprule",
+             r"\begin{tabular}{l" + "l" * 3 + "r" * (len(header) - 4) + "}", r"\toprule",
              " & ".join(_tex(h) for h in header) + r" \\", r"\midrule"]
     k = 0
     for g, group in enumerate(groups):
