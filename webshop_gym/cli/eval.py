@@ -17,6 +17,7 @@ from webshop_gym.analysis.taxonomy import TAGS
 from webshop_gym.error import Error
 from webshop_gym.evaluation.local import evaluate, format_table
 from webshop_gym.evaluation.plan import parse_shard
+from webshop_gym.protocols import get_protocol
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -126,7 +127,6 @@ def policy_spec(text: str) -> str:
 def _protocol_name(text: str) -> str:
     """``--protocol``: a shipped protocol's name (an unknown one lists them)."""
     from webshop_gym.error import UnknownProtocol
-    from webshop_gym.protocols import get_protocol
 
     try:
         get_protocol(text)
@@ -341,8 +341,6 @@ def _check_sampling_flags(args) -> None:
     """Sampling flags need sampling: ``--sample``, or a protocol that samples (``--greedy`` refuses them)."""
     sampling = args.sample
     if sampling is None and getattr(args, "protocol", None) is not None:
-        from webshop_gym.protocols import get_protocol
-
         sampling = bool((get_protocol(args.protocol).data.get("decoding") or {}).get("do_sample"))
     given = [flag for flag, value in (("--temperature", args.temperature), ("--top-p", args.top_p),
                                       ("--top-k", args.top_k or None)) if value is not None]

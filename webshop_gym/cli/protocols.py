@@ -11,7 +11,10 @@ from __future__ import annotations
 import argparse
 import json
 
+from webshop_gym.error import ProtocolError
 from webshop_gym.protocols import Protocol, get_protocol, protocol_names
+from webshop_gym.protocols.decoding import decoding_text
+from webshop_gym.protocols.steps import step_text
 
 __all__ = ["add_arguments", "run"]
 
@@ -103,7 +106,6 @@ def _card(protocol: Protocol, args) -> dict:
     if protocol.needs_file and not args.protocol_file or (protocol.reads_goal_file and shop is None):
         card["resolution"] = None
     else:
-        from webshop_gym.error import ProtocolError
         from webshop_gym.protocols.definition import goal_lookup
 
         lookup = goal_lookup(shop.goals) if protocol.reads_goal_file else None
@@ -125,8 +127,6 @@ def _card(protocol: Protocol, args) -> dict:
 
 def _overlap(protocol: Protocol, num_goals: int | None, args) -> dict | None:
     """How many of the goals the test can play are also train goals (``None``: no train, or unknown here)."""
-    from webshop_gym.error import ProtocolError
-
     if protocol.train is None or (protocol.reads_file and args.protocol_file is None and protocol.needs_file):
         return None
     try:
@@ -145,8 +145,6 @@ def _source_line(s: dict) -> str:
 
 
 def _decoding_line(p: dict) -> str:
-    from webshop_gym.protocols.decoding import decoding_text
-
     if p.get("decoding") is None:
         return "none fixed (eval records the decoding its hf: or openai: policy used)"
     cited = [s for s in p["sources"] if "decoding" in {f.strip() for f in s["field"].split(",")}]
@@ -158,7 +156,6 @@ def _decoding_line(p: dict) -> str:
 def _print_card(protocol: Protocol, card: dict) -> None:
     p = protocol.data
     from webshop_gym.protocols.definition import prompt_text
-    from webshop_gym.protocols.steps import step_text
 
     lines = [
         f"{p['name']} (version {p['version']}): {p['title']}",
