@@ -20,6 +20,8 @@ from webshop_gym.protocols.play import protocol_record
     ("ragen-512", {"do_sample": True, "temperature": 0.5, "top_p": None, "max_new_tokens": 400}),
     ("ragen-eval", {"do_sample": False, "temperature": None, "top_p": None, "max_new_tokens": 400}),
     ("react", {"do_sample": False, "temperature": None, "top_p": None, "max_new_tokens": 100}),
+    ("agentboard", {"do_sample": False, "temperature": None, "top_p": None, "max_new_tokens": None}),
+    ("agentgym", {"do_sample": False, "temperature": None, "top_p": None, "max_new_tokens": None}),
 ])
 def test_each_familys_decoding_as_its_code_sets_it(name, decoding):
     """verl-agent's val_kwargs (T 0.4), HGPO's eval scripts (0.4, 512 tokens), RAGEN's base.yaml (0.5, 400) and
