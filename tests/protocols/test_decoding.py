@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from webshop_gym.cli.app import main
@@ -80,3 +82,12 @@ def test_sampling_flags_against_a_greedy_protocol_are_refused(capsys):
     with pytest.raises(SystemExit) as stop:
         main(["eval", "--policy", "openai:m", "--greedy", "--sample", "--quiet"])
     assert stop.value.code == 2 and "not allowed with argument --greedy" in capsys.readouterr().err
+
+
+def test_eval_prints_the_decoding_a_rule_policy_played(real_dir, capsys):
+    """A policy that decodes nothing records 'no decoding' and plays under the protocol's own fingerprint."""
+    assert main(["eval", "--policy", "rule", "--shop", str(real_dir), "--protocol", "agentgym", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert any(line.split() == ["decoding", "no", "decoding"] for line in out.splitlines()), out
+    printed = json.loads(next(line for line in out.splitlines() if line.startswith("json: "))[len("json: "):])
+    assert printed["protocol"]["decoding"] == "no decoding"

@@ -412,6 +412,8 @@ def protocol_rows(result: dict) -> list[tuple[str, str]]:
     if not figures:
         return []
     rows = [("protocol", f"{figures['name']}, fingerprint {figures.get('fingerprint') or '-'}")]
+    if figures.get("decoding"):
+        rows.append(("decoding", figures["decoding"]))
     plain = {"raw_reward": result.get("score"), "success": result.get("sr")}
     for m in figures["metrics"]:
         same = m["value"] is not None and plain.get(m["of"]) is not None and math.isclose(m["value"], plain[m["of"]])
