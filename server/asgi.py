@@ -36,6 +36,7 @@ from webshop_gym.server.agentgym import (
     encode,
     error_answer,
 )
+
 from webshop_gym.utils.body_limit import TOO_LARGE, declared_length, read_body
 from webshop_gym.utils.serving import serve_until_stopped
 

@@ -14,15 +14,6 @@ from pathlib import Path
 
 import numpy as np
 from flask import abort, current_app, request, url_for
-
-from webshop_gym.analysis.at_k import AT_K_COLUMNS, at_k_cells, paired_at_k
-from webshop_gym.analysis.diagnosis import SOLVED, TAGS
-from webshop_gym.analysis.figures import compare_goals, pairing_goal, pairing_goals, pairing_order
-from webshop_gym.analysis.intervals import RESAMPLES, goal_intervals, method
-from webshop_gym.analysis.stats import paired_cells, paired_columns
-from webshop_gym.protocols.comparable import comparison, refusal
-from webshop_gym.protocols.play import ADHOC, protocol_difference
-from webshop_gym.runs.index import IndexTable, RunIndex
 from webshop_gym.server.run_summary import describe, progress_of, samples_per_goal, stats_of
 from webshop_gym.server.viewer import (
     PER_PAGE,
@@ -33,6 +24,15 @@ from webshop_gym.server.viewer import (
     quoted,
     render_page,
 )
+
+from webshop_gym.analysis.at_k import AT_K_COLUMNS, at_k_cells, paired_at_k
+from webshop_gym.analysis.diagnosis import SOLVED, TAGS
+from webshop_gym.analysis.figures import compare_goals, pairing_goal, pairing_goals, pairing_order
+from webshop_gym.analysis.intervals import RESAMPLES, goal_intervals, method
+from webshop_gym.analysis.stats import paired_cells, paired_columns
+from webshop_gym.protocols.comparable import comparison, refusal
+from webshop_gym.protocols.play import ADHOC, protocol_difference
+from webshop_gym.runs.index import IndexTable, RunIndex
 from webshop_gym.utils.bytelru import ByteLRU
 from webshop_gym.utils.paths import default_shop_dir
 

@@ -13,7 +13,7 @@ import json
 
 from tests.helpers import product, write_shop
 from webshop_gym.data.catalog import load_catalog
-from webshop_gym.data.records import content_sha256
+from webshop_gym.data.records import content_sha256, record_options
 from webshop_gym.protocols import get_protocol, shop_identity
 
 
@@ -67,7 +67,33 @@ def test_two_copies_of_a_shop_written_differently_are_the_same_shop(tmp_path, mo
 
 def test_the_1k_protocols_pin_the_content_of_both_files(real_shop):
     content = real_shop.fingerprint()["content"]
-    assert content["items_shuffle_1000.json"] == "b21f359d6e1180f9" and content["items_ins_v2_1000.json"] == "8447a900e7c5e996"
+    assert content["items_shuffle_1000.json"] == "f207cbbedfa38eac" and content["items_ins_v2_1000.json"] == "8447a900e7c5e996"
     for name in ("verl-agent", "agentgym", "ragen", "seed-fairness", "verl-agent-500"):
         assert get_protocol(name).shop["content"] == {k: content[k] for k in ("items_ins_v2_1000.json", "items_shuffle_1000.json")}
         get_protocol(name).check_shop(real_shop)
+
+
+def test_the_digest_covers_what_the_agent_sees_on_the_real_shop(real_dir, tmp_path, monkeypatch):
+    """Issue 53 item 3: a copy with sorted JSON keys reorders option groups on item pages: another shop.
+
+    A re-indented copy with CRLF line ends and a byte-order mark shows every page the same: the same shop.
+    """
+    monkeypatch.setenv("WEBSHOP_GYM_CACHE", str(tmp_path / "cache"))
+    source = real_dir / "items_shuffle_1000.json"
+    records = json.loads(source.read_text(encoding="utf-8"))
+    pinned = get_protocol("verl-agent").shop["content"]["items_shuffle_1000.json"]
+    assert content_sha256(source)[:16] == pinned
+    reindented, sorted_keys = tmp_path / "reindented.json", tmp_path / "sorted.json"
+    _rewrite(reindented, records, indent=4, ensure_ascii=False)
+    sorted_keys.write_text(json.dumps(records, sort_keys=True), encoding="utf-8")
+    assert content_sha256(reindented)[:16] == pinned
+    # the sorted copy's item pages list option groups in another order (the reference reads them in file order)
+    resorted = json.loads(sorted_keys.read_text(encoding="utf-8"))
+    moved = [i for i, (a, b) in enumerate(zip(records, resorted, strict=True))
+             if list(record_options(a, source, i)) != list(record_options(b, sorted_keys, i))]
+    assert len(moved) > 0
+    assert content_sha256(sorted_keys)[:16] != pinned
+    # key order no page shows (a record's own fields) still does not count
+    shuffled = tmp_path / "fields.json"
+    shuffled.write_text(json.dumps([dict(reversed(list(r.items()))) for r in records]), encoding="utf-8")
+    assert content_sha256(shuffled)[:16] == pinned

@@ -90,8 +90,10 @@ def test_eval_prints_the_deviation_and_report_keeps_the_row_apart(server, real_d
     assert main(["report", *runs, "--format", "md", "--no-plots", "--bootstrap", "100"]) == 0
     md = capsys.readouterr().out
     section = md.split("## Rows as published tables give them")[1].split("\n## ")[0]
-    # one shard of 100: 5 of the plan's 500 episodes, so the row is marked incomplete, never given the fingerprint
-    assert re.search(r"\| own[^|]* \| verl-agent-500 \| incomplete: 5 / 500 scored \| 5 / 500 \|", section)
+    # one shard of 100: 5 of the plan's 500 episodes, so the row is marked incomplete, never given the fingerprint;
+    # the served model decoded as the protocol by default (verl-agent's validation: sampling at 0.4)
+    assert re.search(r"\| own[^|]* \| verl-agent-500 \| incomplete: 5 / 500 scored \| sampling, temperature 0.4, top-p 1, at most 128 new "
+                     r"tokens \| 5 / 500 \|", section)
     assert re.search(r"\| react[^|]* \| verl-agent-500 \\\[\d\\\] \|", section)  # the bare name, a footnote mark
     assert re.search(r"verl-agent-500 as played: (?:[^;|]*; )?not its published setting: prompt react \(every earlier step\), the "
                      r"protocol's is verl-agent \(2 earlier steps\) \(react", section)

@@ -1,9 +1,14 @@
-"""AgentBoard's progress rate (issue 43 item 7), checked against an independent computation from the run file.
+"""AgentBoard's progress rate (issue 53 item 1), checked against an independent transcription of AgentBoard's code.
 
-AgentBoard's site (``web_agent_site/app.py``) scores each served page: a third each of the best
-reward of a product on a results page seen (over every combination of its option values), the
-best of a product page opened, and the purchase; the episode keeps the best.  The test reads the
-pages back from the run file and scores the products with the reference's pure-Python scorer.
+AgentBoard's site (``agentboard/environment/WebShop/web_agent_site/app.py`` at bb7255e) scores each
+served page ``s/3 + i/3 + b/3``: ``s`` the best reward on a results page (over every combination of
+a product's option values), ``i`` the reward of the LAST combination its product-page loop scores
+(``maxr = -1`` inside the loop; it stops at a combination scoring exactly 1.0), ``b`` the
+purchase's raw reward; its env (``webshop_env.py``) keeps the highest page score and, on the
+purchase page, the raw reward itself.  The transcription below reads the pages back from the run
+file (the observation text, the page, the action) and scores each combination with the
+reference's pure-Python scorer, the way app.py's loops walk them; 200 episodes of each of two
+policies.
 """
 
 from __future__ import annotations
@@ -20,36 +25,70 @@ from webshop_gym.evaluation.local import evaluate
 from webshop_gym.protocols import Protocol, get_protocol
 
 ASIN = re.compile(r"\bB[0-9A-Z]{9}\b")
+EPISODES = 200
+SUB_PAGES = ("description", "features", "reviews", "attributes")
 
 
-def _best(shop, goal: int, asin: str) -> float:
-    row = shop.catalog.row_of(asin)
-    groups = list(shop.catalog.options_of(row).items())
-    combos = itertools.product(*[[(name, v) for v in values] for name, values in groups]) if groups else [()]
-    return max(shop.reward(goal, asin, dict(combo))[0] for combo in combos)
+def _search_page_score(shop, goal: int, products: list[str]) -> float:
+    """app.py search_results: search_max over the page's products and each one's option combinations."""
+    search_max = 0.0
+    for asin in products:
+        record = shop.catalog.product_record(shop.catalog.row_of(asin))
+        all_combinations = list(itertools.product(*list(record["options"].values())))
+        if len(all_combinations) > 0:
+            for c in all_combinations:
+                reward = shop.reward(goal, asin, dict(zip(record["options"], c, strict=True)))[0]
+                search_max = max(search_max, reward)
+        else:
+            search_max = max(search_max, shop.reward(goal, asin, {}, price=record["pricing"][0])[0])
+    return search_max
+
+
+def _item_page_score(shop, goal: int, asin: str) -> float:
+    """app.py item_page: maxr = -1 at every combination, so the loop leaves the last one scored (or the first 1.0)."""
+    record = shop.catalog.product_record(shop.catalog.row_of(asin))
+    all_combinations = list(itertools.product(*list(record["options"].values())))
+    maxr = None
+    if len(all_combinations) > 0:
+        for c in all_combinations:
+            maxr = -1
+            reward = shop.reward(goal, asin, dict(zip(record["options"], c, strict=True)))[0]
+            if reward > maxr:
+                maxr = reward
+                if reward == 1.0:
+                    break
+    else:
+        maxr = shop.reward(goal, asin, {}, price=record["pricing"][0])[0]
+    return maxr
 
 
 def _independent(shop, episode: dict, steps: list[dict]) -> float:
     goal = int(episode["goal_index"])
-    search = item = 0.0
-    shown: list[str] = []
+    s_s = i_s = 0.0
+    sub_reward = 0.0
+    on_page: list[str] = []
+    product = None
     for step in steps:
         clicked = re.fullmatch(r"click\[(.+)\]", step["action"])
-        opened = clicked.group(1).upper() if clicked and clicked.group(1).upper() in shown else None
+        if clicked and clicked.group(1).upper() in on_page:
+            product = clicked.group(1).upper()
         if step.get("page") == "results":
-            shown = ASIN.findall(step["observation"])
-            search = max([search, *(_best(shop, goal, a) for a in shown)])
-        if step.get("page") == "item" and opened:
-            item = max(item, _best(shop, goal, opened))
-    bought = steps[-1]["reward"] if steps and steps[-1].get("terminated") else 0.0
-    return (search + item + bought) / 3
+            on_page = ASIN.findall(step["observation"])
+            s_s = max(s_s, _search_page_score(shop, goal, on_page))
+        elif step.get("page") in ("item", *SUB_PAGES) and product is not None:
+            i_s = max(i_s, _item_page_score(shop, goal, product))
+        sub_reward = max(sub_reward, s_s / 3.0 + i_s / 3.0)
+    if steps and steps[-1].get("terminated"):
+        b_s = steps[-1]["reward"]
+        sub_reward = max(sub_reward, s_s / 3.0 + i_s / 3.0 + b_s / 3.0, b_s)  # the done page, then 'Your score'
+    return sub_reward
 
 
 @pytest.fixture(scope="module")
 def played(real_dir, tmp_path_factory):
     data = copy.deepcopy(get_protocol("agentboard").data)
     data.update(shop={"release": "any"}, goal_kind="synthetic",
-                test={"list": {"shuffle_seed": 233}, "indices": {"range": [0, 40]}})
+                test={"list": {"shuffle_seed": 233}, "indices": {"range": [0, EPISODES]}})
     out = tmp_path_factory.mktemp("progress") / "run.jsonl"
     for policy in ("rule", "random"):
         result = evaluate(policy, shop=str(real_dir), protocol=Protocol(data, ""), out=out.with_name(f"{policy}.jsonl"),
@@ -67,6 +106,7 @@ def test_progress_rate_equals_an_independent_computation(played, real_dir, polic
     for x in lines:
         if x["type"] == "step":
             steps.setdefault(x["episode"], []).append(x)
+    assert len(episodes) == EPISODES
     values = []
     for e in episodes:
         got = e["protocol"]["progress"]

@@ -7,6 +7,7 @@ family's own file (size, SHA-256, git blob); every preset's card cites a line fo
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import random
@@ -14,10 +15,12 @@ import random
 import numpy as np
 import pytest
 
+from webshop_gym.cli.app import main
 from webshop_gym.error import ProtocolError
-from webshop_gym.protocols import get_protocol, protocol_names
+from webshop_gym.protocols import Protocol, get_protocol, protocol_names
 from webshop_gym.protocols.definition import alias_names, goal_lookup
 from webshop_gym.protocols.idlists import id_list, id_list_names
+from webshop_gym.protocols.steps import step_text
 
 N_1K = 6910
 
@@ -135,7 +138,9 @@ def test_agentboard_goals_are_the_files_lines_matched_to_the_shops_goals(real_di
 
     shop = load_shop(real_dir, human_goals=True, progress=False)
     goals = shop.goals
-    picks = [(k * 5) % len(goals) for k in range(251)]
+    # the 1k shop has 13 human goals: a file of each once, in another order (AgentBoard's has 251 of the full shop)
+    picks = [(k * 5) % len(goals) for k in range(len(goals))]
+    assert len(set(picks)) == len(goals) == 13
     lines = []
     for k in picks:
         text = goals.instruction[k].split(", and price lower than")[0] + ", and price lower than 123.00 dollars"
@@ -143,7 +148,9 @@ def test_agentboard_goals_are_the_files_lines_matched_to_the_shops_goals(real_di
                                  "additional_info": {"product_id": goals.asin[k], "price_upper": 123.0}}))
     path = tmp_path / "test.jsonl"
     path.write_text("\r\n".join(lines) + "\r\n\r\n")
-    p = get_protocol("agentboard")
+    agentboard = get_protocol("agentboard")
+    p = Protocol(copy.deepcopy(agentboard.data), agentboard.path)
+    p.data["test"]["indices"]["file"]["count"] = len(goals)
     resolved = p.resolve(ids_file=path, goal_lookup=goal_lookup(goals))
     expected = [next(j for j in range(len(goals)) if goals.asin[j] == goals.asin[k]
                      and goals.instruction[j].split(", and price lower than")[0] == goals.instruction[k].split(", and price lower than")[0])
@@ -154,10 +161,46 @@ def test_agentboard_goals_are_the_files_lines_matched_to_the_shops_goals(real_di
     assert (p.step_cap, [m["of"] for m in p.metrics]) == (29, ["success", "progress"])
     with pytest.raises(ProtocolError, match="give the shop"):
         p.resolve(ids_file=path)
+    # the same goal twice (another price phrase, another case) is refused in one line naming both lines
+    repeated = lines[:12] + [lines[2].replace("123.00", "99.00").replace('"goal": "', '"goal": "  ')]
+    path.write_text("\n".join(repeated))
+    with pytest.raises(ProtocolError, match=r"test.jsonl, line 13: this goal \(the same product and instruction\) again "
+                                            r"\(line 3 gave it\); protocol 'agentboard' plays each goal of its file once"):
+        p.resolve(ids_file=path, goal_lookup=goal_lookup(goals))
     lines[3] = json.dumps({"goal": "a purple llama saddle", "additional_info": {"product_id": goals.asin[0]}})
     path.write_text("\n".join(lines))
     with pytest.raises(ProtocolError, match="goal 3: no goal of this shop asks for product"):
         p.resolve(ids_file=path, goal_lookup=goal_lookup(goals))
+
+
+def test_a_goal_file_repeating_one_goal_is_refused_in_every_format(tmp_path, capsys):
+    """Issue 51 item 5: AgentGym's ids, SEED's fairness lines and AgentBoard's goals, each repeated: one line, exit 2."""
+    agentgym = tmp_path / "webshop_test.json"
+    agentgym.write_text(json.dumps([{"item_id": f"webshop_{i}"} for i in [*FIRST10, *range(7000, 7189), 5238]]))
+    fairness = tmp_path / "evaluation.jsonl"
+    fairness.write_text("".join(json.dumps({"metadata": {"goal_idx": 17}}) + "\n" for _ in range(500)))
+    agentboard = tmp_path / "test.jsonl"
+    agentboard.write_text("".join(json.dumps({"goal": "i need a red scarf, and price lower than 30.00 dollars",
+                                              "additional_info": {"product_id": "B000000001"}}) + "\n" for _ in range(251)))
+    for name, path, needle in (("agentgym", agentgym, "item 199: this goal id again (item 0 gave it)"),
+                               ("seed-fairness", fairness, "line 2: this metadata.goal_idx again (line 1 gave it)")):
+        assert main(["protocols", "show", name, "--protocol-file", str(path)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and needle in err and "Traceback" not in err, err
+    with pytest.raises(ProtocolError, match=r"line 2: this goal \(the same product and instruction\) again \(line 1 gave it\)"):
+        get_protocol("agentboard").resolve(ids_file=agentboard, goal_lookup=lambda asin, stem: (0, 30.0))
+
+
+def test_a_protocol_file_that_is_not_a_regular_file_says_so(capsys):
+    """Issue 51: --protocol-file /dev/zero is a device, not a missing file."""
+    with pytest.raises(SystemExit) as stop:
+        main(["protocols", "show", "agentgym", "--protocol-file", "/dev/zero"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2
+    assert "'/dev/zero' is not a regular file" in err and "does not exist" not in err and err.count("\n") == 1, err
+
+
+FIRST10 = [5238, 912, 204, 6074, 2253, 2006, 1828, 1143, 6033, 839]
 
 
 # -- StateAct, AgentTuning, AgentGym ----------------------------------------------------------------
@@ -167,7 +210,7 @@ def test_agentboard_goals_are_the_files_lines_matched_to_the_shops_goals(real_di
 def test_stateact_plays_fixed_sessions(name, n):
     """webshop_runs/run_webshop.sh: NUM_ENVS=100 (local, API) or 30 (API chat); run_episodes: fixed_{i} for i in range(start, n)."""
     p = get_protocol(name)
-    assert p.resolve().goals.tolist() == list(range(n)) and p.step_cap == 15 and p.goal_kind == "human"
+    assert p.resolve().goals.tolist() == list(range(n)) and p.step_cap == 14 and p.definition()["steps"]["reset_in_loop"] and p.goal_kind == "human"
 
 
 def test_agenttuning_is_agentbench_by_another_name():
@@ -246,7 +289,7 @@ def test_a_tampered_id_list_fails_at_load(tmp_path, monkeypatch):
 
 # -- every card cites a line for every value ---------------------------------------------------------
 
-REQUIRED = ("shop", "goal_kind", "test", "price_seed", "step_cap", "reward", "success", "metrics", "aggregate",
+REQUIRED = ("shop", "goal_kind", "test", "price_seed", "step_cap", "steps", "reward", "success", "metrics", "aggregate",
             "observation", "prompt")
 
 
@@ -261,3 +304,54 @@ def test_each_preset_cites_file_and_line_for_every_value(name):
         assert "seed" in covered, name
     missing = [f for f in REQUIRED if f not in covered]
     assert not missing, f"{name}: no line cites {missing}"
+
+
+# -- one definition of a step ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name, cap, reset_in_loop", [("react", 14, True), ("reflexion", 14, True), ("stateact", 14, True),
+                                                      ("stateact-30", 14, True), ("agentboard", 29, True),
+                                                      ("verl-agent", 15, False), ("agentgym", 10, False), ("eto", 10, False)])
+def test_caps_count_actions_with_the_reset_outside(name, cap, reset_in_loop):
+    """Every cap counts the agent's actions: the families whose loop spends iteration 0 on the reset give one less."""
+    p = get_protocol(name)
+    assert (p.step_cap, p.definition()["steps"]["reset_in_loop"]) == (cap, reset_in_loop)
+    assert ("the family's loop spends its first iteration on it: " + f"{cap + 1} iterations" in step_text(p.data)) == reset_in_loop
+
+
+def test_ragen_turns_and_actions_as_its_configs_set_them():
+    """_6_webshop.yaml: 9 turns of 1 action; the small combos 12 turns; eval_webshop.yaml 10 turns of base.yaml's 2 (sep '||')."""
+    steps = {n: get_protocol(n).definition()["steps"] for n in ("ragen", "ragen-512", "ragen-small", "ragen-eval", "ragen-full")}
+    assert {n: (s["turns"], s["actions_per_turn"], s["unparsable"]) for n, s in steps.items()} == {
+        "ragen": (9, 1, "turn"), "ragen-512": (9, 1, "turn"), "ragen-small": (12, 1, "turn"), "ragen-eval": (10, 2, "turn"),
+        "ragen-full": (15, 1, "turn")}
+    assert steps["ragen-eval"]["separator"] == "||"
+    assert all(get_protocol(n).step_cap == 9 for n in ("ragen", "ragen-512", "ragen-small", "ragen-eval"))
+    # the turns enter the definition: ragen-512 and ragen-eval play the same episodes under different rules
+    assert get_protocol("ragen-512").definition_digest() != get_protocol("ragen-eval").definition_digest()
+
+
+@pytest.mark.parametrize("name", protocol_names())
+def test_every_card_says_the_step_rule_in_the_same_words(name):
+    text = step_text(get_protocol(name).data)
+    assert text.startswith(f"at most {get_protocol(name).step_cap} actions reach the shop")
+    assert "the reset spends none" in text and text.endswith("an invalid action spends a step")
+    assert sum(f"a reply with no parsable action {what}" in text
+               for what in ("spends a step", "spends a turn", "ends the episode (reward 0)")) == 1
+
+
+def test_agentbench_ends_an_episode_on_a_reply_without_an_action():
+    """src/server/tasks/webshop/__init__.py lines 82-99: no 'Action: search[...]/click[...]' -> reward 0, break."""
+    for name in ("agentbench", "agentbench-dev"):
+        p = get_protocol(name)
+        assert p.definition()["steps"]["unparsable"] == "end"
+        assert p.played(prompt={"format": "react", "history": None})[1][0].startswith("steps: every reply spends one of")
+
+
+def test_an_llm_on_ragen_eval_plays_one_action_per_reply_as_a_deviation():
+    p = get_protocol("ragen-eval")
+    played, deviations = p.played(prompt={"format": "think-answer", "history": None})
+    assert len(deviations) == 1 and deviations[0].startswith("steps: every reply spends one of the 9 steps")
+    assert played.definition()["steps"]["actions_per_turn"] == 1
+    assert get_protocol("ragen-512").played(prompt={"format": "think-answer", "history": None})[1] == []   # 9 turns = 9 actions
+    assert p.played(prompt=None) == (p, [])   # a rule policy sends one parsable action a reply: played exactly

@@ -67,7 +67,7 @@ def test_goal_idx_10_30_inside_a_file_of_the_right_count(tmp_path):
 
 def _fp():
     return {"catalog": "c", "files": {}, "content": {"items_ins_v2_1000.json": "8447a900e7c5e996",
-                                                     "items_shuffle_1000.json": "b21f359d6e1180f9"},
+                                                     "items_shuffle_1000.json": "f207cbbedfa38eac"},
             "products": 1000, "goals": 6910, "goal_kind": "synthetic", "price_seed": 0, "goal_set": "g"}
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from webshop_gym.cli.app import main
 from webshop_gym.error import ProtocolError, ShopMismatch, UnknownProtocol
 from webshop_gym.protocols import Protocol, get_protocol, load_protocol, protocol_names
 
@@ -21,7 +22,7 @@ def test_every_family_of_the_issue_has_a_protocol():
         "webshop-paper", "verl-agent", "verl-agent-500", "seed-fairness", "agentgym", "ragen", "agentbench",
         "agentbench-dev", "react", "reflexion", "lats", "webshop-gym",
         "verl-agent-1draw", "hgpo", "hgpo-train", "ragen-512", "ragen-small", "ragen-eval", "ragen-full",
-        "eto", "eto-500", "ipr", "wkm", "agentboard", "stateact", "stateact-30",
+        "eto", "eto-500", "ipr", "wkm", "agentboard", "stateact", "stateact-30", "sampo-eval", "hgpo-k4",
     }
     for name in protocol_names():
         p = get_protocol(name)
@@ -116,8 +117,8 @@ def test_agentgym_item_ids_are_sessions_of_the_reference_order(tmp_path):
     ("agentbench", range(0, 200), 10, "human", "full"),          # configs/tasks/webshop.yaml webshop-std (v0.2)
     ("agentbench-dev", range(200, 280), 10, "human", "full"),    # webshop-dev
     ("agentbench-fc", range(0, 200), 20, "human", "full"),       # the function-calling release: round 20
-    ("react", range(0, 500), 15, "human", "full"),               # run_episodes(prompt1, 500), fixed_{i}
-    ("reflexion", range(0, 100), 15, "human", "full"),           # env_0 .. env_99 -> fixed_{z}
+    ("react", range(0, 500), 14, "human", "full"),               # run_episodes(prompt1, 500), fixed_{i}; 15 iterations, the first the reset
+    ("reflexion", range(0, 100), 14, "human", "full"),           # env_0 .. env_99 -> fixed_{z}; 15 iterations, the first the reset
     ("lats", range(0, 50), 15, "human", "full"),                 # lats.sh --task_start_index 0 --task_end_index 50
     ("webshop-gym", range(0, 500), 15, "synthetic", "any"),
 ])
@@ -177,7 +178,7 @@ def test_agentgym_files_of_the_wrong_format_or_count(tmp_path, text, match):
 def test_seed_fairness_files_with_duplicates_or_missing_ids(tmp_path):
     path = tmp_path / "evaluation.jsonl"
     path.write_text('{"metadata": {"goal_idx": 1}}\n{"metadata": {"goal_idx": 1}}\n')
-    with pytest.raises(ProtocolError, match="duplicate"):
+    with pytest.raises(ProtocolError, match=r"line 2: this metadata.goal_idx again \(line 1 gave it\)"):
         get_protocol("seed-fairness").resolve(ids_file=path)
     path.write_text('{"metadata": {}}\n')
     with pytest.raises(ProtocolError, match="line 1: expected metadata.goal_idx"):
@@ -213,7 +214,7 @@ def test_every_shipped_card_says_each_note_once():
 
 def _fp(**kw):
     fp = {"catalog": "c1", "files": {"items_ins_v2_1000.json": "f88a36314a397b53"},
-          "content": {"items_ins_v2_1000.json": "8447a900e7c5e996", "items_shuffle_1000.json": "b21f359d6e1180f9"},
+          "content": {"items_ins_v2_1000.json": "8447a900e7c5e996", "items_shuffle_1000.json": "f207cbbedfa38eac"},
           "products": 1000, "goals": N_1K, "goal_kind": "synthetic", "price_seed": 0, "goal_set": "g"}
     fp.update(kw)
     return fp
@@ -225,7 +226,7 @@ def test_shop_checks_name_both_shops():
         get_protocol("webshop-paper").check_shop(_fp())
     message = str(info.value)
     assert "needs the full release" in message and "1,000 products" in message and "catalog c1" in message
-    other = {"items_ins_v2_1000.json": "0123456789abcdef", "items_shuffle_1000.json": "b21f359d6e1180f9"}
+    other = {"items_ins_v2_1000.json": "0123456789abcdef", "items_shuffle_1000.json": "f207cbbedfa38eac"}
     with pytest.raises(ShopMismatch, match="content 0123456789abcdef for items_ins_v2_1000.json, not 8447a900e7c5e996"):
         get_protocol("verl-agent").check_shop(_fp(content=other))
     get_protocol("verl-agent").check_shop(_fp(files={"items_ins_v2_1000.json": "0123456789abcdef"}))  # other bytes, same content
@@ -309,3 +310,44 @@ def test_protocol_files_ship_with_the_package():
     from webshop_gym.protocols.idlists import id_list_names
 
     assert sorted(p.stem for p in (root / "webshop_gym" / "protocols" / "data" / "ids").glob("*.json")) == list(id_list_names())
+
+
+# -- SAMPO's evaluation and HGPO's k4 setting (issue 53 item 6) -------------------------------------
+
+
+def test_sampo_eval_plays_one_draw_of_256_training_envs(golden_dir):
+    """eval_shop_agent.py plays make_envs' training envs: RandomState(env.seed).choice(range(500, N), 256), worker i at seed i."""
+    p = get_protocol("sampo-eval")
+    episodes = p.resolve().episodes
+    assert (p.seed["default"], p.step_cap, len(episodes)) == (0, 15, 256)
+    drawn = np.random.RandomState(0).choice(range(500, N_1K), size=256, replace=False)
+    assert [(e.price_seed, e.position, e.worker, e.draw) for e in episodes] == [(i, int(x), i, 0) for i, x in enumerate(drawn)]
+    golden = json.loads((golden_dir / "goals.json").read_text())
+    order233 = list(range(len(golden)))
+    random.Random(233).shuffle(order233)
+    built = [None] * len(golden)
+    for position, built_index in enumerate(order233):
+        built[built_index] = golden[position]
+    key = {id(g): k for k, g in enumerate(golden)}
+    for e in episodes[::29]:
+        worker_list = list(built)
+        random.Random(e.price_seed).shuffle(worker_list)  # WebshopWorker: random.seed(seed); random.shuffle(goals)
+        assert key[id(worker_list[e.position])] == e.goal
+    assert p.definition()["decoding"] == {"do_sample": True, "temperature": 0.6, "top_p": None, "max_new_tokens": 500}
+    with pytest.raises(ProtocolError, match="evaluates once"):
+        p.resolve(validation=1)
+
+
+def test_hgpo_k4_is_hgpo_with_four_earlier_steps():
+    k2, k4 = get_protocol("hgpo"), get_protocol("hgpo-k4")
+    assert (k2.prompt["history"], k4.prompt["history"]) == (2, 4)
+    assert [e.goal for e in k2.resolve(456).episodes] == [e.goal for e in k4.resolve(456).episodes]
+    assert {k: v for k, v in k2.definition().items() if k != "prompt"} == {k: v for k, v in k4.definition().items() if k != "prompt"}
+
+
+@pytest.mark.parametrize("name", ["hgpo", "hgpo-k4", "sampo-eval"])
+def test_a_protocol_that_evaluates_once_refuses_validation_1(name, capsys):
+    assert main(["protocols", "show", name, "--validation", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "evaluates once" in err and "--validation must be 0, got 1" in err, err
+    get_protocol(name).resolve(validation=0)

@@ -126,12 +126,14 @@ def test_a_resume_under_another_protocol_or_settings_is_one_line(real_dir, tmp_p
         capsys.readouterr()
         cases = [
             (["--num-goals", "8", "--samples", "2"], "was written under another protocol (protocol ad-hoc (3 samples "
-             "per goal) vs ad-hoc (2 samples per goal): the samples per goal 3 vs 2; same protocol and settings, or "
+             "per goal) vs ad-hoc (2 samples per goal): the samples per goal 3 vs 2; the decoding sampling, temperature "
+             "0.7, top-p 1, at most 128 new tokens vs greedy, at most 128 new tokens; same protocol and settings, or "
              "another --out)"),
             (["--protocol", "verl-agent"], "was written under another protocol (protocol ad-hoc (3 samples per goal) "
              "vs verl-agent (seed 0)"),
-            (["--num-goals", "8", "--samples", "3", "--sample", "--temperature", "0.5"],
-             "was written with temperature 0.7, this command has 0.5"),
+            (["--num-goals", "8", "--samples", "3", "--sample", "--temperature", "0.5"],  # the decoding is the protocol's
+             "the decoding sampling, temperature 0.7, top-p 1, at most 128 new tokens vs sampling, temperature 0.5, "
+             "top-p 1, at most 128 new tokens"),
             (["--num-goals", "8", "--sample", "--temperature", "0.7"], "was written under another protocol (protocol "
              "ad-hoc (3 samples per goal) vs ad-hoc: the samples per goal 3 vs 1"),
         ]

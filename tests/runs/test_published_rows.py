@@ -63,6 +63,7 @@ def test_every_published_row_shows_scored_of_planned(runs):
     published = _by_header(tables(report)["published"])
     assert {k: v["scored / planned"] for k, v in published.items()} == {
         "whole": "12 / 12", "cut": "5 / 12", "errored": "7 / 12", "part (2 shards)": "8 / 12"}
+    assert published["whole"]["decoding"] == "greedy, at most 128 new tokens"  # eval's defaults, recorded
     done = _by_header(tables(report)["runs"])
     assert done["cut"]["done / planned"] == "5 / 12" and done["errored"]["done / planned"] == "12 / 12"
 

@@ -48,6 +48,7 @@ import numpy as np
 from webshop_gym.analysis.intervals import RESAMPLES, Interval, goal_intervals, sampled_intervals
 from webshop_gym.analysis.stats import Goals, PairedComparison, paired_goals
 from webshop_gym.protocols import Protocol
+from webshop_gym.protocols.decoding import decoding_text
 from webshop_gym.protocols.naming import bare_name, setting_note
 from webshop_gym.protocols.play import recorded_protocol
 from webshop_gym.protocols.scoring import samples_by_goal
@@ -248,7 +249,9 @@ def protocol_figures(protocol: Protocol | Mapping | None, episodes: Sequence[dic
     Returns:
         ``None`` without a protocol; else ``{"name"`` (the bare name: ``verl-agent``), ``"setting"``
         (seed, validation, samples and deviations in words: :func:`~webshop_gym.protocols.naming.setting_note`;
-        ``""`` when there is nothing to say), ``"deviations"`` (the list), ``"fingerprint", "metrics": [{"name",
+        ``""`` when there is nothing to say), ``"deviations"`` (the list), ``"fingerprint"``, ``"decoding"``
+        (the decoding the run's policy played, in words: ``no decoding`` for rule, random, oracle),
+        ``"metrics": [{"name",
         "label", "of", "value"}], "samples"}`` and, with several samples per goal, ``mean@K`` and
         ``pass@K`` (:func:`webshop_gym.protocols.scoring.figures`) with ``intervals``: ``{"mean@K":
         {"low", "high"}, "pass@K": {...}}`` (95%, over goals:
@@ -267,6 +270,8 @@ def protocol_figures(protocol: Protocol | Mapping | None, episodes: Sequence[dic
                  "fingerprint": None if record is None else record.get("fingerprint"), "samples": samples,
                  "metrics": [{"name": m["name"], "label": m.get("label", m["name"]), "of": m["of"],
                               "value": values.get(m["name"])} for m in protocol.metrics]}
+    if record is not None and "played_decoding" in record:  # runs written before decoding was recorded have none
+        out["decoding"] = decoding_text(record["played_decoding"])
     if samples > 1:
         for key in (f"mean@{samples}", f"pass@{samples}"):
             out[key] = values.get(key)

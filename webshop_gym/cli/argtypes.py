@@ -177,6 +177,8 @@ def existing_file(text: str) -> str:
     if path.is_dir():
         raise argparse.ArgumentTypeError(f"{text!r} is a directory, expected a file")
     if not path.is_file():
+        if path.exists():  # a device, a FIFO, a socket: no file whose size and content are fixed
+            raise argparse.ArgumentTypeError(f"{text!r} is not a regular file (a device, pipe or socket), expected a file")
         raise argparse.ArgumentTypeError(f"file {text!r} does not exist")
     if not os.access(path, os.R_OK):
         raise argparse.ArgumentTypeError(f"file {text!r} is not readable")

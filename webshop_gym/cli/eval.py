@@ -17,6 +17,7 @@ from webshop_gym.analysis.taxonomy import TAGS
 from webshop_gym.error import Error
 from webshop_gym.evaluation.local import evaluate, format_table
 from webshop_gym.evaluation.plan import parse_shard
+from webshop_gym.protocols import get_protocol
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -75,13 +76,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                          "think-answer); another format than the protocol's is recorded and shown as not its "
                          "published setting; tools: chat completions with the search/click tools of the TRL "
                          "environment (openai:MODEL policies only)")
-    hf.add_argument("--max-new-tokens", type=types.at_most(types.positive_int, types.MAX_TOKENS), default=128, metavar="N",
-                    help=f"tokens per answer (default 128; at most {types.MAX_TOKENS:,})")
-    hf.add_argument("--sample", action="store_true", help="sample instead of greedy decoding")
-    hf.add_argument("--temperature", type=types.temperature, default=1.0, metavar="T",
-                    help="sampling temperature > 0, at most 100 (default 1.0)")
-    hf.add_argument("--top-p", type=types.probability, default=1.0, metavar="P",
-                    help="nucleus sampling mass in [0, 1] (default 1.0)")
+    hf.add_argument("--max-new-tokens", type=types.at_most(types.positive_int, types.MAX_TOKENS), metavar="N",
+                    help=f"tokens per answer (default: the protocol's, else 128; at most {types.MAX_TOKENS:,})")
+    decode = hf.add_mutually_exclusive_group()
+    decode.add_argument("--sample", action="store_true", default=None,
+                        help="sample instead of greedy decoding (default: with --protocol, the protocol's decoding, "
+                             "e.g. sampling at temperature 0.4 for verl-agent; else greedy); another decoding than "
+                             "the protocol's is recorded and shown as not its published setting")
+    decode.add_argument("--greedy", dest="sample", action="store_false",
+                        help="greedy decoding, whatever the protocol's")
+    hf.add_argument("--temperature", type=types.temperature, metavar="T",
+                    help="sampling temperature > 0, at most 100 (default: the protocol's, else 1.0)")
+    hf.add_argument("--top-p", type=types.probability, metavar="P",
+                    help="nucleus sampling mass in [0, 1] (default: the protocol's, else 1.0)")
     hf.add_argument("--top-k", type=types.at_most(types.non_negative_int, types.MAX_TOKENS), default=0, metavar="K",
                     help=f"sample among the k likeliest tokens (default 0: all; at most {types.MAX_TOKENS:,})")
     hf.add_argument("--closest", action="store_true", help="map inadmissible answers to the closest admissible action")
@@ -120,7 +127,6 @@ def policy_spec(text: str) -> str:
 def _protocol_name(text: str) -> str:
     """``--protocol``: a shipped protocol's name (an unknown one lists them)."""
     from webshop_gym.error import UnknownProtocol
-    from webshop_gym.protocols import get_protocol
 
     try:
         get_protocol(text)
@@ -167,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
         hf_kwargs = served_kwargs(args)
     elif args.policy.startswith("hf:"):
         hf_kwargs = dict(prompt=args.prompt, max_new_tokens=args.max_new_tokens, do_sample=args.sample,
-                         temperature=args.temperature, top_p=args.top_p, top_k=args.top_k,
+                         temperature=args.temperature, top_p=args.top_p, top_k=args.top_k,  # None: the protocol's
                          closest=args.closest, device=args.device, dtype=None if args.dtype == "none" else args.dtype,
                          max_prompt_tokens=args.max_prompt_tokens, batch_size=args.batch_size)
     result = evaluate(
@@ -325,19 +331,31 @@ def check_served_arguments(args) -> None:
         if given:
             raise Error(f"{', '.join(given)} apply to openai:MODEL policies only, not {args.policy!r}")
         return
-    if not args.sample and (args.temperature != 1.0 or args.top_p != 1.0 or args.top_k):
-        raise Error("--temperature, --top-p and --top-k need --sample (without it, decoding is greedy: temperature 0)")
+    _check_sampling_flags(args)
     if args.top_k:
         raise Error("--top-k is not part of the OpenAI API; openai:MODEL policies take --temperature and --top-p")
     if args.resume and not args.out:
         raise Error("--resume needs --out RUN.jsonl (the run to continue)")
 
 
+def _check_sampling_flags(args) -> None:
+    """Sampling flags need sampling: ``--sample``, or a protocol that samples (``--greedy`` refuses them)."""
+    sampling = args.sample
+    if sampling is None and getattr(args, "protocol", None) is not None:
+        sampling = bool((get_protocol(args.protocol).data.get("decoding") or {}).get("do_sample"))
+    given = [flag for flag, value in (("--temperature", args.temperature), ("--top-p", args.top_p),
+                                      ("--top-k", args.top_k or None)) if value is not None]
+    if given and not sampling:
+        why = ("--greedy asks for greedy decoding" if args.sample is False else
+               f"protocol {args.protocol}'s decoding is greedy" if args.protocol else "without it, decoding is greedy")
+        raise Error(f"{', '.join(given)} need --sample ({why}: temperature 0)")
+
+
 def served_kwargs(args) -> dict:
     """:func:`~webshop_gym.evaluation.local.evaluate` keyword arguments of an ``openai:MODEL`` policy."""
     return {"base_url": args.base_url, "api_key_env": args.api_key_env or "OPENAI_API_KEY", "prompt": args.prompt,
-            "max_new_tokens": args.max_new_tokens, "temperature": args.temperature if args.sample else 0.0,
-            "top_p": args.top_p if args.sample else 1.0, "closest": args.closest,
+            "max_new_tokens": args.max_new_tokens, "do_sample": args.sample, "temperature": args.temperature,
+            "top_p": args.top_p, "closest": args.closest,  # None: the protocol's (evaluation.plan.choose_decoding)
             "timeout": 60.0 if args.timeout is None else args.timeout,
             "max_retries": 5 if args.max_retries is None else args.max_retries, "stop": not args.no_stop,
             "http_client": args.http_client,

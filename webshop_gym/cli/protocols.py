@@ -12,7 +12,10 @@ import argparse
 import json
 import textwrap
 
+from webshop_gym.error import ProtocolError
 from webshop_gym.protocols import Protocol, get_protocol, protocol_names
+from webshop_gym.protocols.decoding import decoding_text
+from webshop_gym.protocols.steps import step_text
 
 __all__ = ["add_arguments", "run"]
 
@@ -21,7 +24,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``webshop-gym protocols [show NAME ...]``."""
     from webshop_gym.cli import argtypes as types
 
-    sub = parser.add_subparsers(dest="protocols_command", metavar="{show}")
+    sub = parser.add_subparsers(dest="protocols_command", metavar="{list,show}")
+    sub.add_parser("list", help="one line per protocol (the same as `webshop-gym protocols`)",
+                   description="One line per protocol: shop, goals, n, step cap, metrics, source; then the aliases.")
     show = sub.add_parser("show", help="print one protocol's card: every field, the goal ids, the fingerprint, the sources",
                           description="Print one protocol's card: every field, the goal ids or the rule, the digests, "
                                       "the citations.")
@@ -105,8 +110,11 @@ def _card(protocol: Protocol, args) -> dict:
         from webshop_gym.protocols.definition import goal_lookup
 
         lookup = goal_lookup(shop.goals) if protocol.reads_goal_file else None
-        resolution = protocol.resolve(args.seed, args.validation, num_goals=num_goals, ids_file=args.protocol_file,
-                                      goal_lookup=lookup)
+        try:
+            resolution = protocol.resolve(args.seed, args.validation, num_goals=num_goals, ids_file=args.protocol_file,
+                                          goal_lookup=lookup)
+        except ProtocolError as exc:  # the library's words name its argument; the command's name the flag
+            raise ProtocolError(str(exc).replace("pass num_goals= (or a shop)", "give the shop: --shop DIR")) from None
         card["resolution"] = {
             "seed": resolution.seed, "validation": resolution.validation, "ids_digest": resolution.ids_digest(),
             "ids_file_sha256": resolution.ids_file_sha256, "notes": list(resolution.notes),
@@ -120,8 +128,6 @@ def _card(protocol: Protocol, args) -> dict:
 
 def _overlap(protocol: Protocol, num_goals: int | None, args) -> dict | None:
     """How many of the goals the test can play are also train goals (``None``: no train, or unknown here)."""
-    from webshop_gym.error import ProtocolError
-
     if protocol.train is None or (protocol.reads_file and args.protocol_file is None and protocol.needs_file):
         return None
     try:
@@ -137,6 +143,15 @@ def _overlap(protocol: Protocol, num_goals: int | None, args) -> dict | None:
 def _source_line(s: dict) -> str:
     where = f"{s['file']}:{s['line']}" if s.get("line") else s["file"]
     return f"    {s['field']}: {s['repo']} {where} @ {s['commit'][:12]}: {s['read']}"
+
+
+def _decoding_line(p: dict) -> str:
+    if p.get("decoding") is None:
+        return "none fixed (eval records the decoding its hf: or openai: policy used)"
+    cited = [s for s in p["sources"] if "decoding" in {f.strip() for f in s["field"].split(",")}]
+    where = f" ({cited[-1]['file']}:{cited[-1]['line']})" if cited and cited[-1].get("line") else ""
+    return (f"{decoding_text(p['decoding'])}{where} (eval's default for hf: and openai: policies; another is a "
+            "deviation)")
 
 
 def _print_card(protocol: Protocol, card: dict) -> None:
@@ -155,7 +170,7 @@ def _print_card(protocol: Protocol, card: dict) -> None:
         f"  test: {_rule(p['test'], protocol)}",
         "  train: " + ("not defined by the family" if p.get("train") is None else _rule(p["train"], protocol)),
         f"  price seed: {'each worker seed' if p.get('price_seed') == 'worker' else p.get('price_seed', 0)}",
-        f"  step cap: {p['step_cap']}",
+        f"  step cap: {p['step_cap']} ({step_text(p)})",
         "  reward: " + ("the raw WebShop reward" if p["reward"]["transform"] == "raw" else
                         f"{p['reward']['success_value']:g} on success, else {p['reward']['failure_value']:g}"),
         f"  success: raw reward >= {p['success']['raw_at_least']:g}" + (" on a purchase" if p["success"].get("needs_purchase", True) else ""),
@@ -165,6 +180,7 @@ def _print_card(protocol: Protocol, card: dict) -> None:
         f"  samples per goal: {p['samples_per_goal']}",
         f"  observation: {p['observation']['mode']} (the env's observation mode eval plays)",
         f"  prompt: {prompt_text(p['prompt'])} (eval's default --prompt for hf: and openai: policies)",
+        f"  decoding: {_decoding_line(p)}",
         f"  definition digest: {card['definition_digest']}",
     ]
     overlap = card.get("test_train_overlap")

@@ -127,7 +127,7 @@ class Catalog:
     def content_digests(self) -> dict[str, str]:
         """SHA-256 (16 hex) of each input file's canonical content (:func:`~webshop_gym.data.records.content_sha256`).
 
-        Two copies of the same data written differently (indentation, key order, escapes) give
+        Two copies of the same data written differently (indentation, key order no page shows, escapes) give
         the same digests; a file no longer at its recorded path, or changed since the catalog
         was compiled, is left out.  Computed once per catalog object.
         """

@@ -145,12 +145,28 @@ def file_sha256(path: Path) -> str:
     return _remembered(FILE_HASHES_MEMO, f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}", compute)
 
 
-CONTENT_DIGEST_VERSION = 1
-"""Bumped when :func:`content_sha256`'s canonical form changes (the memo is keyed by it)."""
+CONTENT_DIGEST_VERSION = 2
+"""Bumped when :func:`content_sha256`'s canonical form changes (the memo is keyed by it).
+
+2: a product's option groups (``customization_options``) keep their order (it is the order of
+the option groups on its item page)."""
+
+ORDERED_FIELDS = ("customization_options",)
+"""A product record's object fields whose key order reaches a page: its option groups, in the order
+the item page shows them (:func:`record_options` reads them in file order).  Every other object's
+key order (a record's own fields, an option value's ``value``/``image``) reaches no page."""
 
 
 def _canonical_bytes(value) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=True).encode("ascii")
+
+
+def _canonical_record(record) -> bytes:
+    """A product record's canonical dump: keys sorted except the :data:`ORDERED_FIELDS`, kept as [name, value] pairs."""
+    if isinstance(record, dict) and any(isinstance(record.get(k), dict) for k in ORDERED_FIELDS):
+        record = {k: ({"ordered": [[name, v] for name, v in value.items()]} if k in ORDERED_FIELDS and isinstance(value, dict)
+                      else value) for k, value in record.items()}
+    return _canonical_bytes(record)
 
 
 def _first_char(path: Path) -> str:
@@ -162,8 +178,11 @@ def _first_char(path: Path) -> str:
 def content_sha256(path: Path, byte_sha256: str | None = None) -> str:
     r"""The SHA-256 of a JSON file's canonical content: what it says, not how it is written.
 
-    Indentation, line ends, key order inside records, escapes (``\u00e9`` or ``é``) and a byte-order
-    mark do not count; a product's fields, their values and the order of the records do.  A list
+    What counts is what reaches a page: indentation, line ends, escapes (``\u00e9`` or ``é``), a
+    byte-order mark and key order that no page shows (a record's own fields, an option value's
+    ``value``/``image``) do not count; a product's fields, their values, the order of the records
+    and the order of its option groups (:data:`ORDERED_FIELDS`: the item page lists them in file
+    order) do.  A list
     file (the products) digests its records in order, each dumped canonically
     (``sort_keys``, no spaces, ASCII escapes): the SHA-256 of the canonical dump of the whole
     list.  An object file (``asin -> record``: attributes, human instructions) digests its
@@ -185,7 +204,7 @@ def content_sha256(path: Path, byte_sha256: str | None = None) -> str:
             else:
                 digest.update(b"[")
                 for index, record in stream.items("a JSON list"):
-                    digest.update((b"," if index else b"") + _canonical_bytes(record))
+                    digest.update((b"," if index else b"") + _canonical_record(record))
                 digest.update(b"]")
             stream.end()
         finally:

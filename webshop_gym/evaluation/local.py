@@ -42,7 +42,13 @@ from webshop_gym.error import InvalidArgument
 from webshop_gym.evaluation.accounting import accounting_rows
 from webshop_gym.evaluation.episode import episode_seed, mark_reachability, progress_rate
 from webshop_gym.evaluation.lanes import Driver, Lane, play_lanes
-from webshop_gym.evaluation.plan import choose_prompt, played_prompt, prepare, protocol_of
+from webshop_gym.evaluation.plan import (
+    choose_decoding,
+    choose_prompt,
+    played_prompt,
+    prepare,
+    protocol_of,
+)
 from webshop_gym.evaluation.served import evaluate_served, is_served, make_served_policy
 from webshop_gym.protocols import Protocol
 from webshop_gym.runs.run import RunWriter
@@ -213,6 +219,9 @@ def evaluate(
             the figures add ``mean@K`` and ``pass@K``.
         **hf_kwargs: :class:`~webshop_gym.agents.hf.HFPolicy` arguments for ``hf:PATH``, or
             :class:`~webshop_gym.agents.openai.OpenAIPolicy` arguments for ``openai:MODEL``.
+            Decoding (``do_sample``, ``temperature``, ``top_p``, ``max_new_tokens``) not given
+            is the protocol's (:func:`~webshop_gym.evaluation.plan.choose_decoding`); another
+            is recorded as a deviation.
 
     Returns:
         A JSON-ready dict: ``score``, ``sr``, ``mean_steps``, ``valid_rate``, ``breakdown``,
@@ -228,12 +237,13 @@ def evaluate(
     prompt_name = choose_prompt(policy_factory, hf_kwargs.get("prompt"), chosen)
     if prompt_name is not None:
         hf_kwargs["prompt"] = prompt_name
+    hf_kwargs, decoding = choose_decoding(policy_factory, hf_kwargs, chosen)  # the protocol's unless given
     if observation_mode is None:
         observation_mode = "text" if chosen is None else chosen.observation["mode"]
     plan = prepare(shop, protocol=chosen, seed=seed, validation=validation, protocol_file=protocol_file,
                    samples=samples, split=split, num_goals=num_goals, max_steps=max_steps, goals=goals,
                    human_goals=human_goals, price_seed=price_seed, observation_mode=observation_mode,
-                   prompt=played_prompt(policy_factory, prompt_name))
+                   prompt=played_prompt(policy_factory, prompt_name), decoding=decoding)
     if plan.named:
         max_steps = int(plan.protocol.step_cap)
     shop = plan.shop
@@ -404,6 +414,8 @@ def protocol_rows(result: dict) -> list[tuple[str, str]]:
     rows = [("protocol", f"{figures['name']}, fingerprint {figures.get('fingerprint') or '-'}")]
     if figures.get("setting"):
         rows.append(("protocol as played", figures["setting"]))
+    if figures.get("decoding"):
+        rows.append(("decoding", figures["decoding"]))
     plain = {"raw_reward": result.get("score"), "success": result.get("sr")}
     for m in figures["metrics"]:
         same = m["value"] is not None and plain.get(m["of"]) is not None and math.isclose(m["value"], plain[m["of"]])

@@ -29,7 +29,8 @@ from webshop_gym.protocols.play import (
 )
 from webshop_gym.shop import Shop, load_shop
 
-__all__ = ["EvaluationPlan", "choose_prompt", "parse_shard", "played_prompt", "prepare", "protocol_of", "shard_goals"]
+__all__ = ["EvaluationPlan", "choose_decoding", "choose_prompt", "parse_shard", "played_prompt", "prepare", "protocol_of",
+           "shard_goals"]
 
 
 @dataclass
@@ -121,6 +122,51 @@ def played_prompt(policy, prompt: str | None) -> dict | None:
     return None if not isinstance(name, str) else {"format": name, "history": getattr(found, "history", None)}
 
 
+#: Tokens per answer when neither the caller nor the protocol says (``eval --max-new-tokens``' default).
+DEFAULT_MAX_NEW_TOKENS = 128
+
+
+def choose_decoding(policy, kwargs: dict, protocol: Protocol | None) -> tuple[dict, dict | None]:
+    """The decoding an ``hf:``/``openai:`` policy plays: what the caller gave, else the protocol's, else greedy.
+
+    ``kwargs`` holds the caller's ``do_sample``, ``temperature``, ``top_p`` and ``max_new_tokens``
+    (``None`` or absent: not given).  A served model (``openai:``) decodes greedily at temperature
+    0: its ``do_sample`` is taken out and a temperature given without it means sampling when above
+    0.  Values the protocol leaves open (``null``) take the policy's defaults: temperature and
+    top-p 1, 128 new tokens.
+
+    Returns:
+        ``(kwargs for the policy, the decoding played)``: the played decoding is ``None`` for a
+        policy that decodes nothing (rule, random, oracle, a callable).
+    """
+    if not (isinstance(policy, str) and policy.startswith(("hf:", "openai:"))):
+        return kwargs, None
+    own = (None if protocol is None else protocol.data.get("decoding")) or {}
+    out = dict(kwargs)
+    served = policy.startswith("openai:")
+    sample = out.pop("do_sample", None)
+    temperature, top_p, tokens = out.get("temperature"), out.get("top_p"), out.get("max_new_tokens")
+    if served and "request_options" in out and (out["request_options"] or {}).get("max_completion_tokens"):
+        tokens = out["request_options"]["max_completion_tokens"]
+    if sample is None and served and temperature is not None:
+        sample = float(temperature) > 0
+    if sample is None:
+        sample = bool(own.get("do_sample", False))
+    if sample:
+        temperature = temperature if temperature is not None else own.get("temperature") or 1.0
+        top_p = top_p if top_p is not None else own.get("top_p") or 1.0
+    tokens = tokens if tokens is not None else own.get("max_new_tokens") or DEFAULT_MAX_NEW_TOKENS
+    if served:
+        out.update(temperature=float(temperature) if sample else 0.0, top_p=float(top_p) if sample else 1.0)
+    else:
+        out.update(do_sample=bool(sample), temperature=1.0 if temperature is None else float(temperature),
+                   top_p=1.0 if top_p is None else float(top_p))
+    out["max_new_tokens"] = int(out.get("max_new_tokens") or tokens)
+    played = {"do_sample": bool(sample), "temperature": float(temperature) if sample else None,
+              "top_p": float(top_p) if sample else None, "max_new_tokens": int(tokens)}
+    return out, played
+
+
 def _shop_at(shop: Shop, price_seed: int) -> Shop:
     return shop.at_price_seed(price_seed)  # one catalog and search index for every price seed
 
@@ -141,6 +187,7 @@ def prepare(
     price_seed: int = 0,
     observation_mode: str | None = None,
     prompt: dict | None = None,
+    decoding: dict | None = None,
 ) -> EvaluationPlan:
     """The plan of an evaluation (see the module docstring).
 
@@ -162,6 +209,8 @@ def prepare(
         prompt: ``{"format", "history"}`` of the prompt the policy reads (:func:`played_prompt`;
             ``None``: a policy that reads none).  Both enter the fingerprint; where they differ
             from the protocol's own, the record lists the differences (``deviations``).
+        decoding: the decoding the policy plays (:func:`choose_decoding`; ``None``: a policy that
+            decodes nothing); idem.
 
     Raises:
         UnknownProtocol, ShopMismatch, ProtocolError: a bad protocol, shop or goal-id file.
@@ -190,7 +239,7 @@ def prepare(
                                   "(goals=FILE) has prices of its own: load the shop without a goal file")
         named = True
     chosen.check_shop(shop)
-    chosen, deviations = chosen.played(observation_mode=observation_mode, prompt=prompt)
+    chosen, deviations = chosen.played(observation_mode=observation_mode, prompt=prompt, decoding=decoding)
     chosen = with_samples(chosen, samples)
     lookup = goal_lookup(shop.goals) if chosen.reads_goal_file and protocol_file is not None else None
     resolution = chosen.resolve(seed if chosen.seed is not None else None, validation, num_goals=len(shop.goals),
@@ -200,7 +249,7 @@ def prepare(
         shops = {ps: shop for ps in dict.fromkeys(e.price_seed for e in episodes)} or {0: shop}
     else:
         shops = {ps: _shop_at(shop, ps) for ps in dict.fromkeys(e.price_seed for e in episodes)} or {shop.goals.seed: shop}
-    record = protocol_record(chosen, resolution, shop, chosen.samples_per_goal, deviations, prompt)
+    record = protocol_record(chosen, resolution, shop, chosen.samples_per_goal, deviations, prompt, decoding)
     return EvaluationPlan(chosen, resolution, episodes, shops, record, named)
 
 

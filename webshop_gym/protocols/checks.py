@@ -11,7 +11,9 @@ from collections.abc import Mapping
 
 from webshop_gym.error import ProtocolError
 from webshop_gym.protocols import scoring
+from webshop_gym.protocols.decoding import check_decoding
 from webshop_gym.protocols.idlists import id_list
+from webshop_gym.protocols.steps import check_steps
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "OBSERVATION_MODES", "PROMPT_FORMATS", "fail", "validate"]
 
@@ -131,6 +133,9 @@ def validate(path, data) -> None:
     if price != "worker" and (isinstance(price, bool) or not isinstance(price, int)):
         fail(path, f"field 'price_seed' must be an integer or 'worker', got {price!r}")
     _expect(path, data, "step_cap", int, lambda v: v >= 1, "an integer >= 1")
+    problem = check_steps(data.get("steps", {}), data["step_cap"])
+    if problem is not None:
+        fail(path, problem)
     reward = _expect(path, data, "reward", dict)
     if reward.get("transform") not in ("raw", "indicator"):
         fail(path, f"reward.transform must be 'raw' or 'indicator', got {reward.get('transform')!r}")
@@ -148,6 +153,9 @@ def validate(path, data) -> None:
         fail(path, f"aggregate.over must be 'episodes', 'draws' or 'trials', got {aggregate.get('over')!r}")
     _expect(path, data, "samples_per_goal", int, lambda v: v >= 1, "an integer >= 1")
     _check_played(path, data)
+    problem = check_decoding(data.get("decoding"))
+    if problem is not None:
+        fail(path, problem)
     sources = _expect(path, data, "sources", list, lambda v: len(v) > 0, "a non-empty list")
     for source in sources:
         _check_source(path, source)

@@ -29,6 +29,7 @@ import numpy as np
 from webshop_gym.error import ProtocolError, ShopMismatch, UnknownProtocol, close_match
 from webshop_gym.protocols import scoring
 from webshop_gym.protocols.checks import FORMAT, FORMAT_VERSION, fail, validate
+from webshop_gym.protocols.decoding import decoding_text, deviation, normalized
 from webshop_gym.protocols.idfiles import (
     GOAL_FORMATS,
     instruction_stem,
@@ -37,12 +38,13 @@ from webshop_gym.protocols.idfiles import (
 )
 from webshop_gym.protocols.idlists import id_list
 from webshop_gym.protocols.resolve import Episode, reachable_ids, resolve_episodes, spec_ids
+from webshop_gym.protocols.steps import plays_one_action_per_reply, step_text, steps_of
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "Protocol", "Resolution", "alias_names", "get_protocol", "goal_lookup", "load_protocol",
            "prompt_text", "protocol_names", "shop_identity"]
 
-SEMANTIC_FIELDS = ("shop", "goal_kind", "test", "price_seed", "step_cap", "reward", "success", "metrics",
-                   "aggregate", "samples_per_goal", "observation", "prompt")
+SEMANTIC_FIELDS = ("shop", "goal_kind", "test", "price_seed", "step_cap", "steps", "reward", "success", "metrics",
+                   "aggregate", "samples_per_goal", "observation", "prompt", "decoding")
 """The fields a number depends on: the protocol fingerprint digests these (not names, citations or notes)."""
 
 SHOP_IDENTITY = ("content", "products", "goals", "goal_kind")
@@ -139,7 +141,10 @@ class Protocol:
 
     def definition(self) -> dict:
         """The fields a number depends on (:data:`SEMANTIC_FIELDS`), as a plain dict."""
-        return {k: self.data.get(k) for k in SEMANTIC_FIELDS}
+        out = {k: self.data.get(k) for k in SEMANTIC_FIELDS}
+        out["steps"] = steps_of(self.data)  # a file that leaves the defaults out defines the same steps
+        out["decoding"] = normalized(self.data.get("decoding"))
+        return out
 
     def definition_digest(self) -> str:
         """SHA-256 (16 hex) of :meth:`definition`: the same rules under another name give the same digest."""
@@ -169,17 +174,26 @@ class Protocol:
         """Other names :func:`get_protocol` finds this protocol by (``agenttuning`` for ``agentbench``)."""
         return list(self.data.get("aliases") or [])
 
-    def played(self, *, observation_mode: str | None = None, prompt: dict | None = None) -> tuple[Protocol, list[str]]:
+    def played(self, *, observation_mode: str | None = None, prompt: dict | None = None,
+               decoding: dict | None = None) -> tuple[Protocol, list[str]]:
         """The protocol as a run played it, and how that differs from the protocol's own setting.
 
         The observation mode and the prompt format are protocol fields (they enter the
         fingerprint).  A run records the ones it used: a policy that reads a prompt (an LLM)
         records its prompt format, one that reads none (rule, random, oracle) plays under the
-        protocol's own.
+        protocol's own.  An LLM's reply may carry no parsable action: where the protocol's turns
+        are not one action per reply (``steps``: ragen-small's 12 turns for 9 actions,
+        ragen-eval's two actions a turn), the run plays one action per reply, every reply
+        spending a step, and records that as a deviation (a rule policy always sends one
+        action, so the rule is played exactly).
 
         Args:
             observation_mode: the env's observation mode the run played (``None``: the protocol's).
             prompt: ``{"format", "history"}`` of the prompt the policy read (``None``: it reads none).
+            decoding: ``{"do_sample", "temperature", "top_p", "max_new_tokens"}`` the policy decoded
+                with (``None``: it decodes nothing: rule, random, oracle, which play under the
+                protocol's own).  A decoding that differs from a value the protocol fixes is a
+                deviation; a protocol that fixes none records the run's.
 
         Returns:
             ``(protocol, deviations)``: the played protocol (itself when nothing differs) and one
@@ -198,6 +212,20 @@ class Protocol:
                 if own.get("format") is not None:
                     deviations.append(f"prompt {prompt_text(played)}, the protocol's is {prompt_text(own)}")
                 data["prompt"] = played
+            if not plays_one_action_per_reply(self.data):
+                # this package's loops play one action per reply, every reply spending a step
+                played_steps = {**steps_of(self.data), "turns": None, "actions_per_turn": 1, "separator": None,
+                                "unparsable": "step"}
+                deviations.append(f"steps: every reply spends one of the {self.step_cap} steps, the protocol's: "
+                                  f"{step_text(self.data)}")
+                data["steps"] = played_steps
+        if decoding is not None:
+            own = self.data.get("decoding")
+            if deviation(decoding, own):
+                deviations.append(f"decoding {decoding_text(decoding)}, the protocol's is {decoding_text(own)}")
+                data["decoding"] = normalized(decoding)
+            elif own is None:
+                data["decoding"] = normalized(decoding)
         return (self if data == self.data else Protocol(data, self.path)), deviations
 
     # -- goals --------------------------------------------------------------------------------
@@ -318,6 +346,11 @@ class Protocol:
         if validation and self.draws_per_validation is None:
             raise ProtocolError(f"protocol {self.name!r} plays the same goals at every validation; --validation is for "
                                 "protocols that draw goals per validation (verl-agent)")
+        once = self.data["test"]["indices"].get("draw", {}).get("validations")
+        if once is not None and validation >= int(once):
+            raise ProtocolError(f"protocol {self.name!r} evaluates {'once' if int(once) == 1 else f'{int(once)} times'} "
+                                f"(its script runs {'one validation' if int(once) == 1 else f'{int(once)} validations'}): "
+                                f"--validation must be {'0' if int(once) == 1 else f'below {int(once)}'}, got {int(validation)}")
         spec = self.data["test"]
         ids, digest, notes = self._file_ids(spec, ids_file, goal_lookup)
         episodes = resolve_episodes(spec, name=self.name, seed=seed, validation=int(validation),
@@ -510,7 +543,7 @@ def load_protocol(path: str | os.PathLike) -> Protocol:
         data = _extended(path, data)
     if isinstance(data, dict):
         for key, default in (("seed", None), ("train", None), ("price_seed", 0), ("samples_per_goal", 1), ("notes", []),
-                             ("aliases", [])):
+                             ("aliases", []), ("decoding", None)):
             data.setdefault(key, default)
     validate(path, data)
     return Protocol(data, str(path))

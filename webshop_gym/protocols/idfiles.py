@@ -95,7 +95,18 @@ def _agentgym(path: Path, text: str) -> list[int]:
             raise ProtocolError(f"{path}, item {k}: item_id 'webshop_<{len(digits):,} digits>' is not a goal index "
                                 f"(at most {MAX_ID:,})")
         ids.append(_goal_id(int(digits), f"{path}, item {k}"))
+    _refuse_repeats(path, [(k, i) for k, i in enumerate(ids)], "item", "this goal id", "agentgym")
     return ids
+
+
+def _refuse_repeats(path: Path, keys: list, place: str, what: str, protocol: str) -> None:
+    """One line naming the first key the file gives twice (``place``: ``item`` or ``line``, numbered as the file's)."""
+    seen: dict = {}
+    for where, key in keys:
+        if key in seen:
+            raise ProtocolError(f"{path}, {place} {where}: {what} again ({place} {seen[key]} gave it); protocol "
+                                f"{protocol!r} plays each goal of its file once: not that file")
+        seen[key] = where
 
 
 def _json_lines(path: Path, text: str):
@@ -106,14 +117,14 @@ def _json_lines(path: Path, text: str):
 
 
 def _seed_fairness(path: Path, text: str) -> list[int]:
-    ids = []
+    ids, lines = [], []
     for number, row in _json_lines(path, text):
         goal = row.get("metadata", {}).get("goal_idx") if isinstance(row, dict) and isinstance(row.get("metadata"), dict) else None
         if isinstance(goal, bool) or not isinstance(goal, int) or goal < 0:
             raise ProtocolError(f"{path}, line {number}: expected metadata.goal_idx, a goal index >= 0, got {_shown(goal)}")
         ids.append(_goal_id(goal, f"{path}, line {number}: metadata.goal_idx"))
-    if len(set(ids)) != len(ids):
-        raise ProtocolError(f"{path}: duplicate metadata.goal_idx values (the fairness files list each goal once)")
+        lines.append(number)
+    _refuse_repeats(path, list(zip(lines, ids)), "line", "this metadata.goal_idx", "seed-fairness")
     return ids
 
 
@@ -152,7 +163,9 @@ def _agentboard(path: Path, text: str) -> list[dict]:
         if cap is not None and (isinstance(cap, bool) or not isinstance(cap, (int, float))):
             raise ProtocolError(f"{path}, line {number}: additional_info.price_upper must be a number, got {_shown(cap)}")
         out.append({"asin": asin.strip().upper(), "stem": instruction_stem(goal), "instruction": goal,
-                    "price_upper": None if cap is None else float(cap), "difficulty": row.get("difficulty")})
+                    "price_upper": None if cap is None else float(cap), "difficulty": row.get("difficulty"), "line": number})
+    _refuse_repeats(path, [(r["line"], (r["asin"], r["stem"])) for r in out], "line",
+                    "this goal (the same product and instruction)", "agentboard")
     return out
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from webshop_gym.error import InvalidArgument
 from webshop_gym.protocols.comparable import episode_set_digest, goals_text
+from webshop_gym.protocols.decoding import decoding_text, normalized
 from webshop_gym.protocols.definition import (
     FORMAT,
     FORMAT_VERSION,
@@ -31,6 +32,7 @@ from webshop_gym.protocols.definition import (
     prompt_text,
     protocol_names,
 )
+from webshop_gym.protocols.steps import steps_of
 
 __all__ = ["ADHOC", "PlannedEpisode", "adhoc_protocol", "plan", "protocol_difference", "protocol_record",
            "recorded_protocol", "with_samples"]
@@ -96,6 +98,8 @@ def equivalent(protocol: Protocol) -> str | None:
         theirs = other.definition()
         if other.prompt.get("format") is None:
             theirs = {**theirs, "prompt": mine.get("prompt")}
+        if other.data.get("decoding") is None:
+            theirs = {**theirs, "decoding": mine.get("decoding")}
         if theirs == mine:
             return name
     return None
@@ -156,7 +160,8 @@ def plan(resolution: Resolution, samples: int = 1) -> list[PlannedEpisode]:
 
 
 def protocol_record(protocol: Protocol, resolution: Resolution, shop, samples: int = 1,
-                    deviations: list[str] | tuple[str, ...] = (), played_prompt: dict | None = None) -> dict:
+                    deviations: list[str] | tuple[str, ...] = (), played_prompt: dict | None = None,
+                    played_decoding: dict | None = None) -> dict:
     """The run line's ``protocol`` object: name, fingerprint, digests, seed, validation and the definition.
 
     Args:
@@ -167,6 +172,8 @@ def protocol_record(protocol: Protocol, resolution: Resolution, shop, samples: i
         deviations: how the play differs from the protocol's own observation mode or prompt
             (one line each; a run with any is not the protocol's published setting).
         played_prompt: the prompt the policy read (``None``: a policy that reads none).
+        played_decoding: the decoding the policy played (``None``: a policy that decodes nothing,
+            recorded and shown as "no decoding").
     """
     return {
         "name": protocol.name, "version": protocol.version, "fingerprint": protocol.fingerprint(resolution, shop),
@@ -174,7 +181,8 @@ def protocol_record(protocol: Protocol, resolution: Resolution, shop, samples: i
         "equivalent": equivalent(protocol), "seed": resolution.seed, "validation": resolution.validation,
         "samples": int(samples), "episodes": len(resolution.episodes) * int(samples),
         "ids_file_sha256": resolution.ids_file_sha256, "definition": protocol.data,
-        "deviations": list(deviations), "played_prompt": played_prompt, "notes": list(resolution.notes),
+        "deviations": list(deviations), "played_prompt": played_prompt, "played_decoding": played_decoding,
+        "notes": list(resolution.notes),
         "episode_set": episode_set_digest([(e.goal, e.price_seed) for e in resolution.episodes], samples),
         "price_seeds": sorted({int(e.price_seed) for e in resolution.episodes}),
     }
@@ -210,11 +218,23 @@ _FIELD_WORDS = {
     "shop": "the shop it needs", "goal_kind": "the goal kind", "test": "the test goals", "price_seed": "the price seed",
     "step_cap": "the step cap", "reward": "the reward transform", "success": "the success rule",
     "metrics": "the metrics", "aggregate": "the aggregation", "samples_per_goal": "the samples per goal",
-    "observation": "the observation mode", "prompt": "the prompt",
+    "observation": "the observation mode", "prompt": "the prompt", "steps": "the steps", "decoding": "the decoding",
 }
 
 
+def _field(definition: Mapping, key: str):
+    """A recorded definition's field, the optional ones (steps, decoding) in their one normal form."""
+    if key == "steps":
+        return steps_of(definition)
+    if key == "decoding":
+        return normalized(definition.get("decoding"))
+    return definition.get(key)
+
+
 def _value_text(key: str, value) -> str:
+    if key == "steps" and isinstance(value, Mapping):
+        turns = "one reply a step" if value.get("turns") is None else f"{value['turns']} turns"
+        return f"{turns}, {value.get('actions_per_turn')} action(s) a reply"
     if key == "test" and isinstance(value, Mapping):
         return goals_text({"test": value})
     if key == "reward" and isinstance(value, Mapping):
@@ -231,6 +251,8 @@ def _value_text(key: str, value) -> str:
         return str(value.get("mode"))
     if key == "prompt" and isinstance(value, Mapping):
         return prompt_text(value)
+    if key == "decoding":
+        return decoding_text(value)
     return str(value)
 
 
@@ -250,8 +272,9 @@ def protocol_difference(a: Mapping | None, b: Mapping | None) -> str:
     da, db = a.get("definition") or {}, b.get("definition") or {}
     parts = []
     for key, words in _FIELD_WORDS.items():
-        if da.get(key) != db.get(key):
-            parts.append(f"{words} {_value_text(key, da.get(key))} vs {_value_text(key, db.get(key))}")
+        va, vb = _field(da, key), _field(db, key)
+        if va != vb:
+            parts.append(f"{words} {_value_text(key, va)} vs {_value_text(key, vb)}")
     if not parts:
         if a.get("ids_digest") != b.get("ids_digest"):
             parts.append("the same rules resolved to other goals or price seeds (another seed, validation or goal-id file)")

@@ -44,6 +44,7 @@ from webshop_gym.analysis.stats import (
 from webshop_gym.analysis.taxonomy import CAUSES, FAMILY, SOLVED, TAG_RULES, TAGS
 from webshop_gym.error import Error
 from webshop_gym.protocols.comparable import comparison, refusal
+from webshop_gym.protocols.decoding import decoding_text
 from webshop_gym.protocols.naming import bare_name, setting_note
 from webshop_gym.protocols.play import protocol_difference
 from webshop_gym.render.html import template_environment
@@ -417,14 +418,19 @@ def protocol_groups(report: Report) -> list[dict]:
     return list(groups.values())
 
 
+SR_COLUMN = 6
+"""Where SR stands in :func:`published_table`'s columns."""
+
+
 def published_table(report: Report) -> tuple[list[str], list[list[str]]]:
     """The rows in the shape published WebShop tables use, grouped by protocol, ready to paste.
 
     Columns: the run (method), the protocol (its bare name, a footnote mark when the run played it
-    with a seed, samples or a deviation to say: :func:`setting_marks`) and its fingerprint, scored /
-    planned episodes, Score and SR with their 95% intervals, the valid-action rate, mean steps and,
-    when a run played each goal several times (``eval --samples K``), mean@K and pass@K with their
-    95% intervals over goals (mean@K and SR in one column, ``SR = mean@K``, when they are the same
+    with a seed, samples or a deviation to say: :func:`setting_marks`) and its fingerprint, the
+    decoding its policy played (``no decoding`` for rule, random and oracle), scored / planned
+    episodes, Score and SR with their 95% intervals, the valid-action rate, mean steps and, when a
+    run played each goal several times (``eval --samples K``), mean@K and pass@K with their 95%
+    intervals over goals (mean@K and SR in one column, ``SR = mean@K``, when they are the same
     figure with the same interval on every such run), then the protocols' own metrics.  Figures come from the run's figures
     (:func:`webshop_gym.analysis.figures.summarize`), never recomputed here.
     A run that did not score its whole plan (:mod:`webshop_gym.reporting.completeness`) gets no
@@ -440,27 +446,36 @@ def published_table(report: Report) -> tuple[list[str], list[list[str]]]:
             pf = f.get("protocol") or {}
             c = row.completeness
             fingerprint = (group["fingerprint"] or "-") if c.complete else f"incomplete: {c.cell()} scored"
-            cells = [row.label, group["name"] + marks[row.label], fingerprint, c.cell(), _ci(row.score), _ci(row.sr),
+            cells = [row.label, group["name"] + marks[row.label], fingerprint, _decoding(row.run.protocol), c.cell(),
+                     _ci(row.score), _ci(row.sr),
                      _f(f["valid_rate"]), _f(f["mean_steps"], 2)]
             for k in sampled:
                 mine = pf.get("samples") == k
-                if mine and _sampled_cell(pf, f"mean@{k}") != cells[5]:
+                if mine and _sampled_cell(pf, f"mean@{k}") != cells[SR_COLUMN]:
                     merged.discard(k)  # SR is not mean@K here (an incomplete run, unequal samples): both columns
                 cells += [_sampled_cell(pf, f"mean@{k}") if mine else "-", _sampled_cell(pf, f"pass@{k}") if mine else "-"]
             own = {m["label"]: m["value"] for m in pf.get("metrics") or () if m["label"] in family}
             cells += [_f(own.get(label)) for label in family]
             rows.append(cells)
-    header = ["method", "protocol", "fingerprint", "scored / planned", "Score [95% CI]", "SR % [95% CI]", "valid %",
-              "mean steps"]
+    header = ["method", "protocol", "fingerprint", "decoding", "scored / planned", "Score [95% CI]", "SR % [95% CI]",
+              "valid %", "mean steps"]
     if len(merged) == 1 and merged == set(sampled):  # SR equals mean@K on every run of K samples: one column
-        header[5] = f"SR = mean@{sampled[0]} % [95% CI]"
+        header[SR_COLUMN] = f"SR = mean@{sampled[0]} % [95% CI]"
+    base = len(header)
     for k in sampled:
         header += ([] if k in merged and len(merged) == 1 else [f"mean@{k} [95% CI]"]) + [f"pass@{k} [95% CI]"]
     if len(merged) == 1 and merged == set(sampled):
-        drop = 8  # the mean@K column, right after the eight columns above
+        drop = base  # the mean@K column, right after the columns above
         rows = [r[:drop] + r[drop + 1:] for r in rows]
     header += family
     return header, rows
+
+
+def _decoding(record) -> str:
+    """The decoding a run's policy played, in words (``no decoding``: rule, random, oracle; ``-``: not recorded)."""
+    if not isinstance(record, dict) or "played_decoding" not in record:
+        return "-"
+    return decoding_text(record["played_decoding"])
 
 
 def _family_metrics(report: Report) -> list[str]:
@@ -511,7 +526,7 @@ def to_latex(report: Report, allow_incomplete: bool = False) -> str:
              *(f"% Note: {_comment(note)}" for note in report.notes),
              *(f"% Incomplete ({ALLOW_FLAG}): {_comment(row.label)}: {_comment(row.completeness.words())}"
                for row in ordered if row.label in marks),
-             r"\begin{tabular}{l" + "l" * 2 + "r" * (len(header) - 3) + "}", r"\toprule",
+             r"\begin{tabular}{l" + "l" * 3 + "r" * (len(header) - 4) + "}", r"\toprule",
              " & ".join(_tex(h) for h in header) + r" \\", r"\midrule"]
     k = 0
     for g, group in enumerate(groups):
