@@ -10,7 +10,8 @@ closed form, so every page that shows a figure shows the same interval:
   ``n_eff = m (1 - m) / v`` (``v``: the variance of ``m`` over goals, each goal one cluster with
   all its samples, with the small-sample factor ``G / (G - 1)``) and Student's ``t`` quantile on
   ``G - 1`` degrees of freedom in place of the normal one, because ``v`` is estimated from ``G``
-  goals.  Goals that are all successes or all failures with equal samples have a known variance:
+  goals (the normal one when ``n_eff`` reaches its cap, the samples of a share of successes: the
+  binomial variance of the samples, nothing estimated).  Goals that are all successes or all failures with equal samples have a known variance:
   then it is the plain Wilson interval of the goals (of the episodes with one play per goal), so
   a Score of 0/1 rewards has SR's interval and a run that never succeeds gets SR's non-zero upper
   bound (``0.0 [0.0, 65.8]`` on 2 goals), never a zero-width interval.
@@ -28,7 +29,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from scipy import stats
 
-from webshop_gym.analysis.stats import Goals, Interval
+from webshop_gym.analysis.stats import Goals, Interval, plain
 from webshop_gym.protocols.scoring import pass_at_k
 
 __all__ = ["METHOD", "RESAMPLES", "SAMPLED_METHOD", "SAMPLES_DEFINITION", "Interval", "cluster_interval",
@@ -140,7 +141,8 @@ def cluster_interval(totals: Sequence[float] | np.ndarray, sizes: Sequence[int] 
     ``totals[g]`` is the sum of cluster ``g``'s ``sizes[g]`` values (default 1 each): a goal's
     successes or reward total over its samples.  The interval is :func:`wilson_share` at
     :func:`effective_trials` with Student's ``t`` quantile on ``G - 1`` degrees of freedom
-    (:func:`quantile`), except when the variance is known (every goal all or nothing, the same
+    (:func:`quantile`; the normal quantile when the effective trials reach ``units``: the binomial
+    variance of the units, nothing estimated), except when the variance is known (every goal all or nothing, the same
     samples each, or the mean 0 or 1): then the plain Wilson interval of the goals
     (:func:`wilson`).  With one goal whose mean lies strictly inside (0, 1) no interval can be
     estimated: [0, 100].
@@ -162,7 +164,9 @@ def cluster_interval(totals: Sequence[float] | np.ndarray, sizes: Sequence[int] 
     if m <= 0.0 or m >= 1.0 or _known(totals, sizes):
         low, high = wilson(round(m * g), g)
     else:
-        low, high = wilson_share(m, effective_trials(totals, sizes, units), quantile(g))
+        trials = effective_trials(totals, sizes, units)
+        capped = units is not None and trials >= float(units)  # the binomial variance of the units: not estimated
+        low, high = wilson_share(m, trials, Z95 if capped else quantile(g))
     return Interval(100.0 * m, 100.0 * min(low, m), 100.0 * max(high, m))
 
 
@@ -275,7 +279,7 @@ def method(resamples: int = RESAMPLES, seed: int = 0, samples: int | Iterable[in
 
 
 def fmt(value: float | None, digits: int = 1) -> str:
-    """A figure as every page prints it: ``digits`` decimals, ``-`` for none."""
+    """A figure as every page prints it: ``digits`` decimals (never ``-0.0``), ``-`` for none."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
-    return f"{value:.{digits}f}"
+    return plain(value, digits)

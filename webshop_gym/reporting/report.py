@@ -439,7 +439,7 @@ _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$",
 
 
 def _tex(text: str) -> str:
-    return "".join(_LATEX_SPECIAL.get(c, c) for c in str(text)).replace("±", r"$\pm$").replace("−", "-")
+    return "".join(_LATEX_SPECIAL.get(c, c) for c in str(text)).replace("±", r"$\pm$").replace("≈", r"$\approx$").replace("−", "-")
 
 
 def to_latex(report: Report, allow_incomplete: bool = False) -> str:
