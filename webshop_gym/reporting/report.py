@@ -487,7 +487,7 @@ def _comment(text: str) -> str:
 def method(report: Report) -> str:
     """How the report's intervals are computed (the one method of :mod:`webshop_gym.analysis.intervals`, by runs' samples)."""
     samples = [samples_of(row.run.protocol) for row in report.rows]
-    return interval_method(report.resamples, report.seed, samples) + "; paired differences by the paired bootstrap"
+    return interval_method(report.resamples, report.seed, samples)  # it names the paired differences' bootstrap
 
 
 def failure_tags(report: Report, examples: int = 5) -> list[dict]:
