@@ -270,8 +270,9 @@ def flip(numerators: Sequence[int] | np.ndarray, denominators: Sequence[int] | n
     its Monte Carlo standard error in :attr:`FlipTest.error` (printed as ``≈p ± error``).
 
     Example:
-        >>> flip([4, -1, 2, 3, 1], 4)
-        FlipTest(p=0.1875, error=None)
+        >>> found = flip([4, -1, 2, 3, 1], 4)
+        >>> round(found.p, 4), found.error
+        (0.1875, None)
     """
     num = np.asarray(numerators, dtype=np.int64)
     den = np.broadcast_to(np.asarray(denominators, dtype=np.int64), num.shape)
@@ -305,7 +306,7 @@ def flip(numerators: Sequence[int] | np.ndarray, denominators: Sequence[int] | n
         hits = (upper_tail[high] if 0 <= high <= span else float(high < 0))
         hits += (lower_tail[low] if 0 <= low <= span else float(low > span))
         total += weight * hits
-    return FlipTest(min(1.0, total / 2 ** sum(1 for _ in rest)))
+    return FlipTest(min(1.0, float(total) / 2 ** len(rest)))
 
 
 def _split_lattice(diffs: list[Fraction], limit: int) -> tuple[list[Fraction], list[Fraction]]:
