@@ -159,7 +159,7 @@ def _on_common_goals(key: tuple, ta: IndexTable, tb: IndexTable) -> dict | None:
     found = _PAIRED.get(key)
     if found is None:
         samples = max(samples_per_goal(ta), samples_per_goal(tb))
-        ga, gb = (pairing_goals(t.pairing, t.reward, t.errored.tolist(), samples) for t in (ta, tb))
+        ga, gb = (pairing_goals(t.pairing, t.reward, t.unscored.tolist(), samples) for t in (ta, tb))
         compared = compare_goals(ga, gb, RESAMPLES, 0, samples)
         if compared is None:
             return None

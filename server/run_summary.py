@@ -35,7 +35,7 @@ def stats_of(index: RunIndex) -> dict:
         t = index.table()
         protocols = [index.protocol_fields(i) for i in range(len(t))] if t.samples is not None else []
         goals = goal_keys(samples_per_goal(t), t.goal.tolist(), protocols)  # a sampled run: by goals, as eval groups them
-        found = intervals(t.reward, t.errored, RESAMPLES, 0, goals)  # errored episodes never enter Score/SR
+        found = intervals(t.reward, t.unscored, RESAMPLES, 0, goals)  # errored or cut episodes never enter Score/SR
         _INTERVALS.put(key, found, 1024)
     return found
 

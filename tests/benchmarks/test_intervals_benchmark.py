@@ -29,7 +29,8 @@ def test_the_simulation_prints_its_table_and_writes_its_json(tmp_path):
     assert [(c["scenario"], c["goals"], c["K"]) for c in result["coverage"]] == [("beta 0.3/icc 0.3", 60, 1),
                                                                                ("beta 0.3/icc 0.3", 60, 4)]
     shown = result["coverage"][1]["coverage"]
-    assert {"score", "sr", "mean@K", "pass@K", "score (episodes)", "sr (episodes)"} <= set(shown)
+    assert {"score", "sr", "mean@K", "pass@K", "score (before)", "score (episodes, before)",
+            "sr (episodes, before)", "pass@k of K (refused)"} <= set(shown)
     assert all(0 <= v <= 100 for v in shown.values())
     assert {(n["null"], n["K"]) for n in result["null"]} == {("same rates", 1), ("same rates", 4), ("own rates", 1),
                                                               ("own rates", 4)}

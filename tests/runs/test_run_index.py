@@ -116,13 +116,15 @@ def test_wilson_interval():
         wilson(0, 0)
 
 
-def test_score_interval_is_a_seeded_bootstrap():
+def test_score_interval_is_the_wilson_type_interval_of_a_mean():
+    """Issue 54: a closed form (no seed), never zero-width; 0/1 rewards give SR's interval."""
     rng = np.random.default_rng(3)
     rewards = rng.choice([0.0, 0.25, 0.5, 1.0], size=400)
-    a, b = score_interval(rewards, 4000, seed=1), score_interval(rewards, 4000, seed=1)
-    assert a == b and a.value == pytest.approx(100 * rewards.mean())
-    classic = bootstrap_ci(rewards, 4000, seed=1)  # resampling episodes: the same distribution
+    a = score_interval(rewards, 4000, seed=1)
+    assert a == score_interval(rewards, 10, seed=7) and a.value == pytest.approx(100 * rewards.mean())
+    classic = bootstrap_ci(rewards, 4000, seed=1)  # on 400 episodes the bootstrap agrees within a point
     assert abs(a.low - classic.low) < 1.0 and abs(a.high - classic.high) < 1.0
-    assert score_interval([0.5] * 10).format() == "50.0 [50.0, 50.0]"
+    assert score_interval([0.5] * 10).low < 50.0 < score_interval([0.5] * 10).high  # no zero-width interval
+    assert score_interval([0.0] * 30).format() == sr_interval([False] * 30).format() == "0.0 [0.0, 11.4]"
     assert score_interval([]) is None
     assert not math.isnan(score_interval([1.0]).low)

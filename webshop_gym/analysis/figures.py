@@ -133,8 +133,12 @@ def pairing_order(key) -> tuple:
 
 
 def scored(episodes: Sequence[dict]) -> list[dict]:
-    """The episodes that count in the figures: every one but the errored."""
-    return [e for e in episodes if not e.get("errored")]
+    """The episodes that count in the figures: every one but the errored and the unfinished.
+
+    ``unfinished``: an episode of a run file without its terminal record (a purchase or the step
+    cap: the file was cut mid-episode); ``eval --resume`` replays it, so no reader scores it.
+    """
+    return [e for e in episodes if not e.get("errored") and not e.get("unfinished")]
 
 
 def samples_of(protocol: Protocol | Mapping | None) -> int:
@@ -203,8 +207,8 @@ def _protocol_rows(protocol: Protocol, episodes: Sequence[dict]) -> tuple[list[d
     samples = int(protocol.samples_per_goal)
     rows, positions = [], []
     for i, e in enumerate(episodes):
-        if e.get("errored"):
-            continue  # as scored(): an errored episode is not the agent's result
+        if e.get("errored") or e.get("unfinished"):
+            continue  # as scored(): an errored episode is not the agent's result, an unfinished one not yet one
         extra = e.get("protocol") or {}
         row = {"raw_reward": float(e["reward"]), "purchased": bool(e.get("purchased", False)),
                "goal": goal_key(e.get("goal_index"), extra), "trial": 0}
@@ -332,6 +336,9 @@ def summarize(episodes: Sequence[dict], protocol: Protocol | Mapping | None = No
             out["unreachable"] = len({k for k, e in zip(keys, episodes, strict=True) if not e.get("reachable", True)})
             out["unreachable_episodes"] = n - len(reachable)
         out["sr_reachable"] = 100.0 * float(np.mean([e["reward"] == 1.0 for e in reachable])) if reachable else None
+    unfinished = sum(bool(e.get("unfinished")) and not e.get("errored") for e in everything)
+    if unfinished:
+        out["counts"]["unfinished"] = unfinished
     if any("errored" in e or "tokens" in e for e in everything):
         out.update(accounting(everything))
         out["counts"]["errored"] = out["errored"]

@@ -1,14 +1,24 @@
 """The one interval method of runs' figures, shared by ``eval``'s readers: the viewer and ``report``.
 
-* **SR** (a share of successes): the **Wilson score interval** (95%), a closed form, so every
-  page that shows a run's SR shows the same interval.
-* **Score** (a mean reward): the **percentile bootstrap** (95%, ``resamples`` resamples of the
-  episodes with replacement, seeded): resampling ``n`` episodes is drawing how often each
-  distinct reward value comes up from a multinomial, which is what :func:`score_interval`
-  does, so its cost and memory grow with the number of distinct rewards, not with ``n``
-  (a 50,000-episode run costs milliseconds).
+Every interval is a **Wilson-type score interval for a mean in [0, 1] over goals** (95%), a
+closed form, so every page that shows a figure shows the same interval:
 
-Both scale to percent (x100) and round the same way everywhere (:func:`fmt`: one decimal).
+* **SR** of a run of one play per goal: the Wilson score interval of the successes
+  (:func:`wilson`: SciPy's ``binomtest(k, n).proportion_ci(method="wilson")``).
+* **Score**, and **SR, mean@K, pass@K** of a run of ``--samples K``: :func:`cluster_interval`:
+  the Wilson interval of the mean ``m`` at the *effective number of trials*
+  ``n_eff = m (1 - m) / v`` (``v``: the variance of ``m`` over goals, each goal one cluster with
+  all its samples, with the small-sample factor ``G / (G - 1)``) and Student's ``t`` quantile on
+  ``G - 1`` degrees of freedom in place of the normal one, because ``v`` is estimated from ``G``
+  goals (the normal one when ``n_eff`` reaches its cap, the samples of a share of successes: the
+  binomial variance of the samples, nothing estimated).  Goals that are all successes or all failures with equal samples have a known variance:
+  then it is the plain Wilson interval of the goals (of the episodes with one play per goal), so
+  a Score of 0/1 rewards has SR's interval and a run that never succeeds gets SR's non-zero upper
+  bound (``0.0 [0.0, 65.8]`` on 2 goals), never a zero-width interval.
+
+The method was chosen by simulation (``benchmarks/intervals.py``; docs/runs.md lists every cell
+simulated and its coverage).  Both scale to percent (x100) and round the same way everywhere
+(:func:`fmt`: one decimal).
 """
 
 from __future__ import annotations
@@ -17,24 +27,26 @@ import math
 from collections.abc import Iterable, Sequence
 
 import numpy as np
+from scipy import stats
 
-from webshop_gym.analysis.stats import Goals, Interval, resampled_mean, resampled_ratio
+from webshop_gym.analysis.stats import Goals, Interval, plain
 from webshop_gym.protocols.scoring import pass_at_k
 
-__all__ = ["METHOD", "RESAMPLES", "SAMPLED_METHOD", "SAMPLES_DEFINITION", "Interval", "effective_trials", "fmt",
-           "goal_intervals", "goal_sr_interval", "method", "sampled_intervals", "score_interval", "share_interval", "sr_interval", "wilson",
-           "wilson_share"]
+__all__ = ["METHOD", "RESAMPLES", "SAMPLED_METHOD", "SAMPLES_DEFINITION", "Interval", "cluster_interval",
+           "effective_trials", "fmt", "goal_intervals", "goal_sr_interval", "method", "quantile", "sampled_intervals",
+           "score_interval", "share_interval", "sr_interval", "wilson", "wilson_share"]
 
-#: Resamples of the Score's bootstrap (the report's ``--bootstrap`` default too).
+#: Resamples of the paired comparisons' bootstrap (the report's ``--bootstrap`` default too).
 RESAMPLES = 10_000
 #: How the intervals are computed, in words (shown beside them).
-METHOD = ("95% intervals: SR by the Wilson score interval, Score by the percentile bootstrap "
-          "({resamples:,} resamples of the episodes, seed {seed})")
+METHOD = ("95% intervals: SR by the Wilson score interval, Score by the Wilson-type interval of a mean in [0, 1] at "
+          "the effective number of trials (its variance over the episodes, Student's t quantile); paired "
+          "differences by the percentile bootstrap ({resamples:,} resamples, seed {seed})")
 #: The same for a run that played each goal K times (``eval --samples K``): the goal is the unit.
-SAMPLED_METHOD = ("95% intervals over goals (each goal with its {k} samples, not {k} independent episodes): Score by "
-                  "the percentile bootstrap of goals ({resamples:,} resamples, seed {seed}); SR, mean@{k} and "
-                  "pass@{k} by the Wilson interval at the effective number of trials (the design effect of the "
-                  "goals' samples)")
+SAMPLED_METHOD = ("95% intervals over goals (each goal with its {k} samples, not {k} independent episodes): Score, "
+                  "SR, mean@{k} and pass@{k} by the Wilson-type interval at the effective number of trials (the "
+                  "variance over goals, Student's t quantile); paired differences by the percentile bootstrap of "
+                  "goals ({resamples:,} resamples, seed {seed})")
 #: What mean@K and pass@K are, in words (shown beside them).
 SAMPLES_DEFINITION = ("mean@K: the mean over goals of the share of a goal's K samples that succeeded; pass@K: the mean "
                       "over goals of the unbiased estimate 1 - C(n-c, K)/C(n, K) from a goal's n samples, c of them "
@@ -42,8 +54,11 @@ SAMPLES_DEFINITION = ("mean@K: the mean over goals of the share of a goal's K sa
 Z95 = 1.959963984540054
 
 
-def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
-    """The Wilson score interval of a proportion (as shares in [0, 1]).
+def wilson(successes: int, n: int) -> tuple[float, float]:
+    """The Wilson score interval (95%) of ``successes`` of ``n`` trials, as shares in [0, 1].
+
+    SciPy's ``binomtest(successes, n).proportion_ci(method="wilson")`` (integer counts); a
+    fractional count (effective trials) goes through :func:`wilson_share`, the same formula.
 
     Example:
         >>> [round(x, 4) for x in wilson(8, 10)]
@@ -51,39 +66,53 @@ def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
     """
     if n <= 0:
         raise ValueError(f"the Wilson interval needs at least one trial, got n={n}")
-    p = successes / n
-    denominator = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denominator
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
-    return max(0.0, centre - half), min(1.0, centre + half)
+    found = stats.binomtest(int(successes), int(n)).proportion_ci(confidence_level=0.95, method="wilson")
+    return max(0.0, float(found.low)), min(1.0, float(found.high))
 
 
 def wilson_share(share: float, n: float, z: float = Z95) -> tuple[float, float]:
     """The Wilson score interval of a share ``share`` observed on ``n`` (effective, maybe fractional) trials.
 
+    ``z``: the quantile (the normal one by default; :func:`cluster_interval` passes Student's
+    ``t``; ``inf``: the whole of [0, 1]).  With an integer count it is :func:`wilson` (to
+    rounding: ``tests/runs/test_coverage.py`` checks it against SciPy).
+
     Example:
-        >>> wilson_share(0.8, 10) == wilson(8, 10)
+        >>> [round(x, 4) for x in wilson_share(0.8, 10)] == [round(x, 4) for x in wilson(8, 10)]
         True
     """
     if n <= 0:
         raise ValueError(f"the Wilson interval needs at least one trial, got n={n}")
+    if math.isinf(z):
+        return 0.0, 1.0
     denominator = 1 + z * z / n
     centre = (share + z * z / (2 * n)) / denominator
     half = z * math.sqrt(max(share * (1 - share), 0.0) / n + z * z / (4 * n * n)) / denominator
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def effective_trials(totals: np.ndarray, sizes: np.ndarray, units: float | None = None) -> float:
-    """How many independent trials a share observed in clusters is worth: ``p (1 - p) / v``.
+def quantile(goals: int) -> float:
+    """The two-sided 95% quantile of Student's ``t`` on ``goals - 1`` degrees of freedom (``inf`` for one goal)."""
+    return math.inf if goals < 2 else float(stats.t.ppf(0.975, goals - 1))
 
-    Cluster ``g`` had ``sizes[g]`` trials and ``totals[g]`` successes (possibly a fraction: a
-    goal's estimated pass@k); ``p = sum(totals) / sum(sizes)`` and ``v`` is the cluster-robust
-    (linearisation) variance of that ratio, ``sum((totals - p sizes)**2) / sum(sizes)**2``.  It is
-    the trials divided by the design effect, at most ``units`` (default: the trials: the samples
-    of a goal cannot be worth more than independent ones).  When each cluster is all successes or
-    all failures (a deterministic policy's goals, or no success at all) the clusters count: a goal
-    whose K samples agree is one observation, not K.  When every cluster has the same share
-    strictly between 0 and 1 (``v = 0``): ``units``.
+
+def _known(totals: np.ndarray, sizes: np.ndarray) -> bool:
+    """Whether the goals' variance is known: each goal all successes or all failures, every goal the same samples."""
+    return bool(np.all((totals == 0) | (totals == sizes)) and np.all(sizes == sizes[0]))
+
+
+def effective_trials(totals: np.ndarray, sizes: np.ndarray, units: float | None = None) -> float:
+    """How many independent trials a mean observed in clusters is worth: ``m (1 - m) / v``.
+
+    Cluster ``g`` had ``sizes[g]`` trials summing to ``totals[g]`` (successes, rewards in [0, 1],
+    or one goal's estimated pass@k); ``m = sum(totals) / sum(sizes)`` and ``v`` is the
+    cluster-robust (linearisation) variance of that ratio with the small-sample factor
+    ``G / (G - 1)``: ``G / (G - 1) * sum((totals - m sizes)**2) / sum(sizes)**2``.  It is capped at
+    ``units`` (default: none; a share of successes passes its trials: samples of a goal are not
+    worth more than independent ones).  When each cluster is all successes or all failures with
+    the same size (a deterministic policy's goals, or no success at all), or ``m`` is 0 or 1, the
+    clusters count.  When ``v = 0`` otherwise (every cluster the same mean strictly inside (0, 1)):
+    ``units``, else the trials.
 
     Example:
         >>> effective_trials(np.array([3.0, 0.0, 3.0, 0.0]), np.array([3, 3, 3, 3]))  # all or nothing: the goals
@@ -91,25 +120,66 @@ def effective_trials(totals: np.ndarray, sizes: np.ndarray, units: float | None 
     """
     totals = np.asarray(totals, dtype=float)
     sizes = np.asarray(sizes, dtype=float)
-    trials = float(sizes.sum())
-    units = trials if units is None else float(units)
-    p = float(totals.sum()) / trials
-    if p <= 0.0 or p >= 1.0 or np.all((totals == 0) | (totals == sizes)):  # each goal all or nothing: the goals
-        return float(len(totals))
-    variance = float(np.square(totals - p * sizes).sum()) / trials**2
+    g = len(totals)
+    trials = math.fsum(sizes.tolist())
+    cap = math.inf if units is None else float(units)
+    m = math.fsum(totals.tolist()) / trials
+    if m <= 0.0 or m >= 1.0 or _known(totals, sizes):
+        return float(g)
+    if g < 2:
+        return min(cap, trials)
+    variance = math.fsum(np.square(totals - m * sizes).tolist()) / trials**2 * g / (g - 1)
     if variance <= 0.0:
-        return units
-    return min(units, p * (1 - p) / variance)
+        return min(cap, trials)
+    return min(cap, m * (1 - m) / variance)
+
+
+def cluster_interval(totals: Sequence[float] | np.ndarray, sizes: Sequence[int] | np.ndarray | None = None,
+                     units: float | None = None) -> Interval | None:
+    """A mean in [0, 1] over clusters (x100) with its Wilson-type 95% interval; ``None`` without clusters.
+
+    ``totals[g]`` is the sum of cluster ``g``'s ``sizes[g]`` values (default 1 each): a goal's
+    successes or reward total over its samples.  The interval is :func:`wilson_share` at
+    :func:`effective_trials` with Student's ``t`` quantile on ``G - 1`` degrees of freedom
+    (:func:`quantile`; the normal quantile when the effective trials reach ``units``: the binomial
+    variance of the units, nothing estimated), except when the variance is known (every goal all or nothing, the same
+    samples each, or the mean 0 or 1): then the plain Wilson interval of the goals
+    (:func:`wilson`).  With one goal whose mean lies strictly inside (0, 1) no interval can be
+    estimated: [0, 100].
+
+    Example:
+        >>> cluster_interval([0.0, 0.0, 0.0]).format()
+        '0.0 [0.0, 56.1]'
+    """
+    totals = np.asarray(totals, dtype=float)
+    sizes = np.ones(len(totals)) if sizes is None else np.asarray(sizes, dtype=float)
+    if totals.shape != sizes.shape:
+        raise ValueError(f"one size per total, got {totals.shape} and {sizes.shape}")
+    g = len(totals)
+    if g == 0:
+        return None
+    if np.any(sizes <= 0):
+        raise ValueError("every cluster needs at least one value")
+    m = math.fsum(totals.tolist()) / math.fsum(sizes.tolist())
+    if m <= 0.0 or m >= 1.0 or _known(totals, sizes):
+        low, high = wilson(round(m * g), g)
+    else:
+        trials = effective_trials(totals, sizes, units)
+        capped = units is not None and trials >= float(units)  # the binomial variance of the units: not estimated
+        low, high = wilson_share(m, trials, Z95 if capped else quantile(g))
+    return Interval(100.0 * m, 100.0 * min(low, m), 100.0 * max(high, m))
 
 
 def share_interval(totals: Sequence[float] | np.ndarray, sizes: Sequence[int] | np.ndarray | None = None,
                    units: float | None = None) -> Interval | None:
-    """A share of successes over clusters (x100) with its Wilson 95% interval at the effective trials.
+    """A share of successes over clusters (x100) with its 95% interval: :func:`cluster_interval`.
 
     ``totals[g]`` successes of ``sizes[g]`` trials (default 1) in cluster ``g`` (a goal and its
-    samples); the interval is :func:`wilson_share` at :func:`effective_trials`.  When each cluster
-    is all successes or all failures (one trial per cluster: plain SR) it is exactly the Wilson
-    interval of the clusters (:func:`sr_interval` on them).
+    samples); ``units``: the most trials the share can be worth (default: the trials).  When each
+    cluster is all successes or all failures with the same trials (one trial per cluster: plain
+    SR) it is exactly the Wilson interval of the clusters (:func:`sr_interval` on them); with
+    unequal trials the share's own variance over clusters decides (the value is the share of
+    trials, and so is the interval).
 
     Example:
         >>> share_interval([2, 2, 0, 0], [2, 2, 2, 2]).format() == sr_interval([1, 1, 0, 0]).format()
@@ -119,14 +189,7 @@ def share_interval(totals: Sequence[float] | np.ndarray, sizes: Sequence[int] | 
     sizes = np.ones(len(totals)) if sizes is None else np.asarray(sizes, dtype=float)
     if len(totals) == 0:
         return None
-    trials = float(sizes.sum())
-    p = float(totals.sum()) / trials
-    whole = (totals == 0) | (totals == sizes)  # each cluster all or nothing: Wilson on the clusters, in integers
-    if np.all(whole) and (units is None or units >= len(totals)):
-        low, high = wilson(int((totals > 0).sum()), len(totals))
-    else:
-        low, high = wilson_share(p, effective_trials(totals, sizes, units))
-    return Interval(100.0 * p, 100.0 * low, 100.0 * high)
+    return cluster_interval(totals, sizes, math.fsum(sizes.tolist()) if units is None else units)
 
 
 def sr_interval(successes: Sequence[bool] | np.ndarray) -> Interval | None:
@@ -140,15 +203,18 @@ def sr_interval(successes: Sequence[bool] | np.ndarray) -> Interval | None:
     return Interval(100.0 * k / n, 100.0 * low, 100.0 * high)
 
 
-def score_interval(rewards: Sequence[float] | np.ndarray, resamples: int = RESAMPLES, seed: int = 0,
-                   level: float = 0.95) -> Interval | None:
-    """Score (100 x mean reward) with its percentile-bootstrap interval (``None`` without episodes).
+def score_interval(rewards: Sequence[float] | np.ndarray, resamples: int = RESAMPLES, seed: int = 0) -> Interval | None:
+    """Score (100 x mean reward) of episodes with its 95% interval (``None`` without episodes).
+
+    :func:`cluster_interval` with every episode its own cluster (rewards in [0, 1]); rewards of
+    0 and 1 only give SR's Wilson interval.  ``resamples`` and ``seed`` are the readers' bootstrap
+    settings (the paired comparisons'); this closed form uses neither.
 
     Example:
         >>> score_interval([1.0, 0.0, 1.0, 1.0]).format()
-        '75.0 [25.0, 100.0]'
+        '75.0 [30.1, 95.4]'
     """
-    return resampled_mean(rewards, resamples, seed, 100.0, level)
+    return cluster_interval(np.asarray(rewards, dtype=float))
 
 
 def goal_intervals(goals: Goals, resamples: int = RESAMPLES, seed: int = 0) -> dict[str, Interval | None]:
@@ -157,13 +223,11 @@ def goal_intervals(goals: Goals, resamples: int = RESAMPLES, seed: int = 0) -> d
     One sample per goal (every run without ``--samples``): the episode is the unit,
     :func:`score_interval` and :func:`sr_interval` on the episodes.  Several samples of a goal
     (``eval --samples K``): the goal is the unit, since its samples are not independent draws:
-    Score by the percentile bootstrap over goals (:func:`~webshop_gym.analysis.stats.resampled_ratio`,
-    each goal drawn with all its samples), SR by :func:`share_interval` (Wilson at the effective
-    number of trials, which is the goals' count when every goal's samples agree).  The values are
-    the means over the episodes, as every figure of the run.
+    both by :func:`cluster_interval` over goals (each goal one cluster with all its samples; SR's
+    effective trials at most the samples).  The values are the means over the episodes, as every
+    figure of the run.  ``resamples`` and ``seed`` are unused (see :func:`score_interval`).
     """
-    score = resampled_ratio(goals.reward, goals.played, resamples, seed)  # one sample per goal: score_interval
-    return {"score": score, "sr": goal_sr_interval(goals)}
+    return {"score": cluster_interval(goals.reward, goals.played), "sr": goal_sr_interval(goals)}
 
 
 def goal_sr_interval(goals: Goals) -> Interval | None:
@@ -181,14 +245,19 @@ def sampled_intervals(goals: Goals, k: int) -> dict[str, Interval | None]:
 
     mean@K is the mean over goals of their share of successful samples, pass@K the mean over
     goals of :func:`~webshop_gym.protocols.scoring.pass_at_k` (the unbiased estimate; 1 or 0 for
-    a goal played K times).  Both intervals are :func:`share_interval` on the per-goal values (a
-    goal is one cluster), the effective trials at most the samples played.  ``None`` without goals.
+    a goal played at most K times).  mean@K's interval is :func:`share_interval` on the per-goal
+    shares (a goal is one cluster, the effective trials at most the samples played); pass@K's is
+    the Wilson interval of the goals solved when no goal was played more than ``k`` times (what
+    ``eval --samples K`` gives), and ``None`` when some goal was (pass@k estimated from more
+    samples, k < K): no interval we simulated covers 93-97% there (docs/runs.md), so none is
+    given; the value stands.  ``None`` without goals.
     """
     if not len(goals):
         return {f"mean@{k}": None, f"pass@{k}": None}
     passes = np.array([pass_at_k(c, n, k) for c, n in zip(goals.solved.tolist(), goals.played.tolist(), strict=True)])
     samples = float(goals.played.sum())
-    return {f"mean@{k}": share_interval(goals.share, units=samples), f"pass@{k}": share_interval(passes, units=samples)}
+    pass_ci = share_interval(passes) if int(goals.played.max()) <= k else None
+    return {f"mean@{k}": share_interval(goals.share, units=samples), f"pass@{k}": pass_ci}
 
 
 def method(resamples: int = RESAMPLES, seed: int = 0, samples: int | Iterable[int] = 1) -> str:
@@ -210,7 +279,7 @@ def method(resamples: int = RESAMPLES, seed: int = 0, samples: int | Iterable[in
 
 
 def fmt(value: float | None, digits: int = 1) -> str:
-    """A figure as every page prints it: ``digits`` decimals, ``-`` for none."""
+    """A figure as every page prints it: ``digits`` decimals (never ``-0.0``), ``-`` for none."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
-    return f"{value:.{digits}f}"
+    return plain(value, digits)

@@ -27,11 +27,12 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
 __all__ = ["PAIRED_COLUMNS", "SAMPLED_PAIRED_COLUMNS", "Goals", "Interval", "PairedComparison", "bootstrap_ci",
-           "flip_test", "paired", "paired_cells", "paired_columns", "paired_goals", "resampled_mean", "resampled_ratio",
+           "FlipTest", "flip", "flip_test", "paired", "paired_cells", "paired_columns", "paired_goals", "plain", "resampled_mean", "resampled_ratio",
            "sign_test"]
 
 #: Resamples drawn at once (bounds the memory of a bootstrap: CHUNK x episodes int64).
@@ -47,8 +48,19 @@ class Interval:
     high: float
 
     def format(self, digits: int = 1) -> str:
-        """``"81.9 [72.3, 90.1]"``."""
-        return f"{self.value:.{digits}f} [{self.low:.{digits}f}, {self.high:.{digits}f}]"
+        """``"81.9 [72.3, 90.1]"`` (never ``-0.0``: a figure that rounds to zero prints ``0.0``)."""
+        return f"{plain(self.value, digits)} [{plain(self.low, digits)}, {plain(self.high, digits)}]"
+
+
+def plain(value: float, digits: int = 1) -> str:
+    """``value`` with ``digits`` decimals, a negative figure that rounds to zero printed without its sign.
+
+    Example:
+        >>> plain(-0.04), plain(-0.0), plain(-0.06)
+        ('0.0', '0.0', '-0.1')
+    """
+    text = f"{value:.{digits}f}"
+    return text[1:] if text.startswith("-") and not text.strip("-0.") else text
 
 
 def _bootstrap_means(values: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
@@ -205,30 +217,62 @@ def sign_test(wins: int, losses: int) -> float:
     return min(1.0, 2 * tail)
 
 
-#: The null distribution of :func:`flip_test` is computed exactly while its lattice (FFT points x distinct magnitudes)
-#: stays under this many points; beyond, it is drawn (``resamples`` seeded draws).
+#: The exact null distribution of :func:`flip_test`: the goals whose differences share a lattice are summed by FFT
+#: while that lattice (FFT points x distinct magnitudes) stays under this many points ...
 EXACT_FLIPS = 1 << 24
+#: ... and the other goals' sums are enumerated exactly while they take at most this many distinct values; beyond,
+#: the test is drawn (``resamples`` seeded draws) and says so (:class:`FlipTest`).
+EXACT_REST = 1 << 16
+
+
+@dataclass(frozen=True)
+class FlipTest:
+    """A sign-flip test's two-sided p-value; ``error``: its Monte Carlo standard error when drawn, ``None`` when exact."""
+
+    p: float
+    error: float | None = None
 
 
 def flip_test(numerators: Sequence[int] | np.ndarray, denominators: Sequence[int] | np.ndarray | int = 1,
               resamples: int = 10_000, seed: int = 0, exact_limit: int = EXACT_FLIPS) -> float:
-    """Two-sided exact sign-flip (paired permutation) test that per-goal differences are centred on 0.
+    """Two-sided exact sign-flip (paired permutation) test that per-goal differences are centred on 0: the p-value.
 
-    ``numerators[g] / denominators[g]`` is goal ``g``'s difference between two runs (integers: a
-    difference of success shares ``c_b / n_b - c_a / n_a`` is ``(c_b n_a - c_a n_b) / (n_a n_b)``).
-    Under the null hypothesis (both runs are the same policy) each goal's difference is as likely
-    to have either sign, independently of the others; the p-value is the probability, over the
-    ``2**goals`` sign flips, of a sum at least as far from 0 as the observed one.  Goals with a zero
-    difference drop out.  With one distinct magnitude (one sample per goal: differences of -1, 0,
-    1) this is the sign test (:func:`sign_test`), i.e. McNemar's exact test.  Otherwise the sums of
-    flipped differences lie on an integer lattice (the magnitudes over their common denominator)
-    and their distribution is the product of one binomial per distinct magnitude, computed
-    exactly through its characteristic function (FFT); a lattice past ``exact_limit`` points
-    falls back to ``resamples`` seeded draws of the flips (``p = (1 + hits) / (1 + draws)``).
+    :func:`flip` with the same arguments, its ``p`` (exact unless its ``error`` says it was drawn).
 
     Example:
         >>> round(flip_test([4, -1, 2, 3, 1], 4), 4)
         0.1875
+    """
+    return flip(numerators, denominators, resamples, seed, exact_limit).p
+
+
+def flip(numerators: Sequence[int] | np.ndarray, denominators: Sequence[int] | np.ndarray | int = 1,
+         resamples: int = 10_000, seed: int = 0, exact_limit: int = EXACT_FLIPS,
+         rest_limit: int = EXACT_REST) -> FlipTest:
+    """Two-sided exact sign-flip (paired permutation) test that per-goal differences are centred on 0.
+
+    ``numerators[g] / denominators[g]`` is goal ``g``'s difference between two runs (integers: a
+    difference of success shares ``c_b / n_b - c_a / n_a`` is ``(c_b n_a - c_a n_b) / (n_a n_b)``),
+    kept as exact fractions.  Under the null hypothesis (both runs are the same policy) each goal's
+    difference is as likely to have either sign, independently of the others; the p-value is the
+    probability, over the ``2**goals`` sign flips, of a sum at least as far from 0 as the observed
+    one.  Goals with a zero difference drop out.  With one distinct magnitude (one sample per goal:
+    differences of -1, 0, 1) this is the sign test (:func:`sign_test`), i.e. McNemar's exact test.
+
+    Otherwise the goals are split by the (reduced) denominator of their difference: the most
+    common denominators form a lattice (their least common multiple) on which those goals' flipped
+    sums are integers, and that sum's distribution (one binomial per distinct magnitude) is
+    computed through its characteristic function (FFT) while the lattice stays under
+    ``exact_limit`` points; the remaining goals (unequal sample counts: some samples errored) have
+    their flipped sums enumerated exactly as fractions while they take at most ``rest_limit``
+    distinct values, and each is compared exactly with the observed sum.  Only past both limits is
+    the test drawn: ``resamples`` seeded draws of the flips, ``p = (1 + hits) / (1 + draws)`` with
+    its Monte Carlo standard error in :attr:`FlipTest.error` (printed as ``≈p ± error``).
+
+    Example:
+        >>> found = flip([4, -1, 2, 3, 1], 4)
+        >>> round(found.p, 4), found.error
+        (0.1875, None)
     """
     num = np.asarray(numerators, dtype=np.int64)
     den = np.broadcast_to(np.asarray(denominators, dtype=np.int64), num.shape)
@@ -237,43 +281,121 @@ def flip_test(numerators: Sequence[int] | np.ndarray, denominators: Sequence[int
     if np.any(den <= 0):
         raise ValueError("the denominators of the differences must be positive")
     if len(num) == 0:
-        return 1.0
+        return FlipTest(1.0)
     common = np.gcd(np.abs(num), den)
     num, den = num // common, den // common
-    lcm = 1
-    for d in np.unique(den).tolist():
-        lcm = math.lcm(lcm, int(d))
-    magnitudes = [abs(int(n)) * (lcm // int(d)) for n, d in zip(num.tolist(), den.tolist(), strict=True)]
+    if len(np.unique(np.column_stack([np.abs(num), den]), axis=0)) == 1:  # one magnitude: the sign test
+        return FlipTest(sign_test(int((num > 0).sum()), int((num < 0).sum())))
+    diffs = [Fraction(int(n), int(d)) for n, d in zip(num.tolist(), den.tolist(), strict=True)]
+    observed = abs(sum(diffs))
+    if observed == 0:
+        return FlipTest(1.0)
+    main, rest = _split_lattice(diffs, exact_limit)
+    rest_sums = _enumerate_sums(rest, rest_limit)
+    if rest_sums is None:
+        return _drawn_flips(diffs, observed, resamples, seed)
+    lattice = 1
+    for d in main:
+        lattice = math.lcm(lattice, d.denominator)
+    magnitudes = [int(abs(d) * lattice) for d in main]
+    upper_tail, lower_tail, span = _lattice_tails(magnitudes)  # of X = the sum of the magnitudes drawn +
+    total = 0.0
+    for value, weight in rest_sums.items():  # main sum S = (2 X - span) / lattice; |S + value| >= observed
+        high = math.ceil(((observed - value) * lattice + span) / 2)  # S >= observed - value
+        low = math.floor(((-observed - value) * lattice + span) / 2)  # S <= -observed - value
+        hits = (upper_tail[high] if 0 <= high <= span else float(high < 0))
+        hits += (lower_tail[low] if 0 <= low <= span else float(low > span))
+        total += weight * hits
+    return FlipTest(min(1.0, float(total) / 2 ** len(rest)))
+
+
+def _split_lattice(diffs: list[Fraction], limit: int) -> tuple[list[Fraction], list[Fraction]]:
+    """The differences summed on one lattice (the most common denominators first, while it fits ``limit``) and the rest."""
+    by_denominator: dict[int, list[Fraction]] = {}
+    for d in diffs:
+        by_denominator.setdefault(d.denominator, []).append(d)
+    main: list[Fraction] = []
+    rest: list[Fraction] = []
+    lattice, total, magnitudes = 1, Fraction(0), set()
+    for denominator in sorted(by_denominator, key=lambda k: (-len(by_denominator[k]), k)):
+        group = by_denominator[denominator]
+        wider = math.lcm(lattice, denominator)
+        group_total = sum((abs(d) for d in group), Fraction(0))
+        group_magnitudes = {abs(d) for d in group}
+        span = int((total + group_total) * wider)
+        if (1 << span.bit_length()) * len(magnitudes | group_magnitudes) <= limit:
+            main += group
+            lattice, total, magnitudes = wider, total + group_total, magnitudes | group_magnitudes
+        else:
+            rest += group
+    return main, rest
+
+
+def _enumerate_sums(diffs: list[Fraction], limit: int) -> dict[Fraction, int] | None:
+    """The flipped sums of ``diffs``: ``{sum: sign patterns giving it}`` (exact); ``None`` past ``limit`` distinct sums.
+
+    The sums are kept as integers over the differences' common denominator (exact and fast).
+    """
+    scale = 1
+    for d in diffs:
+        scale = math.lcm(scale, d.denominator)
+    steps = [int(abs(d) * scale) for d in diffs]
+    if min(2 ** len(steps), 2 * sum(steps) + 1) > 64 * limit:  # far past the limit: no need to try
+        return None
+    sums: dict[int, int] = {0: 1}
+    for step in steps:
+        grown: dict[int, int] = {}
+        for value, count in sums.items():
+            grown[value + step] = grown.get(value + step, 0) + count
+            grown[value - step] = grown.get(value - step, 0) + count
+        if len(grown) > limit:
+            return None
+        sums = grown
+    return {Fraction(value, scale): count for value, count in sums.items()}
+
+
+def _lattice_tails(magnitudes: list[int]) -> tuple[np.ndarray, np.ndarray, int]:
+    """``P(X >= x)`` and ``P(X <= x)`` for ``x = 0..span``, ``X`` the sum of each magnitude with probability 1/2.
+
+    The distribution is one binomial per distinct magnitude, computed through its characteristic
+    function (one inverse FFT); the tails are summed from their own ends (small tails keep their digits).
+    """
+    span = sum(magnitudes)
+    if span == 0:
+        return np.ones(1), np.ones(1), 0
     distinct: dict[int, int] = {}
     for m in magnitudes:
         distinct[m] = distinct.get(m, 0) + 1
-    if len(distinct) == 1:
-        return sign_test(int((num > 0).sum()), int((num < 0).sum()))
-    observed = sum(m if n > 0 else -m for m, n in zip(magnitudes, num.tolist(), strict=True))
-    span = sum(m * c for m, c in distinct.items())
-    upper, lower = (span + abs(observed)) // 2, (span - abs(observed)) // 2  # S >= upper or S <= lower
     points = 1 << int(span).bit_length()
-    if points * len(distinct) <= exact_limit:
-        angle = np.pi * np.arange(points) / points
-        modulus = np.zeros(points)  # the log-modulus of the characteristic function of S = sum of m B(c, 1/2)
-        phase = np.zeros(points)
-        negative = np.zeros(points, dtype=bool)
-        for m, c in distinct.items():
-            cosine = np.cos(angle * m)
-            with np.errstate(divide="ignore"):
-                modulus += c * np.log(np.abs(cosine))
-            negative ^= (cosine < 0) & bool(c % 2)
-            phase -= c * m * angle
-        spectrum = np.exp(modulus + 1j * phase) * np.where(negative, -1.0, 1.0)
-        pmf = np.clip(np.fft.ifft(spectrum).real[: span + 1], 0.0, None)
-        p = float(pmf[upper:].sum() + pmf[: lower + 1].sum())
-    else:
-        rng = np.random.default_rng(seed)
-        values = np.array(list(distinct), dtype=float)
-        drawn = np.column_stack([rng.binomial(c, 0.5, size=int(resamples)) for c in distinct.values()]) @ values
-        hits = int(((drawn >= upper - 0.5) | (drawn <= lower + 0.5)).sum())
-        p = (1 + hits) / (1 + int(resamples))
-    return min(1.0, p)
+    angle = np.pi * np.arange(points) / points
+    modulus = np.zeros(points)  # the log-modulus of the characteristic function of S = sum of m B(c, 1/2)
+    phase = np.zeros(points)
+    negative = np.zeros(points, dtype=bool)
+    for m, c in distinct.items():
+        cosine = np.cos(angle * m)
+        with np.errstate(divide="ignore"):
+            modulus += c * np.log(np.abs(cosine))
+        negative ^= (cosine < 0) & bool(c % 2)
+        phase -= c * m * angle
+    spectrum = np.exp(modulus + 1j * phase) * np.where(negative, -1.0, 1.0)
+    pmf = np.clip(np.fft.ifft(spectrum).real[: span + 1], 0.0, None)
+    return np.cumsum(pmf[::-1])[::-1], np.cumsum(pmf), span
+
+
+def _drawn_flips(diffs: list[Fraction], observed: Fraction, resamples: int, seed: int) -> FlipTest:
+    """The sign-flip test drawn: ``resamples`` seeded sign flips, ``p = (1 + hits) / (1 + draws)`` and its error."""
+    distinct: dict[Fraction, int] = {}
+    for d in diffs:
+        distinct[abs(d)] = distinct.get(abs(d), 0) + 1
+    rng = np.random.default_rng(seed)
+    values = np.array([float(m) for m in distinct])
+    counts = np.array(list(distinct.values()))
+    positive = np.column_stack([rng.binomial(c, 0.5, size=int(resamples)) for c in counts.tolist()])
+    sums = (2 * positive - counts) @ values
+    target = float(observed)
+    hits = int((np.abs(sums) >= target * (1 - 1e-12)).sum())
+    p = (1 + hits) / (1 + int(resamples))
+    return FlipTest(min(1.0, p), math.sqrt(p * (1 - p) / int(resamples)))
 
 
 @dataclass(frozen=True)
@@ -283,7 +405,8 @@ class Goals:
     Attributes:
         keys: each goal's key, in order of first appearance.
         played: per goal, its scored samples.
-        reward: per goal, the sum of its samples' rewards.
+        reward: per goal, the sum of its samples' rewards (``math.fsum``: correctly rounded, so the
+            same samples in any order give the same totals, means and comparisons).
         solved: per goal, its samples that succeeded.
     """
 
@@ -314,8 +437,11 @@ class Goals:
         if len(codes) != len(rewards):
             raise ValueError(f"one goal key per episode, got {len(codes)} keys for {len(rewards)} episodes")
         g = len(index)
-        return cls(list(index), np.bincount(codes, minlength=g).astype(np.int64),
-                   np.bincount(codes, weights=rewards, minlength=g),
+        played = np.bincount(codes, minlength=g).astype(np.int64)
+        ordered = rewards[np.argsort(codes, kind="stable")].tolist()
+        ends = np.cumsum(played).tolist()
+        totals = [math.fsum(ordered[end - n : end]) for end, n in zip(ends, played.tolist(), strict=True)]
+        return cls(list(index), played, np.array(totals, dtype=float),  # exact sums: the same in any order
                    np.bincount(codes, weights=success.astype(float), minlength=g).astype(np.int64))
 
     def __len__(self) -> int:
@@ -361,6 +487,9 @@ class PairedComparison:
             samples per goal, the exact sign-flip test on the per-goal differences in share of
             successes (:func:`flip_test`).
         samples: the runs' samples per goal (1: one play per goal; :func:`paired_columns`).
+        mcnemar_error: ``None`` when ``mcnemar_p`` is exact (always, unless the sign-flip test's
+            lattice was too large: :func:`flip`); else its Monte Carlo standard error, and every
+            form prints ``≈p ± error``.
     """
 
     goals: int
@@ -376,6 +505,7 @@ class PairedComparison:
     sign_p: float
     mcnemar_p: float
     samples: int = 1
+    mcnemar_error: float | None = None
 
 
 def _mean_of_goals(values: np.ndarray, resamples: int, seed: int, sampled: bool) -> Interval | None:
@@ -416,17 +546,18 @@ def paired_goals(a: Goals, b: Goals, resamples: int = 10_000, seed: int = 0,
     ma, mb = a.mean_reward, b.mean_reward
     sa, sb = a.share, b.share
     sampled = a.sampled or b.sampled
-    won, lost = int((mb > ma).sum()), int((mb < ma).sum())
+    won, lost = int((mb > ma).sum()), int((mb < ma).sum())  # per-goal means of exact (fsum) totals: order-free
     higher = b.solved * a.played - a.solved * b.played  # B's share minus A's, over a.played * b.played
     only_a, only_b = int((higher < 0).sum()), int((higher > 0).sum())
     neither = int(((a.solved == 0) & (b.solved == 0)).sum())
+    test = flip(higher, a.played * b.played, resamples, seed)
     return PairedComparison(
         goals=len(a), won=won, lost=lost, tied=len(a) - won - lost,
         solved_both=len(a) - only_a - only_b - neither, solved_a_only=only_a, solved_b_only=only_b,
         solved_neither=neither,
         score_diff=_mean_of_goals(mb - ma, resamples, seed, sampled),
         sr_diff=_mean_of_goals(sb - sa, resamples, seed, sampled),
-        sign_p=sign_test(won, lost), mcnemar_p=flip_test(higher, a.played * b.played, resamples, seed),
+        sign_p=sign_test(won, lost), mcnemar_p=test.p, mcnemar_error=test.error,
         samples=int(samples or max(a.played.max(initial=1), b.played.max(initial=1))),
     )  # fmt: skip
 
@@ -445,8 +576,11 @@ def paired_columns(samples: int = 1) -> tuple[str, ...]:
     return PAIRED_COLUMNS if samples <= 1 else SAMPLED_PAIRED_COLUMNS
 
 
-def _p_value(value: float) -> str:
-    return "<0.001" if value < 0.001 else f"{value:.3f}"
+def _p_value(value: float, error: float | None = None) -> str:
+    """A p-value as every form prints it: ``0.043``, ``<0.001``; drawn (``error``): ``≈0.040 ± 0.002``."""
+    if error is None:
+        return "<0.001" if value < 0.001 else f"{value:.3f}"
+    return f"≈{value:.3f} ± {error:.3f}"
 
 
 def paired_cells(p: PairedComparison) -> list[str]:
@@ -460,4 +594,5 @@ def paired_cells(p: PairedComparison) -> list[str]:
         return "-" if interval is None else interval.format(1)
 
     return [str(p.goals), f"{p.won} / {p.lost} / {p.tied}", ci(p.score_diff), _p_value(p.sign_p),
-            f"{p.solved_a_only} / {p.solved_b_only} / {p.solved_both}", ci(p.sr_diff), _p_value(p.mcnemar_p)]
+            f"{p.solved_a_only} / {p.solved_b_only} / {p.solved_both}", ci(p.sr_diff),
+            _p_value(p.mcnemar_p, p.mcnemar_error)]

@@ -36,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "without it such runs are refused (a published row must be the protocol's whole plan). "
                              "Markdown and HTML always show them, marked, with scored / planned")
     parser.add_argument("--bootstrap", type=_resamples, default=RESAMPLES, metavar="N",
-                        help=f"bootstrap resamples of each interval (default {RESAMPLES:,})")
+                        help=f"bootstrap resamples of each paired difference's interval (default {RESAMPLES:,})")
     parser.add_argument("--seed", type=types.seed, default=0, metavar="SEED", help="seed of the bootstrap (default 0)")
     parser.add_argument("--title", default=None, metavar="TEXT", help="the report's title")
     parser.add_argument("--no-plots", action="store_true", help="tables only (no matplotlib needed)")

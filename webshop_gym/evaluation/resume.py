@@ -70,8 +70,7 @@ def resume_plan(path, shop, goals: list[int], settings: dict) -> dict[int, Any]:
     _compare_header(path, run.header, shop, settings, goals)
     keep: dict[int, Any] = {}
     for episode in run.episodes:
-        ok = not episode.log.record.get("errored") and (episode.purchased or episode.truncated)
-        if ok:
+        if episode.scored:  # neither errored nor cut before its terminal record: what every reader scores
             keep[episode.goal_index] = episode
         else:
             keep.pop(episode.goal_index, None)
@@ -117,7 +116,7 @@ def resume_planned(path, plan, chosen: list, settings: dict) -> dict[int, Any]:
                                  f"{mine.get('price_seed')}, sample {mine.get('sample')} as episode {ordinal}; this "
                                  f"command's plan has goal {planned.goal} at price seed {planned.price_seed}, sample "
                                  f"{planned.sample} (same settings, or another --out)")
-        if not episode.log.record.get("errored") and (episode.purchased or episode.truncated):
+        if episode.scored:  # what every reader scores
             keep[ordinal] = episode
         else:
             keep.pop(ordinal, None)

@@ -77,6 +77,10 @@ def completeness_of(figures: dict, header: dict, finished: bool, notes: Sequence
             reasons.append("no summary line (the evaluation did not finish)")
     if errored:
         reasons.append(f"{errored:,} episodes errored (the model's calls failed; left out of Score and SR)")
+    unfinished = int((figures.get("counts") or {}).get("unfinished") or 0)
+    if unfinished:
+        reasons.append(f"{unfinished:,} episode{'' if unfinished == 1 else 's'} without a terminal record (cut "
+                       "mid-episode; not scored, as eval --resume replays them)")
     if planned is None:
         reasons.append("the run line does not say how many episodes were planned")
     elif scored < planned and not reasons:

@@ -84,7 +84,7 @@ def reward_histogram(rows) -> bytes:
     labels = ["0", *[f"<{edges[i + 1]:.1f}" for i in range(10)], "1"]
     series = []
     for row in rows:
-        r = np.array([e.reward for e in row.run.episodes if not e.errored], float)
+        r = np.array([e.reward for e in row.run.episodes if e.scored], float)
         counts = [int((r == 0).sum())]
         counts += [int(((r > 0) & (r >= edges[i]) & (r < edges[i + 1])).sum()) for i in range(10)]
         counts.append(int((r == 1.0).sum()))
@@ -135,12 +135,12 @@ def score_and_sr(rows) -> bytes:
 
 def steps_distribution(rows) -> bytes:
     """Share of episodes per number of actions."""
-    most = max((e.steps for row in rows for e in row.run.episodes if not e.errored), default=1)
+    most = max((e.steps for row in rows for e in row.run.episodes if e.scored), default=1)
     steps = list(range(1, most + 1))
     fig, ax = _figure("Actions per episode")
     series = []
     for row in rows:
-        counts = np.bincount([e.steps for e in row.run.episodes if not e.errored], minlength=most + 1)[1:]
+        counts = np.bincount([e.steps for e in row.run.episodes if e.scored], minlength=most + 1)[1:]
         series.append((row.label, 100 * counts / max(1, row.figures["episodes"])))
     _grouped(ax, [str(s) for s in steps], series)
     ax.set_ylabel("episodes (%)")

@@ -151,13 +151,13 @@ def summarize_run(label: str, run: Run, resamples: int = RESAMPLES, seed: int = 
     Score and SR with their intervals are :func:`webshop_gym.analysis.figures.intervals`' (over
     goals for a run that played each goal several times), as ``eval`` and the viewer give them.
     """
-    scored = [e for e in run.episodes if not e.errored]
+    scored = [e for e in run.episodes if e.scored]
     keys = goal_keys(samples_of(run.protocol), [e.goal_index for e in run.episodes],
                      [e.log.record.get("protocol") for e in run.episodes])
     categories: dict[str, dict] = {}
     members: dict[str, list[int]] = {}
     for i, e in enumerate(run.episodes):
-        if e.errored:
+        if not e.scored:
             continue
         c = categories.setdefault(e.category, {"episodes": 0, "successes": 0})
         c["episodes"] += 1
@@ -169,7 +169,7 @@ def summarize_run(label: str, run: Run, resamples: int = RESAMPLES, seed: int = 
         found = goal_sr_interval(Goals.of([run.episodes[i].reward for i in picked],
                                           None if keys is None else [keys[i] for i in picked]))
         c["low"], c["high"] = found.low, found.high
-    found = intervals([e.reward for e in run.episodes], [e.errored for e in run.episodes], resamples, seed, keys)
+    found = intervals([e.reward for e in run.episodes], [not e.scored for e in run.episodes], resamples, seed, keys)
     return RunSummary(
         label, run, found["score"], found["sr"],
         dict(sorted(categories.items())), Counter(e.cause for e in scored if e.cause),
@@ -181,7 +181,7 @@ def _pairing_goals(run: Run):
     """A run's goals as a comparison pairs them (:func:`~webshop_gym.analysis.figures.pairing_goals`)."""
     price_seed = (run.header.get("fingerprint") or {}).get("price_seed")
     keys = [pairing_key(e.goal_index, e.log.record.get("protocol"), price_seed) for e in run.episodes]
-    return pairing_goals(keys, [e.reward for e in run.episodes], [e.errored for e in run.episodes],
+    return pairing_goals(keys, [e.reward for e in run.episodes], [not e.scored for e in run.episodes],
                          samples_of(run.protocol))
 
 
@@ -504,7 +504,7 @@ _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$",
 
 
 def _tex(text: str) -> str:
-    return "".join(_LATEX_SPECIAL.get(c, c) for c in str(text)).replace("±", r"$\pm$").replace("−", "-")
+    return "".join(_LATEX_SPECIAL.get(c, c) for c in str(text)).replace("±", r"$\pm$").replace("≈", r"$\approx$").replace("−", "-")
 
 
 def to_latex(report: Report, allow_incomplete: bool = False) -> str:
@@ -555,7 +555,7 @@ def _comment(text: str) -> str:
 def method(report: Report) -> str:
     """How the report's intervals are computed (the one method of :mod:`webshop_gym.analysis.intervals`, by runs' samples)."""
     samples = [samples_of(row.run.protocol) for row in report.rows]
-    return interval_method(report.resamples, report.seed, samples) + "; paired differences by the paired bootstrap"
+    return interval_method(report.resamples, report.seed, samples)  # it names the paired differences' bootstrap
 
 
 def failure_tags(report: Report, examples: int = 5) -> list[dict]:

@@ -139,6 +139,11 @@ class IndexTable:
     samples: SampleFigures | None = None
     pairing: list = field(default_factory=list)
 
+    @property
+    def unscored(self) -> np.ndarray:
+        """Per episode, whether it stays out of Score and SR: errored, or without a terminal record (cut; resumed)."""
+        return self.errored | ~(self.purchased | self.truncated)
+
     def __len__(self) -> int:
         return len(self.goal)
 
@@ -434,6 +439,8 @@ class RunIndex:
             category[i] = category_ids.setdefault(cols.category[i], len(category_ids))
             rec = {"reward": got, "steps": steps, "invalid_actions": invalid, "purchased": term, "truncated": trunc}
             rec.update(cols.accounting[i] or {})  # a served model's episode: errored, tokens, requests, retries
+            if not (term or trunc or cols.errored[i]):
+                rec["unfinished"] = True  # no terminal record (the file was cut): --resume replays it, not scored
             if term and info:
                 rec["reward_info"] = {k: v for k, v in info.items() if not (isinstance(v, float) and math.isnan(v))}
             if cols.reachable[i] is not None:

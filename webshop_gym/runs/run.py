@@ -297,7 +297,19 @@ class RunEpisode:
         for key in ("reachable", "reason", "protocol", *EPISODE_ACCOUNTING):
             if key in self.log.record:
                 out[key] = self.log.record[key]
+        if self.unfinished:
+            out["unfinished"] = True
         return out
+
+    @property
+    def unfinished(self) -> bool:
+        """No terminal record (neither a purchase nor the step cap: the file was cut): ``--resume`` replays it, not scored."""
+        return not (self.purchased or self.truncated or self.errored)
+
+    @property
+    def scored(self) -> bool:
+        """The episode counts in Score and SR: neither errored nor unfinished (what ``eval --resume`` keeps)."""
+        return not (self.errored or self.unfinished)
 
     @property
     def errored(self) -> bool:
