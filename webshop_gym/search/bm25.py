@@ -5,8 +5,8 @@
 (:mod:`webshop_gym.search.postings`) that it builds once per catalog from its own analysis of
 each product (:mod:`webshop_gym.search.indexing`: no Lucene index, no JVM):
 
-1. the query is analysed as Anserini analyses it (:mod:`webshop_gym.search.analysis`; should the
-   analysis ever decline a text, Anserini's analyser in the JVM is asked, where it is installed);
+1. the query is analysed as Anserini analyses it (:mod:`webshop_gym.search.analysis`, exact for
+   every string);
 2. each distinct term becomes one clause boosted by its count, as Anserini's bag-of-words query;
    more than 1,024 distinct terms is Lucene's clause limit, where Pyserini fails: no results;
 3. a Numba kernel scores BM25 as Lucene does and keeps the top k by score, then asin.
@@ -26,9 +26,9 @@ from pathlib import Path
 import numpy as np
 
 from webshop_gym.data.catalog import Catalog
-from webshop_gym.error import DependencyNotInstalled, SearchEngineError
+from webshop_gym.error import SearchEngineError
 from webshop_gym.search import scoring
-from webshop_gym.search.analysis import MAX_TOKEN_LENGTH, analyze
+from webshop_gym.search.analysis import analyze
 from webshop_gym.search.cache import DEFAULT_CACHE_BYTES, QueryCache
 from webshop_gym.search.indexing import build_analysed_postings, postings_folder_name
 from webshop_gym.search.lucene import CachedSearch
@@ -127,7 +127,6 @@ class BM25Search(CachedSearch):
         self._scratch = _Scratch()
         self._kernel = None  # the plain kernel's entry point for the postings' types (resolved at the first search)
         self._all_rows: bool | None = None  # does every document map to a catalog row (no -1 to drop)?
-        self.java_queries = 0
 
     # -- where things live ------------------------------------------------------------------
 
@@ -232,15 +231,6 @@ class BM25Search(CachedSearch):
         Lucene's clause limit.
         """
         terms = analyze(query, self._stems, most_distinct=scoring.MAX_CLAUSES)
-        if terms is None:
-            from webshop_gym.search import java as _java
-
-            self.java_queries += 1
-            try:
-                terms = _java.analyze([query])[0]
-            except DependencyNotInstalled as exc:  # only where the analysis declines a text
-                raise DependencyNotInstalled(f"a search with characters beyond ASCII (or a word over "
-                                             f"{MAX_TOKEN_LENGTH} characters) is analysed by Anserini: {exc}") from None
         counts: dict[str, int] = {}  # first-seen order, as the clauses are built
         for t in terms:
             counts[t] = counts.get(t, 0) + 1

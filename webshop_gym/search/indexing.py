@@ -9,9 +9,6 @@ no Lucene index, no JVM.  Since the analysis gives Lucene's terms exactly, the a
 needs Pyserini and Java): ``tests/search/test_javafree_index.py`` compares them array for array and
 ``benchmarks/javafree_parity.py`` compares both backends' top 50 on the golden and fuzzed queries.
 
-Should :func:`~webshop_gym.search.analysis.analyze` ever decline a text (it returns ``None``), that
-document is analysed by Anserini in the JVM instead, as before.
-
 The folder is ``postings-v<POSTINGS_VERSION>-analysis-v<ANALYSIS_VERSION>``: a change to the
 analysis that can change a term bumps :data:`ANALYSIS_VERSION`, so that no cache built by an
 older one is read.  The Lucene export keeps its own name (``postings-v2-index-v1``): the two are
@@ -54,26 +51,15 @@ def analysed_postings(catalog, stems: StemLookup | None = None, progress=None):
         progress: called with the number of documents done after each chunk.
 
     Returns:
-        The :class:`~webshop_gym.search.postings.Postings` (in memory) and how many documents went to the JVM.
+        The :class:`~webshop_gym.search.postings.Postings` (in memory).
     """
     order = tie_order(list(catalog.asin))
     rows = order.tolist()
-    to_java = [0]
 
     def doc_terms(start: int, stop: int) -> list[list[str]]:
-        texts = [document_text(catalog, r) for r in rows[start:stop]]
-        out = [analyze(text, stems) for text in texts]
-        rest = [i for i, terms in enumerate(out) if terms is None]
-        if rest:  # only where the analysis declines a text (none, once it is exact for every string)
-            from webshop_gym.search import java as _java
+        return [analyze(document_text(catalog, r), stems) for r in rows[start:stop]]
 
-            to_java[0] += len(rest)
-            for i, terms in zip(rest, _java.analyze([texts[i] for i in rest])):
-                out[i] = terms
-        return out  # type: ignore[return-value]
-
-    postings = assemble(doc_terms, len(rows), order.astype(np.int32), progress=progress)
-    return postings, to_java[0]
+    return assemble(doc_terms, len(rows), order.astype(np.int32), progress=progress)
 
 
 def build_analysed_postings(catalog, folder: str | os.PathLike, stems: StemLookup | None = None,
@@ -98,11 +84,11 @@ def build_analysed_postings(catalog, folder: str | os.PathLike, stems: StemLooku
             done[0] = n
 
         try:
-            postings, to_java = analysed_postings(catalog, stems, progress=advance)
+            postings = analysed_postings(catalog, stems, progress=advance)
         finally:
             if bar is not None:
                 bar.close()
-        postings.meta.update(source=SOURCE, analysis_version=ANALYSIS_VERSION, documents_to_java=to_java,
+        postings.meta.update(source=SOURCE, analysis_version=ANALYSIS_VERSION,
                              seconds=round(time.perf_counter() - started, 3))
         save_postings(tmp, postings)
 
