@@ -142,12 +142,15 @@ def _build_search(engine, lucene: bool = False) -> None:
 
 
 def _data_compile(args) -> int:
+    from webshop_gym.search import INDEX_VERSION
     from webshop_gym.shop import load_shop
     from webshop_gym.utils.integrity import remove_damaged
     from webshop_gym.utils.memo import remove_damaged_memos
     from webshop_gym.utils.paths import remove_interrupted_builds
 
     path = args.dir or _default_dir()
+    # Pyserini's index is built where asked, or where the cache held one (a damaged one is rebuilt)
+    lucene = args.lucene or (_shop_cache(args) / f"index-v{INDEX_VERSION}").exists()
     # the repair that `data verify` advises: damaged folders and dead builds' leftovers go first
     for root in _cache_roots():
         for tmp in remove_interrupted_builds(root):
@@ -166,11 +169,11 @@ def _data_compile(args) -> int:
         shop.goals.digest()
     shop.catalog.ensure_nouns(progress=True, complete=True)  # every title, so no process ever waits for spaCy
     if not args.no_index:
-        _build_search(shop.engine, lucene=args.lucene)
+        _build_search(shop.engine, lucene=lucene)
     names = ", ".join(f"{'human' if k.get('human_goals') else 'synthetic'} goals (price seed {k['seed']})"
                       if "seed" in k else f"goals of {k['goals']}" for k in sets)
     print(f"compiled {len(shop.catalog)} products into {shop.catalog.folder}: catalog, title nouns, {names}"
-          + ("" if args.no_index else ", search postings" + (" and Lucene index" if args.lucene else "")))
+          + ("" if args.no_index else ", search postings" + (" and Lucene index" if lucene else "")))
     return 0
 
 
@@ -366,8 +369,8 @@ def build_parser() -> argparse.ArgumentParser:
             cmd.add_argument("--no-index", action="store_true", help="skip the search postings")
         if name in ("compile", "index"):
             cmd.add_argument("--lucene", action="store_true",
-                             help="also build Pyserini's Lucene index (for --search-backend pyserini, the oracle; "
-                                  "needs Pyserini and the [lucene] extra)")
+                             help="also build Pyserini's Lucene index (for the pyserini backend, the oracle; needs "
+                                  "Pyserini and the [lucene] extra); compile rebuilds one the cache already holds")
         if name == "verify":
             cmd.add_argument("--all", action="store_true", help="every compiled folder in the cache, of every shop")
         if name == "info":
