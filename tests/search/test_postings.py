@@ -7,7 +7,12 @@ import pytest
 
 from webshop_gym.error import SearchEngineError
 from webshop_gym.search import BM25Search, LuceneSearch, build_index
-from webshop_gym.search.postings import build_postings, load_postings, lucene_statistics, postings_from_lucene
+from webshop_gym.search.postings import (
+    build_postings,
+    load_postings,
+    lucene_statistics,
+    postings_from_lucene,
+)
 
 
 def _by_term(postings) -> dict:
