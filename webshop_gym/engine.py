@@ -77,6 +77,8 @@ class Engine:
         self.instructions: list[str] = [""] * num_slots
         self.invalid = np.zeros(num_slots, bool)
         self.truncated = np.zeros(num_slots, bool)
+        # slot -> why its last action failed (a search the engine failed on: the action was invalid)
+        self.invalid_reasons: dict[int, str] = {}
         # each slot's text observation, kept until its page changes: an invalid action or an
         # option selection changes nothing a text observation shows.  Kept for this state
         # object: a state put in its place (a run viewer's restore) starts them afresh.
@@ -115,7 +117,10 @@ class Engine:
         reset_slots(self.ctx, self.state, slots, goals)
         instruction = self.shop.goals.instruction
         invalid, truncated, text, acts = self.invalid, self.truncated, self._text, self._acts
+        reasons = self.invalid_reasons
         for slot, goal in zip(slots, goals):
+            if reasons:
+                reasons.pop(slot, None)
             self.instructions[slot] = instruction[goal]  # once per episode, not per info
             invalid[slot] = truncated[slot] = False  # scalar stores: no list-to-index conversion
             text[slot] = acts[slot] = None
@@ -131,6 +136,12 @@ class Engine:
         index, slots = slot_index(slots)
         out = step(self.ctx, self.state, index, actions)
         self.invalid[index] = out.invalid
+        reasons = self.invalid_reasons
+        if reasons:
+            for slot in slots:
+                reasons.pop(slot, None)
+        if out.errors:
+            reasons.update(out.errors)
         text, acts = self._text, self._acts
         for slot, same in zip(slots, out.same_page.tolist()):
             if not same:  # (the text observation does not show which options are selected)
@@ -145,8 +156,12 @@ class Engine:
 
     def step_one(self, slot: int, action) -> tuple[float, bool, bool]:
         """:meth:`step` for one slot, with Python scalars: ``(reward, terminated, truncated)``."""
-        kind, reward, terminated, same_page = step_one(self.ctx, self.state, slot, action)
+        kind, reward, terminated, same_page, error = step_one(self.ctx, self.state, slot, action)
         self.invalid[slot] = kind == INVALID
+        if error is not None:
+            self.invalid_reasons[slot] = error
+        elif self.invalid_reasons:
+            self.invalid_reasons.pop(slot, None)
         if not same_page:  # (the text observation does not show which options are selected)
             self._text[slot] = self._acts[slot] = None
         truncated = not terminated and self.max_steps is not None and int(self.state.steps[slot]) >= self.max_steps
@@ -218,7 +233,8 @@ class Engine:
 
         Keys: ``goal_index``, ``instruction``, ``page``, ``steps``, ``invalid_action``,
         ``available_actions`` (the reference's ``{has_search_bar, clickables}``) and
-        ``valid_actions`` (complete action strings valid now); after a purchase also
+        ``valid_actions`` (complete action strings valid now); ``invalid_reason`` after an action
+        that failed in the engine (a search it could not run: the action was invalid); after a purchase also
         ``success``, ``reward_info`` (the reward breakdown), ``purchased_asin``,
         ``purchased_options`` and ``purchased_price``.  With ``actions=False`` the two action keys
         are left out (the cheap part, for replays that only compare outcomes).
@@ -234,6 +250,8 @@ class Engine:
         }
         if actions:
             info["available_actions"], info["valid_actions"] = action_lists_of(self.page_actions(slot))
+        if self.invalid_reasons and slot in self.invalid_reasons:
+            info["invalid_reason"] = self.invalid_reasons[slot]
         if state.purchase[slot] is not None:
             info.update(self.purchase_info(slot))
         return info
@@ -260,7 +278,8 @@ class Engine:
         Gymnasium types a column by its first value (``int64``, ``bool`` or ``object``; a dict
         value, ``available_actions``, as a dict of such columns); and the slots asked for whose
         episode ended in a purchase (their extra keys: :meth:`purchase_info`).  The same values as
-        :meth:`info` slot by slot, without a dict per slot.
+        :meth:`info` slot by slot, without a dict per slot, but for ``invalid_reason``
+        (:attr:`invalid_reasons`, which the caller adds).
         """
         state = self.state
         n = len(state)

@@ -22,7 +22,7 @@ def test_analyze_stops_after_most_distinct_terms():
     assert analysis.analyze(text) == ["red", "dress", "red", "shoe", "blue", "dress", "green", "hat"]
     assert analysis.analyze(text, most_distinct=3) == ["red", "dress", "red", "shoe", "blue"]  # 4th distinct: stop
     assert analysis.analyze(text, most_distinct=6) == analysis.analyze(text)
-    assert analysis.analyze("café", most_distinct=3) is None  # still Java's to tell
+    assert analysis.analyze("café crème brûlée à la mode", most_distinct=3) == ["café", "crème", "brûlée", "à"]
 
 
 def test_a_search_of_new_words_stems_no_more_than_the_clause_limit(default_shop, monkeypatch):

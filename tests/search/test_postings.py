@@ -1,4 +1,4 @@
-"""Exported postings: equal to what the Lucene index holds, checked at build, robust to damage."""
+"""The postings: equal to what the Lucene index holds (ours built without Java; the oracle's export checked at build), robust to damage."""
 
 from __future__ import annotations
 
@@ -6,8 +6,13 @@ import numpy as np
 import pytest
 
 from webshop_gym.error import SearchEngineError
-from webshop_gym.search import BM25Search, LuceneSearch
-from webshop_gym.search.postings import load_postings, lucene_statistics, postings_from_lucene
+from webshop_gym.search import BM25Search, LuceneSearch, build_index
+from webshop_gym.search.postings import (
+    build_postings,
+    load_postings,
+    lucene_statistics,
+    postings_from_lucene,
+)
 
 
 def _by_term(postings) -> dict:
@@ -19,12 +24,13 @@ def _by_term(postings) -> dict:
     return out
 
 
-def test_export_equals_the_lucene_index_posting_for_posting(real_shop):
-    """Analysed in the JVM, exported: every term, document, frequency and norm as Lucene stored it."""
+def test_the_postings_equal_the_lucene_index_posting_for_posting(real_shop):
+    """Built without Java: every term, document, frequency and norm as Pyserini's Lucene index stores it."""
     engine = BM25Search(real_shop.catalog, progress=False)
     ours = engine.postings()
+    assert ours.meta["source"] == "python-analysis"
+    build_index(real_shop.catalog, engine.index_path, progress=False)
     theirs = postings_from_lucene(engine.index_path / "lucene", real_shop.catalog)
-    assert ours.meta["verified"]["document_frequencies"] == len(ours.terms)
     assert (ours.doc_count, ours.total_tokens, ours.avgdl) == (theirs.doc_count, theirs.total_tokens, theirs.avgdl)
     assert _by_term(ours) == _by_term(theirs)
     norm_of_row = np.zeros(len(real_shop.catalog), np.uint8)
@@ -36,7 +42,8 @@ def test_export_equals_the_lucene_index_posting_for_posting(real_shop):
     assert not ours.docs.flags.writeable  # memory-mapped, read-only
 
 
-def test_build_refuses_an_export_that_disagrees_with_lucene(tmp_path, monkeypatch):
+def test_the_lucene_export_refuses_postings_that_disagree_with_lucene(tmp_path, monkeypatch):
+    """The oracle's export (Anserini's analysis in the JVM) is checked against the index before it is kept."""
     from tests.helpers import product, write_shop
     from webshop_gym.data.catalog import load_catalog
     from webshop_gym.search import java as _java
@@ -44,14 +51,16 @@ def test_build_refuses_an_export_that_disagrees_with_lucene(tmp_path, monkeypatc
     monkeypatch.setenv("WEBSHOP_GYM_CACHE", str(tmp_path / "cache"))
     folder = write_shop(tmp_path / "shop", [product(f"B00000000{i}", name=f"red apple {i}") for i in range(5)], {})
     catalog = load_catalog(folder, progress=False)
+    index = build_index(catalog, tmp_path / "index", progress=False)
     real = _java.analyze
     monkeypatch.setattr(_java, "analyze", lambda texts: [terms[1:] for terms in real(texts)])  # loses a token
-    engine = BM25Search(catalog, progress=False)
     with pytest.raises(SearchEngineError, match="disagree with the Lucene index"):
-        engine.search("apple")
-    assert not engine.postings_path.exists()
+        build_postings(catalog, index, tmp_path / "exported", progress=False)
+    assert not (tmp_path / "exported").exists()
     monkeypatch.setattr(_java, "analyze", real)
-    assert len(BM25Search(catalog, progress=False).search("apple")) == 5
+    exported = load_postings(build_postings(catalog, index, tmp_path / "exported", progress=False))
+    assert exported.meta["verified"]["document_frequencies"] == len(exported.terms)
+    assert _by_term(exported) == _by_term(BM25Search(catalog, progress=False).postings())
 
 
 def test_damaged_postings_are_a_clear_error(tmp_path, monkeypatch):
@@ -80,9 +89,10 @@ def test_documents_without_tokens_and_stop_word_products(tmp_path, monkeypatch):
                product("B000000004", name="Apple's apples", full_description="", small_description=[""])]
     catalog = load_catalog(write_shop(tmp_path / "shop", records, {}), progress=False)
     ours = BM25Search(catalog, progress=False)
+    oracle = LuceneSearch(catalog, progress=False)
+    oracle.prepare()  # builds the Lucene index
     doc_count = ours.postings().doc_count
     assert doc_count == lucene_statistics(ours.index_path / "lucene")["doc_count"] == 3
-    oracle = LuceneSearch(catalog, progress=False)
     for q in ["apple", "red apple", "apples red", "the", "of and", "product", "b000000001"]:
         assert np.array_equal(ours.search(q), oracle.search(q)), q
 

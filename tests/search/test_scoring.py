@@ -6,7 +6,7 @@ import random
 
 import numpy as np
 
-from webshop_gym.search import BM25Search, scoring
+from webshop_gym.search import BM25Search, build_index, scoring
 from webshop_gym.search import java as _java
 from webshop_gym.search._kernels import score_all_jit
 
@@ -33,6 +33,7 @@ def test_scores_equal_lucenes_raw_scores_bit_for_bit(real_shop):
     """Our float32 score of every top-100 document of 300 queries equals Lucene's own."""
     engine = BM25Search(real_shop.catalog, cache_bytes=0, progress=False)
     postings = engine.postings()
+    build_index(real_shop.catalog, engine.index_path, progress=False)  # Pyserini's (the bm25 backend builds none)
     _java.start()
     from jnius import autoclass, cast
 

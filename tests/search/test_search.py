@@ -22,8 +22,9 @@ def test_search_returns_catalog_rows(default_shop):
 
 def test_index_lives_in_the_catalog_cache(default_shop):
     default_shop.search("boots")
-    path = default_shop.engine.index_path
+    path = default_shop.engine.postings_path
     assert path.parent == default_shop.catalog.folder and (path / "meta.json").is_file()
+    assert default_shop.engine.index_path.parent == default_shop.catalog.folder  # where the pyserini backend builds
 
 
 def test_batch_equals_single_and_cache_hits(default_shop):

@@ -135,22 +135,25 @@ def _cache_roots() -> list:
     return [cache_dir(create=False) / "catalogs", cache_dir(create=False) / "external-postings"]
 
 
-def _build_search(engine) -> None:
-    """The Lucene index (the catalog's own; the pyserini backend reads it) and its exported postings."""
-    from webshop_gym.search import build_index
+def _build_search(engine, lucene: bool = False) -> None:
+    """The bm25 backend's postings, stem table and ranges (no Java); with ``lucene`` also Pyserini's index."""
+    if lucene and engine.index_arg is None:  # the pyserini backend reads it (a damaged one is rebuilt here)
+        from webshop_gym.search import build_index
 
-    if engine.index_arg is None:  # a damaged index is rebuilt here: a bm25 load never reads it
         build_index(engine.catalog, engine.index_path, progress=True)
     engine.prepare(build=True)
 
 
 def _data_compile(args) -> int:
+    from webshop_gym.search import INDEX_VERSION
     from webshop_gym.shop import load_shop
     from webshop_gym.utils.integrity import remove_damaged
     from webshop_gym.utils.memo import remove_damaged_memos
     from webshop_gym.utils.paths import remove_interrupted_builds
 
     path = args.dir or _default_dir()
+    # Pyserini's index is built where asked, or where the cache held one (a damaged one is rebuilt)
+    lucene = args.lucene or (_shop_cache(args) / f"index-v{INDEX_VERSION}").exists()
     # the repair that `data verify` advises: damaged folders and dead builds' leftovers go first
     for root in _cache_roots():
         for tmp in remove_interrupted_builds(root):
@@ -169,11 +172,11 @@ def _data_compile(args) -> int:
         shop.goals.digest()
     shop.catalog.ensure_nouns(progress=True, complete=True)  # every title, so no process ever waits for spaCy
     if not args.no_index:
-        _build_search(shop.engine)
+        _build_search(shop.engine, lucene=lucene)
     names = ", ".join(f"{'human' if k.get('human_goals') else 'synthetic'} goals (price seed {k['seed']})"
                       if "seed" in k else f"goals of {k['goals']}" for k in sets)
     print(f"compiled {len(shop.catalog)} products into {shop.catalog.folder}: catalog, title nouns, {names}"
-          + ("" if args.no_index else ", search index and postings"))
+          + ("" if args.no_index else ", search postings" + (" and Lucene index" if lucene else "")))
     return 0
 
 
@@ -247,9 +250,10 @@ def _data_index(args) -> int:
 
     catalog = load_catalog(args.dir or _default_dir(), num_products=args.num_products)
     engine = BM25Search(catalog)
-    _build_search(engine)
+    _build_search(engine, lucene=args.lucene)
     ranges = f", ranges by product type: {engine.ranges_path}" if engine.ranges() is not None else ""
-    print(f"index of {len(catalog)} products: {engine.index_path} (postings: {engine.postings_path}{ranges})")
+    lucene = f"; Lucene index: {engine.index_path}" if args.lucene else ""
+    print(f"index of {len(catalog)} products: {engine.postings_path}{ranges}{lucene}")
     return 0
 
 
@@ -383,9 +387,9 @@ def build_parser() -> argparse.ArgumentParser:
     for name, func, text in (
         ("info", _data_info, "print a summary: products, categories, option names, goals per split, fingerprint"),
         ("compile", _data_compile, "compile (and cache) everything a run needs: catalog, title nouns, goals, "
-                                   "prices, reward tables, search index and postings (then the cache works read-only)"),
-        ("index", _data_index, "build (and cache) the Lucene search index and export its postings (grouped by "
-                               "product type too for shops of at least 20,000 products)"),
+                                   "prices, reward tables, search postings (then the cache works read-only)"),
+        ("index", _data_index, "build (and cache) the search postings without Java (grouped by product type too "
+                               "for shops of at least 20,000 products)"),
         ("verify", _data_verify, "check the checksums of every compiled cache folder of a shop (exit status 1 "
                                  "when one is damaged)"),
     ):
@@ -401,7 +405,11 @@ def build_parser() -> argparse.ArgumentParser:
                              help="prices and caps of this seed (repeat for several; default 0)")
             cmd.add_argument("--goals", metavar="FILE", type=types.existing_file, action="append",
                              help="also a frozen goal set (repeatable)")
-            cmd.add_argument("--no-index", action="store_true", help="skip the search index and its postings")
+            cmd.add_argument("--no-index", action="store_true", help="skip the search postings")
+        if name in ("compile", "index"):
+            cmd.add_argument("--lucene", action="store_true",
+                             help="also build Pyserini's Lucene index (for the pyserini backend, the oracle; needs "
+                                  "Pyserini and the [lucene] extra); compile rebuilds one the cache already holds")
         if name == "verify":
             cmd.add_argument("--all", action="store_true", help="every compiled folder in the cache, of every shop")
         if name == "info":

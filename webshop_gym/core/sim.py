@@ -12,6 +12,7 @@ The single env is this core with one slot; the vector env and the server use it 
 
 from __future__ import annotations
 
+import logging
 import zlib
 from dataclasses import dataclass, field
 
@@ -36,6 +37,8 @@ from webshop_gym.core.pages import (
 from webshop_gym.utils.bytelru import ByteLRU
 
 __all__ = ["BatchState", "SimContext", "StepOutcome", "clickables", "reset_slots", "slot_index", "step", "step_one"]
+
+log = logging.getLogger("webshop_gym")
 
 SPECIAL_QUERIES = ("<r>", "<a>", "<c>", "<q>")
 OPTION_CHOSEN = "option chosen"
@@ -225,6 +228,7 @@ class StepOutcome:
     reward: np.ndarray
     done: np.ndarray
     same_page: np.ndarray | None = None  # on the page it was on (invalid, or an option chosen)
+    errors: dict[int, str] = field(default_factory=dict)  # slot -> why its action failed (it is invalid)
 
 
 # --------------------------------------------------------------------------------------------
@@ -402,20 +406,51 @@ def _act(ctx: SimContext, state: BatchState, slot: int, action) -> tuple[int, st
     return CLICK, None
 
 
-def _search(ctx: SimContext, state: BatchState, searches: list[tuple[int, str]]) -> None:
-    """Run the searches ``(slot, text)`` of a step as one batch and show their first results page."""
+def _search(ctx: SimContext, state: BatchState, searches: list[tuple[int, str]]) -> dict[int, str]:
+    """Run the searches ``(slot, text)`` of a step as one batch and show their first results page.
+
+    A search the engine fails on never fails the others: when the batch raises, each search is run
+    alone, and a slot whose own search raises keeps its page (its action is invalid).  Returns
+    those slots with the reason, which is also logged.
+    """
     plain = [(slot, arg) for slot, arg in searches if arg.split(" ", 1)[0] not in SPECIAL_QUERIES]
-    found = ctx.shop.search_batch([arg for _, arg in plain]) if plain else []
+    failed: dict[int, str] = {}
+    try:
+        found = ctx.shop.search_batch([arg for _, arg in plain]) if plain else []
+    except Exception:  # one query's trouble: find it, search the rest
+        found = []
+        for slot, arg in plain:
+            try:
+                found.append(ctx.shop.search_batch([arg])[0])
+            except Exception as exc:
+                failed[slot] = _failure(arg, exc)
+                found.append(None)
     rows_for = {slot: rows for (slot, _), rows in zip(plain, found)}
     for slot, arg in searches:
+        if slot in failed:
+            continue
         rows = rows_for.get(slot)
         if rows is None:
-            rows = _special_results(ctx, state, slot, arg.split(" "))
+            try:
+                rows = _special_results(ctx, state, slot, arg.split(" "))
+            except Exception as exc:
+                failed[slot] = _failure(arg, exc)
+                continue
         state.keywords[slot] = arg
         state.results[slot] = rows
         state.page_no[slot] = 1
         state.page[slot] = RESULTS
         _clear_product(state, slot)
+    return failed
+
+
+def _failure(query: str, exc: Exception) -> str:
+    """The one-line reason of a failed search (logged once per failure)."""
+    message = " ".join(str(exc).split()) or type(exc).__name__
+    reason = f"the search failed ({type(exc).__name__}: {message})"
+    shown = query if len(query) <= 80 else query[:77] + "..."
+    log.warning("webshop-gym: warning: search[%s]: %s; the action is invalid", shown, reason)
+    return reason
 
 
 def _buy(ctx: SimContext, state: BatchState, bslots: list[int]) -> np.ndarray:
@@ -513,8 +548,11 @@ def step(ctx: SimContext, state: BatchState, slots, actions) -> StepOutcome:
         elif arg is OPTION_CHOSEN:
             options.append(i)
 
+    errors: dict[int, str] = {}
     if searches:
-        _search(ctx, state, searches)
+        errors = _search(ctx, state, searches)
+        if errors:
+            kind[[i for i, slot in enumerate(slots) if slot in errors]] = INVALID
     if buys:
         reward[[i for i, _ in buys]] = _buy(ctx, state, [slot for _, slot in buys])
 
@@ -522,20 +560,25 @@ def step(ctx: SimContext, state: BatchState, slots, actions) -> StepOutcome:
     same_page = invalid.copy()
     if options:
         same_page[options] = True
-    return StepOutcome(kind=kind, invalid=invalid, reward=reward, done=state.done[index], same_page=same_page)
+    return StepOutcome(kind=kind, invalid=invalid, reward=reward, done=state.done[index], same_page=same_page,
+                       errors=errors)
 
 
-def step_one(ctx: SimContext, state: BatchState, slot: int, action) -> tuple[int, float, bool, bool]:
-    """:func:`step` for one slot, with Python scalars: ``(kind, reward, done, same_page)``.
+def step_one(ctx: SimContext, state: BatchState, slot: int, action) -> tuple[int, float, bool, bool, str | None]:
+    """:func:`step` for one slot, with Python scalars: ``(kind, reward, done, same_page, error)``.
 
     The same transition (the same helpers) without the batch's arrays, for the single env.
     ``same_page``: the slot is on the page it was on, only an option selection may have changed
-    (an invalid action, or an option value clicked on an item page).
+    (an invalid action, or an option value clicked on an item page).  ``error``: why the action
+    failed (a search the engine failed on: the action is invalid), else ``None``.
     """
     k, arg = _act(ctx, state, slot, action)
     reward = 0.0
+    error = None
     if k == SEARCH:
-        _search(ctx, state, [(slot, arg)])
+        error = _search(ctx, state, [(slot, arg)]).get(slot)
+        if error is not None:
+            k = INVALID
     elif arg is BUY_NOW:
         reward = _buy_one(ctx, state, slot)
-    return k, reward, bool(state.done[slot]), k == INVALID or (k == CLICK and arg is OPTION_CHOSEN)
+    return k, reward, bool(state.done[slot]), k == INVALID or (k == CLICK and arg is OPTION_CHOSEN), error

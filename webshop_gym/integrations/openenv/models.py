@@ -79,6 +79,8 @@ class WebShopObservation(Observation):
     has_search_bar: bool = Field(description="the page has a search bar (the reference's available_actions)")
     clickables: list[str] = Field(description="labels of the page's buttons and links (the reference's available_actions)")
     invalid_action: bool = Field(default=False, description="the last action was not admissible (a no-op)")
+    invalid_reason: str | None = Field(
+        default=None, description="why the last action failed in the engine (a search it could not run), else None")
     truncated: bool = Field(default=False, description="the episode ended at the step cap without a purchase")
     success: bool | None = Field(default=None, description="after a purchase: reward == 1.0")
     reward_breakdown: dict[str, float | bool] | None = Field(

@@ -1,0 +1,247 @@
+"""Lucene's ``StandardTokenizer`` (9.9) on any text, without Java.
+
+Lucene generates its tokenizer with JFlex from ``StandardTokenizerImpl.jflex``: the word-break
+rules of UAX #29 over the character properties of Unicode 9.0 (``Word_Break``, ``Script``,
+``Line_Break=Complex_Context``, the ``HalfAndFullForms`` block's digits) and the emoji
+properties of emoji-data 11.0.  The scanner takes, at each position, the longest text that one
+of its rules matches; a character that starts no token is dropped.  The rules, as kept here
+(token types do not matter to the analyser, so only their union is matched):
+
+* **emoji**: an emoji character, presentation or modifier sequence, ZWJ sequences of them, a tag
+  sequence, a keycap (``1⃣``, with or without ``U+FE0F``) or a flag (two regional indicators);
+* **words and numbers**: letters (``ALetter``, ``Hebrew_Letter``), digits (``Numeric`` and the
+  full-width digits) and katakana runs, where two letters may be joined by one ``MidLetter``,
+  ``MidNumLet`` or ``Single_Quote`` character, two digits by one ``MidNum``, ``MidNumLet`` or
+  ``Single_Quote``, anything by ``ExtendNumLet`` (``_``), and a Hebrew letter takes a ``'`` or
+  ``"`` before another Hebrew letter;
+* **South-East Asian runs** (``Line_Break=Complex_Context``: Thai, Lao, Myanmar, Khmer...), kept
+  whole;
+* **one Han or one Hiragana character**.
+
+Every token character carries the ``Extend``, ``Format`` and ``ZWJ`` characters after it
+(UAX #29's WB4).  The pattern is built from the ``regex`` module's Unicode property classes
+(its Unicode is newer than 9.0) with :data:`~webshop_gym.search.unicode9` corrections: the code
+points whose class differs in Unicode 9.0 / emoji 11.0 as Lucene compiled them, found by
+comparing every code point with Lucene itself (``benchmarks/analysis_parity.py``).
+
+**Long tokens.**  The scanner reads into a buffer of 255 UTF-16 code units that never grows, so
+a token is matched within the 255 units from its start (254 when the 255th is the first half of
+a surrogate pair): a longer word gives its longest match there, and scanning resumes after it.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import regex
+
+from webshop_gym.search import unicode9 as _u9
+
+__all__ = ["CLASSES", "GRAMMAR", "MAX_UNITS", "pattern", "tokenize", "utf16_length"]
+
+MAX_UNITS = 255
+"""The scanner's buffer, in UTF-16 code units: no token is longer."""
+
+
+CLASSES = {
+    "FEZ": r"\p{WB=Format}\p{WB=Extend}\p{WB=ZWJ}",
+    "ZWJ": r"\p{WB=ZWJ}",
+    "AHLetter": r"\p{WB=ALetter}\p{WB=Hebrew_Letter}",
+    "Hebrew_Letter": r"\p{WB=Hebrew_Letter}",
+    "Numeric": r"\p{WB=Numeric}[\p{Blk=HalfAndFullForms}&&\p{Nd}]",
+    "Katakana": r"\p{WB=Katakana}",
+    "MidLetter": r"\p{WB=MidLetter}\p{WB=MidNumLet}\p{WB=Single_Quote}",
+    "MidNum": r"\p{WB=MidNum}\p{WB=MidNumLet}\p{WB=Single_Quote}",
+    "ExtendNumLet": r"\p{WB=ExtendNumLet}",
+    "Single_Quote": r"\p{WB=Single_Quote}",
+    "Double_Quote": r"\p{WB=Double_Quote}",
+    "Regional_Indicator": r"\p{WB=Regional_Indicator}",
+    "Complex_Context": r"\p{LB=Complex_Context}",
+    "Han": r"\p{Script=Han}",
+    "Hiragana": r"\p{Script=Hiragana}",
+    "Emoji_Modifier": r"\p{Emoji_Modifier}",
+    "Extended_Pictographic": r"\p{Extended_Pictographic}",
+    "Emoji": r"\p{Emoji}",
+    "Emoji_Modifier_Base": r"\p{Emoji_Modifier_Base}",
+}
+"""The character classes of the grammar, as the ``regex`` module's properties (before the corrections)."""
+
+
+def _cls(name: str) -> str:
+    """Class ``name`` of :data:`CLASSES` with its Unicode 9 corrections added and removed."""
+    base = CLASSES[name]
+    plus, minus = _u9.CORRECTIONS.get(name, ("", ""))
+    out = f"[{base}{plus}]" if plus else f"[{base}]"
+    return f"[{out}--[{minus}]]" if minus else out
+
+
+# WB4: what follows every token character (also a ZWJ, whose own class in Unicode 9 is ZWJ).
+_FEZ = _cls("FEZ")
+_X = f"{_FEZ}*"
+_XN = f"[{_FEZ}--[\\uFE0E\\uFE0F]]*"  # the emoji rules keep the presentation selectors apart
+_ZWJ = _cls("ZWJ")
+
+
+def _ex(cls: str, tail: str = _X) -> str:
+    return f"(?:{cls}{tail})"
+
+
+_AH = _ex(_cls("AHLetter"))
+_HL = _ex(_cls("Hebrew_Letter"))
+_NUM = _ex(_cls("Numeric"))
+_KATA = _ex(_cls("Katakana"))
+_MIDLETTER = _ex(_cls("MidLetter"))
+_MIDNUM = _ex(_cls("MidNum"))
+_ENL = _ex(_cls("ExtendNumLet"))
+_SQ = _ex(_cls("Single_Quote"))
+_DQ = _ex(_cls("Double_Quote"))
+_RI = _ex(_cls("Regional_Indicator"))
+_SEA = _ex(_cls("Complex_Context"))
+_HAN = _ex(_cls("Han"))
+_HIRA = _ex(_cls("Hiragana"))
+
+# Emoji (TR #51's emoji_sequence, emoji-data 11.0).  Regional indicators, keycap bases, the
+# "accidental" emoji (c) (r) (tm) U+3030 U+303D and the modifiers are emoji only in sequences.
+_EMOJI_MODIFIER = _cls("Emoji_Modifier")
+_RKAM = f"[0-9#*\\u00A9\\u00AE\\u2122\\u3030\\u303D{_cls('Regional_Indicator')}{_EMOJI_MODIFIER}]"
+_PICTOGRAPHIC = _cls("Extended_Pictographic")
+_EMOJI_PROPERTY = _cls("Emoji")
+_EMOJI_CHAR = _ex(f"[{_PICTOGRAPHIC}[{_EMOJI_PROPERTY}--{_RKAM}]]", _XN)
+_EMOJI_BASE = _ex(_cls("Emoji_Modifier_Base"), _XN)
+_EMOJI_MOD = _ex(_EMOJI_MODIFIER, _XN)
+_EMOJI_ELEMENT = f"(?:{_ZWJ}*{_EMOJI_CHAR}\\uFE0F?|(?:{_ZWJ}*{_EMOJI_BASE})?{_EMOJI_MOD})"
+_EMOJI = (f"(?:{_EMOJI_ELEMENT}(?:(?:{_ZWJ}{_EMOJI_ELEMENT})*|[\\U000E0020-\\U000E007E]+\\U000E007F)"
+          f"|[0-9#*]{_XN}\\uFE0F?\\u20E3{_XN}|{_RI}{{2}})")
+
+# Words and numbers (UAX #29 WB5-WB13b).
+_RUN = (f"(?:{_HL}(?:{_SQ}|{_DQ}{_HL})|{_NUM}(?:(?:{_ENL}*|{_MIDNUM}){_NUM})*"
+        f"|{_AH}(?:(?:{_ENL}*|{_MIDLETTER}){_AH})*)+")
+_GROUP = f"(?:{_KATA}(?:{_ENL}*{_KATA})*|{_RUN})"
+_WORD = f"{_ENL}*{_GROUP}(?:{_ENL}+{_GROUP})*{_ENL}*"
+
+GRAMMAR = f"(?V1p){_EMOJI}|{_WORD}|{_SEA}+|{_HAN}|{_HIRA}"
+"""One token, the longest match (POSIX mode: JFlex's longest-match rule over all token rules)."""
+
+
+@functools.lru_cache(maxsize=1)
+def pattern() -> regex.Pattern:
+    """:data:`GRAMMAR` compiled, on first use (it takes a few tenths of a second; ASCII text never needs it)."""
+    return regex.compile(GRAMMAR)
+
+
+def utf16_length(text: str) -> int:
+    """How many UTF-16 code units Java needs for ``text`` (a lone surrogate is one)."""
+    return len(text) + sum(1 for c in text if c > "\uffff")
+
+
+def _window_end(text: str, start: int) -> int:
+    """Where the scanner's 255-unit buffer ends for a token starting at ``start`` (a code point index)."""
+    units = 0
+    i = start
+    n = len(text)
+    while i < n:
+        width = 2 if text[i] > "\uffff" else 1
+        if units + width > MAX_UNITS:
+            break  # the first half of a pair in the last unit is held back, with its second half
+        if units + width == MAX_UNITS and "\ud800" <= text[i] <= "\udbff":
+            break  # a lone first half in the last unit is held back too
+        units += width
+        i += 1
+    return i
+
+
+def tokenize(text: str) -> list[str]:
+    """The raw tokens of ``text``, in order, as Lucene's ``StandardTokenizer`` cuts them.
+
+    Example:
+        >>> tokenize("Women’s café, 12,5 kg ×2 中文 👍🏽")
+        ['Women’s', 'café', '12,5', 'kg', '2', '中', '文', '👍🏽']
+    """
+    if text and "\ud800" <= text[-1] <= "\udbff":
+        return _lone_high_at_end(text)
+    out: list[str] = []
+    _scan(text, 0, out)
+    return out
+
+
+def _scan(text: str, pos: int, out: list[str]) -> None:
+    """Append the tokens of ``text[pos:]`` (the scanner's buffer refilled as usual)."""
+    search = pattern().search
+    while True:
+        m = search(text, pos)
+        if m is None:
+            return
+        start, end = m.span()
+        if end - start > MAX_UNITS // 2 and utf16_length(text[start:end]) > MAX_UNITS:
+            cut = pattern().match(text, start, _window_end(text, start))
+            if cut is None:  # nothing within the buffer: the scanner drops one character
+                pos = start + 1
+                continue
+            end = cut.end()
+        out.append(text[start:end])
+        pos = end
+
+
+def _alive(text: str, start: int, end: int) -> bool:
+    """Whether the scanner, matching from ``start``, is still in a token when it reaches ``end``."""
+    if start == end:
+        return True
+    if " " in text[start:end]:
+        return False
+    return pattern().fullmatch(text, start, end, partial=True) is not None
+
+
+def _lone_high_at_end(text: str) -> list[str]:
+    """Tokens of a text that ends with a lone high surrogate: the scanner's refill quirk.
+
+    When the read that reaches the end of the text ends with a high surrogate and the text runs
+    out before the buffer is full, the scanner's refill reports the end of input at once: if it
+    happened between tokens, the rest of the text gives no token (a text of at most 254 units
+    gives none at all); if inside a token, the token ends at its longest match so far and the
+    rest is scanned as usual.
+    """
+    off = [0]
+    for c in text:
+        off.append(off[-1] + (2 if c > "\uffff" else 1))
+    n = len(text)
+    if off[n] < MAX_UNITS:
+        return []
+    out: list[str] = []
+    match = pattern().match
+
+    def refill(start: int) -> tuple[int, int]:
+        """The buffer's end and how far the reader got, after a refill for a match from ``start``."""
+        end = _window_end(text, start)
+        held = end < n and off[end] - off[start] == MAX_UNITS - 1  # a high half kept back
+        return end, end + held
+
+    end, read_to = refill(0)  # the first read fills the buffer
+    pos = 0
+    while pos < n:
+        m = pattern().search(text, pos)
+        step_end = m.start() if m is not None else n
+        # every skipped character and the token's start are where the scanner starts a match
+        for start in [*range(pos, step_end), *([] if m is None else [m.start()])]:
+            if read_to >= n or start > end or not _alive(text, start, end):
+                continue
+            if off[n] - off[start] < MAX_UNITS:  # the final read: the end of input is reported now
+                if start == end:
+                    return out
+                cut = match(text, start, end)
+                if cut is not None:
+                    out.append(cut.group())
+                _scan(text, cut.end() if cut is not None else start + 1, out)
+                return out
+            end, read_to = refill(start)
+        if m is None:
+            return out
+        start, stop = m.span()
+        if stop > end:  # the token runs past the buffer: its longest match within it
+            cut = match(text, start, end)
+            stop = cut.end() if cut is not None else start + 1
+            if cut is not None:
+                out.append(cut.group())
+        else:
+            out.append(m.group())
+        pos = stop
+    return out
