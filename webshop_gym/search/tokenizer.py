@@ -123,8 +123,8 @@ _WORD = f"{_ENL}*{_SEGMENT}(?:{_ENL}+{_SEGMENT})*{_ENL}*"
 # ZWJ right before it (the greedy form of Lucene's rule).
 _EMOJI_CORE = f"(?:{_EMOJI_CHAR}\\uFE0F?|(?:{_EMOJI_BASE})?{_EMOJI_MOD})"
 _EMOJI_FIRST = f"(?:{_ZWJ}*{_EMOJI_CHAR}\\uFE0F?|(?:{_ZWJ}*{_EMOJI_BASE})?{_EMOJI_MOD})"  # a lone modifier takes no ZWJ
-_EMOJI_SEQUENCE = (f"(?:{_EMOJI_FIRST}(?:(?:{_ZWJ}*(?<={_ZWJ}){_EMOJI_CORE})*"
-                   f"|[\\U000E0020-\\U000E007E]+\\U000E007F)"
+_EMOJI_SEQUENCE = (f"(?:{_EMOJI_FIRST}(?:[\\U000E0020-\\U000E007E]+\\U000E007F"  # a tag sequence first: longer
+                   f"|(?:{_ZWJ}*(?<={_ZWJ}){_EMOJI_CORE})*)"
                    f"|[0-9#*]{_XN}\\uFE0F?\\u20E3{_XN}|{_RI}{{2}})")
 
 RULES = (_EMOJI_SEQUENCE, _WORD, f"{_SEA}+", _HAN, _HIRA)
