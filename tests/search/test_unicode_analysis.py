@@ -114,7 +114,8 @@ LONG = [
     ("ab" * 130 + ".cd", ["ab" * 127 + "a", "babab.cd"]),
     ("1" * 254 + ",23", ["1" * 254, "23"]),  # the buffer ends on the comma: the longest match stops before it
     ("x" * 254 + "\U0001d400y", ["x" * 254, "\U0001d400y"]),  # a pair never straddles the buffer's end
-    ("_" * 300 + "a", ["_" * 254 + "a"]),  # no token in the first buffers: the scanner moves on
+    ("_" * 300 + "a", ["_" * 254 + "a"]),
+    ("ג'__ x__ __", ["ג'__", "x__"]),  # runs of _ after a Hebrew letter's quote belong to its token  # no token in the first buffers: the scanner moves on
     ("🇦" * 131, ["🇦🇦"] * 65),
 ]
 

@@ -133,7 +133,10 @@ GRAMMAR = "(?V1)" + "|".join(RULES)
 """Any token (the leftmost start; the longest of the rules there is the token)."""
 
 
-_TOUCHING = f"[{_cls('AHLetter')}{_cls('Numeric')}{_cls('Katakana')}{_cls('ExtendNumLet')}{_FEZ}]"
+# what a run of "_" in a token can touch: letters, digits, katakana, ExtendNumLet, Extend/Format/ZWJ
+# and the Single_Quote ending a Hebrew letter's element (א'__)
+_TOUCHING = (f"[{_cls('AHLetter')}{_cls('Numeric')}{_cls('Katakana')}{_cls('ExtendNumLet')}{_FEZ}"
+             f"{_cls('Single_Quote')}]")
 _BARRIER = f"(?V1)(?<!{_TOUCHING})__+(?!{_TOUCHING})"
 
 
