@@ -67,14 +67,14 @@ def relevant() -> list[int]:
     return [m.start() for m in regex.finditer(f"(?V1)[[^\\p{{Cn}}\\p{{Co}}\\p{{Cs}}]{classes}]", every)]
 
 
-def differing(points: list[int]) -> dict[str, list[int]]:
-    """Per context, the code points whose tokens differ (ours vs Lucene's): all code points alone, the relevant in context."""
+def differing(points: list[int], contexts: list[str] = CONTEXTS) -> dict[str, list[int]]:
+    """Per context, the code points whose tokens differ (ours vs Lucene's): ``points`` alone, the relevant ones in context."""
     out = {}
-    near = relevant()
+    near = sorted(set(relevant()).intersection(points))
     print(f"{len(near):,} code points tried in every context", flush=True)
-    for context in CONTEXTS:
-        if context != "{c}":
-            points = near
+    alone = points
+    for context in contexts:
+        points = alone if context == "{c}" else near
         ours = _tokens_per_context(context, points, lucene=False)
         theirs = _tokens_per_context(context, points, lucene=True)
         out[context] = [c for c, a, b in zip(points, ours, theirs) if a != b]

@@ -96,6 +96,7 @@ def _ascii_word(word: str, out: list[str]) -> None:
         out.extend(find_tokens(word))
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _JOINING_SPACE = "\u202f"
 """The one character Python splits on that joins a token (NARROW NO-BREAK SPACE, ``ExtendNumLet``)."""
 
@@ -111,6 +112,10 @@ def raw_tokens(text: str) -> list[str]:
         >>> raw_tokens("Women’s café, 2×3 ½ kg")
         ['Women’s', 'café', '2', '3', 'kg']
     """
+    if not text.isascii() and max(text) >= "\ud800" and _SURROGATE.search(text):
+        # surrogate code points: a pair is one character to Java, a lone one a character of its own
+        # (and a lone high surrogate at the very end changes how the whole text is read)
+        return tokenize(text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass"))
     if _JOINING_SPACE in text:
         return tokenize(text)
     if text.isascii() and (len(text) <= MAX_TOKEN_LENGTH or max(map(len, text.split()), default=0) <= MAX_TOKEN_LENGTH):

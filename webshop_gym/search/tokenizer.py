@@ -109,24 +109,52 @@ _EMOJI_PROPERTY = _cls("Emoji")
 _EMOJI_CHAR = _ex(f"[{_PICTOGRAPHIC}[{_EMOJI_PROPERTY}--{_RKAM}]]", _XN)
 _EMOJI_BASE = _ex(_cls("Emoji_Modifier_Base"), _XN)
 _EMOJI_MOD = _ex(_EMOJI_MODIFIER, _XN)
-_EMOJI_ELEMENT = f"(?:{_ZWJ}*{_EMOJI_CHAR}\\uFE0F?|(?:{_ZWJ}*{_EMOJI_BASE})?{_EMOJI_MOD})"
-_EMOJI = (f"(?:{_EMOJI_ELEMENT}(?:(?:{_ZWJ}{_EMOJI_ELEMENT})*|[\\U000E0020-\\U000E007E]+\\U000E007F)"
-          f"|[0-9#*]{_XN}\\uFE0F?\\u20E3{_XN}|{_RI}{{2}})")
 
-# Words and numbers (UAX #29 WB5-WB13b).
-_RUN = (f"(?:{_HL}(?:{_SQ}|{_DQ}{_HL})|{_NUM}(?:(?:{_ENL}*|{_MIDNUM}){_NUM})*"
-        f"|{_AH}(?:(?:{_ENL}*|{_MIDLETTER}){_AH})*)+")
-_GROUP = f"(?:{_KATA}(?:{_ENL}*{_KATA})*|{_RUN})"
-_WORD = f"{_ENL}*{_GROUP}(?:{_ENL}+{_GROUP})*{_ENL}*"
+# Words and numbers (UAX #29 WB5-WB13b), regrouped so that a greedy match is the longest (the same
+# language as Lucene's rule): a segment is a katakana run or a run of elements; an element is a
+# Hebrew letter with a trailing Single_Quote or a Double_Quote and another Hebrew letter (tried
+# first: it leaves the next letter free to start an element), digits joined by MidNum characters,
+# or letters joined by MidLetter characters; ExtendNumLet joins any two segments.
+_ELEMENT = f"(?:{_HL}(?:{_SQ}|{_DQ}{_HL})|{_NUM}(?:{_MIDNUM}{_NUM})*|{_AH}(?:{_MIDLETTER}{_AH})*)"
+_SEGMENT = f"(?:{_KATA}+|{_ELEMENT}+)"
+_WORD = f"{_ENL}*{_SEGMENT}(?:{_ENL}+{_SEGMENT})*{_ENL}*"
 
-GRAMMAR = f"(?V1p){_EMOJI}|{_WORD}|{_SEA}+|{_HAN}|{_HIRA}"
-"""One token, the longest match (POSIX mode: JFlex's longest-match rule over all token rules)."""
+# Emoji elements joined by ZWJ: an element's own tail may take the ZWJs, so a next element needs a
+# ZWJ right before it (the greedy form of Lucene's rule).
+_EMOJI_CORE = f"(?:{_EMOJI_CHAR}\\uFE0F?|(?:{_EMOJI_BASE})?{_EMOJI_MOD})"
+_EMOJI_FIRST = f"(?:{_ZWJ}*{_EMOJI_CHAR}\\uFE0F?|(?:{_ZWJ}*{_EMOJI_BASE})?{_EMOJI_MOD})"  # a lone modifier takes no ZWJ
+_EMOJI_SEQUENCE = (f"(?:{_EMOJI_FIRST}(?:[\\U000E0020-\\U000E007E]+\\U000E007F"  # a tag sequence first: longer
+                   f"|(?:{_ZWJ}*(?<={_ZWJ}){_EMOJI_CORE})*)"
+                   f"|[0-9#*]{_XN}\\uFE0F?\\u20E3{_XN}|{_RI}{{2}})")
+
+RULES = (_EMOJI_SEQUENCE, _WORD, f"{_SEA}+", _HAN, _HIRA)
+"""Lucene's token rules (emoji, words and numbers, South-East Asian runs, Han, Hiragana), each greedy."""
+GRAMMAR = "(?V1)" + "|".join(RULES)
+"""Any token (the leftmost start; the longest of the rules there is the token)."""
+
+
+# what a run of "_" in a token can touch: letters, digits, katakana, ExtendNumLet, Extend/Format/ZWJ
+# and the Single_Quote ending a Hebrew letter's element (א'__)
+_TOUCHING = (f"[{_cls('AHLetter')}{_cls('Numeric')}{_cls('Katakana')}{_cls('ExtendNumLet')}{_FEZ}"
+             f"{_cls('Single_Quote')}]")
+_BARRIER = f"(?V1)(?<!{_TOUCHING})__+(?!{_TOUCHING})"
 
 
 @functools.lru_cache(maxsize=1)
+def _compiled() -> tuple[regex.Pattern, tuple[regex.Pattern, ...], regex.Pattern, regex.Pattern]:
+    return (regex.compile(GRAMMAR), tuple(regex.compile(f"(?V1){rule}") for rule in RULES), regex.compile(_BARRIER),
+            regex.compile(f"(?V1)(?:{_ENL})+"))
+
+
 def pattern() -> regex.Pattern:
     """:data:`GRAMMAR` compiled, on first use (it takes a few tenths of a second; ASCII text never needs it)."""
-    return regex.compile(GRAMMAR)
+    return _compiled()[0]
+
+
+def _longest(text: str, start: int, stop: int) -> int | None:
+    """Where the longest token from ``start`` within ``text[:stop]`` ends (JFlex's longest match), if any."""
+    ends = [m.end() for rule in _compiled()[1] if (m := rule.match(text, start, stop)) is not None]
+    return max(ends) if ends else None
 
 
 def utf16_length(text: str) -> int:
@@ -136,6 +164,9 @@ def utf16_length(text: str) -> int:
 
 def _window_end(text: str, start: int) -> int:
     """Where the scanner's 255-unit buffer ends for a token starting at ``start`` (a code point index)."""
+    piece = text[start : start + MAX_UNITS]
+    if not piece or max(piece) < "\ud800":  # one unit each
+        return start + len(piece)
     units = 0
     i = start
     n = len(text)
@@ -159,27 +190,47 @@ def tokenize(text: str) -> list[str]:
     """
     if text and "\ud800" <= text[-1] <= "\udbff":
         return _lone_high_at_end(text)
+    if "__" in text:  # a run of "_" touching no token character is in no token: one "_" does the same
+        text = _compiled()[2].sub("_", text)
     out: list[str] = []
     _scan(text, 0, out)
     return out
 
 
+def _next_token(text: str, pos: int) -> tuple[int, int] | None:
+    """The next token at or after ``pos``: its start and end, each match taken within the scanner's buffer.
+
+    The search looks ahead at most 510 code points at a time, enough for every start in the first
+    255 to have its whole buffer in view, so a long text is scanned in linear time.
+    """
+    n = len(text)
+    search = pattern().search
+    run = _compiled()[3].match
+    while pos < n:
+        joined = run(text, pos)
+        if joined is not None and joined.end() - pos > MAX_UNITS and max(joined.group()) < "\ud800":
+            pos = joined.end() - MAX_UNITS  # no buffer that holds only ExtendNumLet characters has a token
+        limit = min(n, pos + 2 * MAX_UNITS)
+        m = search(text, pos, limit)
+        if m is None or (m.start() > pos + MAX_UNITS and limit < n):
+            if m is None and limit == n:
+                return None
+            pos += MAX_UNITS + 1  # no start up to here (later starts are looked at again, further ahead)
+            continue
+        start = m.start()
+        end = _longest(text, start, _window_end(text, start))
+        if end is None:  # nothing within the buffer: the scanner drops one character
+            pos = start + 1
+            continue
+        return start, end
+    return None
+
+
 def _scan(text: str, pos: int, out: list[str]) -> None:
     """Append the tokens of ``text[pos:]`` (the scanner's buffer refilled as usual)."""
-    search = pattern().search
-    while True:
-        m = search(text, pos)
-        if m is None:
-            return
-        start, end = m.span()
-        if end - start > MAX_UNITS // 2 and utf16_length(text[start:end]) > MAX_UNITS:
-            cut = pattern().match(text, start, _window_end(text, start))
-            if cut is None:  # nothing within the buffer: the scanner drops one character
-                pos = start + 1
-                continue
-            end = cut.end()
-        out.append(text[start:end])
-        pos = end
+    while (found := _next_token(text, pos)) is not None:
+        start, pos = found
+        out.append(text[start:pos])
 
 
 def _alive(text: str, start: int, end: int) -> bool:
@@ -207,7 +258,6 @@ def _lone_high_at_end(text: str) -> list[str]:
     if off[n] < MAX_UNITS:
         return []
     out: list[str] = []
-    match = pattern().match
 
     def refill(start: int) -> tuple[int, int]:
         """The buffer's end and how far the reader got, after a refill for a match from ``start``."""
@@ -218,30 +268,28 @@ def _lone_high_at_end(text: str) -> list[str]:
     end, read_to = refill(0)  # the first read fills the buffer
     pos = 0
     while pos < n:
-        m = pattern().search(text, pos)
-        step_end = m.start() if m is not None else n
+        found = _next_token(text, pos)
+        step_end = found[0] if found is not None else n
         # every skipped character and the token's start are where the scanner starts a match
-        for start in [*range(pos, step_end), *([] if m is None else [m.start()])]:
+        for start in [*range(pos, step_end), *([] if found is None else [found[0]])]:
             if read_to >= n or start > end or not _alive(text, start, end):
                 continue
             if off[n] - off[start] < MAX_UNITS:  # the final read: the end of input is reported now
                 if start == end:
                     return out
-                cut = match(text, start, end)
+                cut = _longest(text, start, end)
                 if cut is not None:
-                    out.append(cut.group())
-                _scan(text, cut.end() if cut is not None else start + 1, out)
+                    out.append(text[start:cut])
+                _scan(text, cut if cut is not None else start + 1, out)
                 return out
             end, read_to = refill(start)
-        if m is None:
+        if found is None:
             return out
-        start, stop = m.span()
-        if stop > end:  # the token runs past the buffer: its longest match within it
-            cut = match(text, start, end)
-            stop = cut.end() if cut is not None else start + 1
-            if cut is not None:
-                out.append(cut.group())
+        start = found[0]
+        stop = _longest(text, start, min(end, found[1])) if found[1] > end else found[1]
+        if stop is None:  # nothing within the buffer: the scanner drops one character
+            stop = start + 1
         else:
-            out.append(m.group())
+            out.append(text[start:stop])
         pos = stop
     return out
