@@ -5,7 +5,7 @@ Checked by :mod:`webshop_gym.utils.shipped` (the search postings when they are i
 lists when they are read, both by ``webshop-gym data verify``).
 """
 
-SEARCH_POSTINGS_FOR = ('270d81419078ea88efce516a', 'postings-v2-index-v1')
+SEARCH_POSTINGS_FOR = ('270d81419078ea88efce516a', 'postings-v2-analysis-v1')
 """The catalog key and the postings folder's name the shipped postings were exported for."""
 
 SEARCH_POSTINGS = {
@@ -14,9 +14,9 @@ SEARCH_POSTINGS = {
     'freqs.npy': (51949, '339fb62af9b27406476d025abbe0a61199affc801052b1882d82ef3823fb5d2f'),
     'idf.npy': (6932, '300be30c92ca581fe75e0e57853a841fcdbf3811a38add3ae033976d9d75dd28'),
     'max_tf.npy': (6932, '47c2d47a4df40599137913033cd93892d897101861908b1dd7a4c7c02bec6cc4'),
-    'meta.json': (328, 'c9de4652a7b69359bf3a5c61d641b744a039e70f9ce8b4a5d67dc0c3b412ea64'),
+    'meta.json': (328, '83da1ab0eb1c254df8c4df4c5a515d4d147cb8ad07994bc014d5d7a76bb42fc8'),
     'norms.npy': (1128, '9998ea82eab7faeca4e80027fc0225e0cda53f2916d9e7f0924eae0499f16e64'),
-    'source.json': (246, '692e53325b8ff4afaf91e272cd83b2ab11d29bbafd9fe78a0e0471b4eec534c6'),
+    'source.json': (249, '27b5c0b9bb7cd8c5412ca22fd9d418981f0e1a19e5af89d7bcacf371e65fae4c'),
     'term_ptr.npy': (13744, '3b338a996a0f15c9ae54270a5de661dc81555224e8e462377dc1d0cb4c6971d0'),
     'terms.txt': (10888, '3073fb7d06961c8e02b8b21694fbf589d6a77f569ae905cdb4628a2b08f050cb'),
     'tf.npy': (207412, '78aa9fbc3fc206c5ea5b5bf18cd0a00fbf9afca4eacdcef6e6d9b3656e79582a'),
