@@ -183,3 +183,17 @@ def test_every_code_point_alone_equals_lucene():
     table = _load("unicode9_table")
     points = list(range(0, 0x110000, 7))  # a stride (all of them: benchmarks/unicode9_table.py --check)
     assert table.differing(points, contexts=["{c}", "x{c}x"]) == {"{c}": [], "x{c}x": []}
+
+
+def test_long_runs_of_any_joining_underscore_scan_in_linear_time():
+    # ExtendNumLet runs touching no token character ("＿", "‿", "_") are in no token: 100,000 of them
+    # took minutes before they were collapsed like ASCII "_" runs; the terms around them are kept
+    import time
+
+    from webshop_gym.search.analysis import analyze
+
+    for joiner in ("＿", "‿", "_＿"):
+        started = time.perf_counter()
+        assert analyze("shoe " + joiner * 50_000 + " boot") == ["shoe", "boot"]
+        assert time.perf_counter() - started < 5.0  # linear: about 0.1 s here; quadratic was minutes
+    assert analyze("a" + "＿" * 3 + "b") == ["a＿＿＿b"]  # a run inside a word stays in it
