@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import select
+import selectors
 import socket
 from urllib.parse import urlsplit
 
@@ -17,11 +17,14 @@ def post_chunked(url: str, path: str, chunk: bytes, chunks: int, timeout: float 
     parts = urlsplit(url)
     sock = socket.create_connection((parts.hostname, parts.port), timeout=timeout)
     sent = 0
+    # a selector, not select.select: a worker that has run many tests may hold descriptors past 1024
+    answered = selectors.DefaultSelector()
+    answered.register(sock, selectors.EVENT_READ)
     try:
         sock.sendall(f"POST {path} HTTP/1.1\r\nHost: {parts.netloc}\r\nContent-Type: application/json\r\n"
                      "Transfer-Encoding: chunked\r\n\r\n".encode())
         for _ in range(chunks):
-            if select.select([sock], [], [], 0)[0]:
+            if answered.select(0):
                 break  # the server has answered (or closed): stop sending
             try:
                 sock.sendall(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
@@ -43,6 +46,7 @@ def post_chunked(url: str, path: str, chunk: bytes, chunks: int, timeout: float 
                 break
             data += more
     finally:
+        answered.close()
         sock.close()
     head, _, body = data.partition(b"\r\n\r\n")
     status = int(head.split(b" ", 2)[1])

@@ -129,5 +129,5 @@ def test_the_real_shop_plays_a_published_protocol_without_java(real_dir, tmp_pat
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out == {"status": 0, "asked": [], "jvm": False, "loaded": []}
     result = json.loads((tmp_path / "out.json").read_text())
-    assert result["protocol"]["name"] == "verl-agent (seed 0)" and result["valid_rate"] == 100.0
+    assert result["protocol"]["name"] == "verl-agent" and "seed 0" in result["protocol"]["setting"] and result["valid_rate"] == 100.0
     assert 70 < result["score"] < 90  # the rule policy's score on the real shop (80.7 on 2026-12-07)
