@@ -150,3 +150,31 @@ class ServedApp:
         """Stop the server and wait for its thread."""
         self.listener.stop()
         self.thread.join(10)
+
+
+class CoinPolicy:
+    """Per episode, the oracle with probability ``p`` (a coin drawn from the episode's seed), else the random policy.
+
+    Sampled runs whose samples of one goal differ (some solved, some not), reproducibly.
+    """
+
+    name = "coin"
+
+    def __init__(self, shop, p: float = 0.5):
+        from webshop_gym.agents.policies import OraclePolicy, RandomPolicy
+
+        self.oracle, self.random, self.p = OraclePolicy(shop), RandomPolicy(), p
+        self.playing = self.random
+
+    def seed_episode(self, seed):
+        import numpy as np
+
+        self.random.seed_episode(seed)
+        self.playing = self.oracle if np.random.default_rng(seed).random() < self.p else self.random
+
+    def reset(self, info):
+        self.oracle.reset(info)
+        self.random.reset(info)
+
+    def act(self, obs, info):
+        return self.playing.act(obs, info)

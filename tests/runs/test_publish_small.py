@@ -13,11 +13,10 @@ import zipfile
 from pathlib import Path
 from urllib.parse import unquote
 
-import numpy as np
 import pytest
 from bs4 import BeautifulSoup
 
-from webshop_gym.agents.policies import OraclePolicy, RandomPolicy
+from tests.helpers import CoinPolicy
 from webshop_gym.cli.app import main
 from webshop_gym.evaluation.local import evaluate
 from webshop_gym.reporting.report import build_report, failure_tags
@@ -26,25 +25,7 @@ from webshop_gym.runs.index import RunIndex
 K, GOALS = 3, 8
 
 
-class Coin:
-    """Per episode, the oracle with probability ``p`` (a coin from the episode's seed), else the random policy."""
-
-    name = "coin"
-
-    def __init__(self, shop, p: float):
-        self.oracle, self.random, self.p = OraclePolicy(shop), RandomPolicy(), p
-        self.playing = self.random
-
-    def seed_episode(self, seed):
-        self.random.seed_episode(seed)
-        self.playing = self.oracle if np.random.default_rng(seed).random() < self.p else self.random
-
-    def reset(self, info):
-        self.oracle.reset(info)
-        self.random.reset(info)
-
-    def act(self, obs, info):
-        return self.playing.act(obs, info)
+Coin = CoinPolicy
 
 
 @pytest.fixture(scope="module")

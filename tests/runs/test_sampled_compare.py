@@ -19,32 +19,14 @@ from bs4 import BeautifulSoup
 from scipy import stats
 from werkzeug.serving import make_server
 
-from webshop_gym.agents.policies import OraclePolicy, RandomPolicy
+from tests.helpers import CoinPolicy
 from webshop_gym.cli.app import main
 from webshop_gym.evaluation.local import evaluate
 
 K, GOALS = 4, 16
 
 
-class Coin:
-    """Per episode, a coin drawn from the episode's seed: the oracle with probability ``p``, else the random policy."""
-
-    name = "coin"
-
-    def __init__(self, shop, p: float):
-        self.oracle, self.random, self.p = OraclePolicy(shop), RandomPolicy(), p
-        self.playing = self.random
-
-    def seed_episode(self, seed):
-        self.random.seed_episode(seed)
-        self.playing = self.oracle if np.random.default_rng(seed).random() < self.p else self.random
-
-    def reset(self, info):
-        self.oracle.reset(info)
-        self.random.reset(info)
-
-    def act(self, obs, info):
-        return self.playing.act(obs, info)
+Coin = CoinPolicy
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from bs4 import BeautifulSoup
 
-from webshop_gym.agents.policies import OraclePolicy, RandomPolicy
+from tests.helpers import CoinPolicy
 from webshop_gym.analysis.intervals import fmt, sampled_intervals, share_interval
 from webshop_gym.analysis.stats import SAMPLED_PAIRED_COLUMNS, Goals
 from webshop_gym.cli.app import main
@@ -20,25 +20,7 @@ from webshop_gym.reporting.report import build_report, tables
 K, GOALS = 4, 12
 
 
-class Coin:
-    """Per episode, a coin drawn from the episode's seed: the oracle (solves) or the random policy (fails)."""
-
-    name = "coin"
-
-    def __init__(self, shop):
-        self.oracle, self.random = OraclePolicy(shop), RandomPolicy()
-        self.playing = self.random
-
-    def seed_episode(self, seed):
-        self.random.seed_episode(seed)
-        self.playing = self.oracle if np.random.default_rng(seed).random() < 0.5 else self.random
-
-    def reset(self, info):
-        self.oracle.reset(info)
-        self.random.reset(info)
-
-    def act(self, obs, info):
-        return self.playing.act(obs, info)
+Coin = CoinPolicy
 
 
 @pytest.fixture(scope="module")
