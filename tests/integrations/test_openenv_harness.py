@@ -187,6 +187,8 @@ def _replayed_reward(shop, goal: int, completion: list[dict]) -> tuple[float, li
     return reward, actions
 
 
+# TRL warns once per process on importing trl.experimental: an error (warnings are errors) when this test imports it first
+@pytest.mark.filterwarnings("ignore:You are importing from 'trl.experimental'")
 def test_trl_async_grpo_harness_plays_each_row_s_goal_with_webshop_env_s_reward(shop_server, default_shop):
     """TRL calls ``factory.create(row["prompt"], seed=group_id, episode_id=...)``: every rollout plays its row's goal."""
     require_extra("trl.experimental.async_grpo.openenv_harness", "trl", "TRL's async GRPO harness")

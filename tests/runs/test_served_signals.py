@@ -62,8 +62,9 @@ def _episode_lines(path: Path) -> list[dict]:
 def test_signals_at_random_points_stop_the_run_at_once_and_it_resumes_to_the_uninterrupted_file(tmp_path):
     out, reference = tmp_path / "run.jsonl", tmp_path / "reference.jsonl"
     rng = np.random.default_rng(51)
-    with ChatServer(latency=0.03) as server:
-        argv = ["eval", "--policy", "openai:scripted", "--base-url", server.url, "--num-goals", "48",
+    # a plan long enough (about 20 s of answers) that no command can finish it before its signal (0-0.6 s in)
+    with ChatServer(latency=0.1) as server:
+        argv = ["eval", "--policy", "openai:scripted", "--base-url", server.url, "--num-goals", "160",
                 "--concurrency", "4", "--quiet", "--resume", "--out", str(out)]
         child = subprocess.Popen([sys.executable, "-c", CHILD, *argv], cwd=ROOT, text=True, stdin=subprocess.PIPE,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=default_sigint,
@@ -113,5 +114,5 @@ def test_signals_at_random_points_stop_the_run_at_once_and_it_resumes_to_the_uni
         assert main([a for a in argv if a not in ("--resume", str(out))] + [str(reference)]) == 0
     assert _episode_lines(out) == _episode_lines(reference)
     log = read_log(out)
-    assert [e.goal_index for e in log.episodes] == list(range(48)) and log.summary is not None
+    assert [e.goal_index for e in log.episodes] == list(range(160)) and log.summary is not None
     assert '"type": "stopped"' not in out.read_text()  # the finished file reads like an uninterrupted run's
