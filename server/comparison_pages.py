@@ -235,14 +235,7 @@ def compare(a: str, b: str):
     on_common = _on_common_goals(key, ta, tb) if common else None
     tags_a, tags_b = _tag_of(ta, pa), _tag_of(tb, pb)
     keep = {"all": np.ones(len(common), bool), "differ": ra != rb, "a": ra > rb, "b": rb > ra}[show]
-    if tag_a:
-        keep = keep & (tags_a == names.index(tag_a))
-    if tag_b:
-        keep = keep & (tags_b == names.index(tag_b))
-    picked = np.flatnonzero(keep)
-    pages = max(1, math.ceil(len(picked) / per))
-    if page > pages:
-        abort(404, f"The goals shown fill {pages} page(s); there is no page {page}.")
+    picked, pages = _filtered_pages(keep, tags_a, tags_b, tag_a, tag_b, names, per, page)
     rows = []
     for j in picked[(page - 1) * per : page * per].tolist():
         i, jb = int(pa[j]), int(pb[j])
@@ -283,6 +276,19 @@ def goal_tag(t: IndexTable, positions: list[int]) -> int:
     return int(np.argmax(np.bincount(_tag_of(t, np.array(positions, np.int64)), minlength=len(TAGS) + 1)))
 
 
+def _filtered_pages(keep, tags_a, tags_b, tag_a, tag_b, names, per: int, page: int):
+    """The goals a comparison shows (``keep`` narrowed by the tag filters) and how many pages they fill; 404 past the last."""
+    if tag_a:
+        keep = keep & (tags_a == names.index(tag_a))
+    if tag_b:
+        keep = keep & (tags_b == names.index(tag_b))
+    picked = np.flatnonzero(keep)
+    pages = max(1, math.ceil(len(picked) / per))
+    if page > pages:
+        abort(404, f"The goals shown fill {pages} page(s); there is no page {page}.")
+    return picked, pages
+
+
 def _sampled_compare(a, b, run_a, run_b, ta, tb, show, tag_a, tag_b, page, per, samples, context):
     """The comparison of runs that played each goal K times: a row per goal ("2 of 4" against "1 of 4").
 
@@ -309,14 +315,7 @@ def _sampled_compare(a, b, run_a, run_b, ta, tb, show, tag_a, tag_b, page, per, 
     tags_a = np.array([goal_tag(ta, by_a[g]) for g in common], np.int64)
     tags_b = np.array([goal_tag(tb, by_b[g]) for g in common], np.int64)
     keep = {"all": np.ones(len(common), bool), "differ": ma != mb, "a": ma > mb, "b": mb > ma}[show]
-    if tag_a:
-        keep = keep & (tags_a == names.index(tag_a))
-    if tag_b:
-        keep = keep & (tags_b == names.index(tag_b))
-    picked = np.flatnonzero(keep)
-    pages = max(1, math.ceil(len(picked) / per))
-    if page > pages:
-        abort(404, f"The goals shown fill {pages} page(s); there is no page {page}.")
+    picked, pages = _filtered_pages(keep, tags_a, tags_b, tag_a, tag_b, names, per, page)
     rows = []
     for j in picked[(page - 1) * per : page * per].tolist():
         first_a, first_b = by_a[common[j]][0], by_b[common[j]][0]
