@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from webshop_gym.protocols.play import ADHOC
+from webshop_gym.protocols.play import ADHOC, played_parts
 
 __all__ = ["bare_name", "setting_note"]
 
@@ -40,12 +40,7 @@ def setting_note(record: Mapping | None) -> str:
     parts = []
     if record.get("name") == ADHOC and record.get("equivalent"):
         parts.append(f"the same rules as {record['equivalent']}")
-    if record.get("seed") is not None:
-        parts.append(f"seed {record['seed']}")
-    if record.get("validation"):
-        parts.append(f"validation {record['validation']}")
-    if int(record.get("samples") or 1) > 1:
-        parts.append(f"{record['samples']} samples per goal")
+    parts += played_parts(record)
     text = ", ".join(parts)
     if record.get("deviations"):
         text += ("; " if text else "") + "not its published setting: " + "; ".join(record["deviations"])

@@ -34,7 +34,7 @@ from webshop_gym.protocols.definition import (
 )
 from webshop_gym.protocols.steps import steps_of
 
-__all__ = ["ADHOC", "PlannedEpisode", "adhoc_protocol", "plan", "protocol_difference", "protocol_record",
+__all__ = ["ADHOC", "PlannedEpisode", "adhoc_protocol", "plan", "played_parts", "protocol_difference", "protocol_record",
            "recorded_protocol", "with_samples"]
 
 ADHOC = "ad-hoc"
@@ -195,6 +195,18 @@ def recorded_protocol(record: Mapping | None) -> Protocol | None:
     return Protocol(dict(record["definition"]), "")
 
 
+def played_parts(record: Mapping) -> list[str]:
+    """How a recorded protocol was drawn, in words: its seed, validation and samples per goal (those that apply)."""
+    parts = []
+    if record.get("seed") is not None:
+        parts.append(f"seed {record['seed']}")
+    if record.get("validation"):
+        parts.append(f"validation {record['validation']}")
+    if int(record.get("samples") or 1) > 1:
+        parts.append(f"{record['samples']} samples per goal")
+    return parts
+
+
 def display_name(record: Mapping | None) -> str:
     """A recorded protocol's name for people: ``ad-hoc (= webshop-gym)``, ``verl-agent (seed 0, validation 1)``."""
     if not isinstance(record, Mapping):
@@ -202,13 +214,7 @@ def display_name(record: Mapping | None) -> str:
     name = str(record.get("name") or "?")
     if name == ADHOC and record.get("equivalent"):
         name += f" (= {record['equivalent']})"
-    extra = []
-    if record.get("seed") is not None:
-        extra.append(f"seed {record['seed']}")
-    if record.get("validation"):
-        extra.append(f"validation {record['validation']}")
-    if int(record.get("samples") or 1) > 1:
-        extra.append(f"{record['samples']} samples per goal")
+    extra = played_parts(record)
     if record.get("deviations"):
         extra.append("not its published setting: " + "; ".join(record["deviations"]))
     return name + (f" ({', '.join(extra)})" if extra else "")
