@@ -10,8 +10,9 @@ terms.  Also measured: how far plain library segmentation gets (the ``regex`` mo
 word boundaries, ``(?w)``, with our filters after it), and the speed of both analysers.
 
     python benchmarks/analysis_parity.py [--strings 1000000] [--seed 0]
+    python benchmarks/analysis_parity.py --shop /path/to/shop-1m --strings 0 --no-library --out analysis_parity_1m
 
-Writes benchmarks/results/analysis_parity.json.
+Writes benchmarks/results/analysis_parity.json (or ``--out``'s name).
 """
 
 from __future__ import annotations
@@ -168,7 +169,7 @@ def library_terms(text: str) -> list[str]:
     return out
 
 
-def _compare(name: str, texts: list[str], batch: int = 20000) -> dict:
+def _compare(name: str, texts: list[str], batch: int = 20000, library: bool = True) -> dict:
     ours_time = java_time = lib_time = 0.0
     wrong, lib_wrong, examples = 0, 0, []
     for start in range(0, len(texts), batch):
@@ -178,7 +179,7 @@ def _compare(name: str, texts: list[str], batch: int = 20000) -> dict:
         t1 = time.perf_counter()
         java = oracle.terms(chunk)
         t2 = time.perf_counter()
-        lib = [library_terms(t) for t in chunk]
+        lib = [library_terms(t) for t in chunk] if library else java
         t3 = time.perf_counter()
         ours_time, java_time, lib_time = ours_time + t1 - t0, java_time + t2 - t1, lib_time + t3 - t2
         for text, a, b, c in zip(chunk, ours, java, lib):
@@ -189,17 +190,22 @@ def _compare(name: str, texts: list[str], batch: int = 20000) -> dict:
                                      "ours": a, "lucene": b})
             lib_wrong += c != b
         print(f"  {name}: {start + len(chunk):,} compared, {wrong} differ", flush=True)
-    return {"corpus": name, "strings": len(texts), "differ": wrong, "library_differ": lib_wrong,
+    return {"corpus": name, "strings": len(texts), "differ": wrong, "library_differ": lib_wrong if library else None,
             "ours_per_s": len(texts) / ours_time, "jvm_per_s": len(texts) / java_time,
-            "library_per_s": len(texts) / lib_time, "examples": examples}
+            "library_per_s": len(texts) / lib_time if library else None, "examples": examples}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--strings", type=int, default=1_000_000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--shop", action="append", default=[], type=Path, metavar="DIR",
+                        help="also every document of this shop (repeatable; only its catalog is compiled)")
+    parser.add_argument("--no-library", action="store_true", help="skip the regex-module segmentation baseline")
+    parser.add_argument("--out", default="analysis_parity", help="name of the JSON in benchmarks/results")
     args = parser.parse_args()
     from webshop_gym import load_shop
+    from webshop_gym.data.catalog import load_catalog
     from webshop_gym.search.lucene import document_text
 
     load = os.getloadavg()[0]
@@ -207,13 +213,20 @@ def main() -> int:
     analysis.analyze("é"), oracle.terms(["é"])  # one-time costs out of the timings: the grammar's compile, the JVM's start
     texts = _shop_texts()
     rows = []
+    library = not args.no_library
     shops = [("embedded shop documents", None)] + ([("real 1k shop documents", SHARED)] if SHARED.is_dir() else [])
     for name, path in shops:
         shop = load_shop(path) if path else load_shop()
-        rows.append(_compare(name, [document_text(shop.catalog, r) for r in range(len(shop.catalog))]))
-    rows.append(_compare(f"fuzz corpus (seed {args.seed})", corpus(args.strings, args.seed, texts)))
+        rows.append(_compare(name, [document_text(shop.catalog, r) for r in range(len(shop.catalog))], library=library))
+    for folder in args.shop:
+        catalog = load_catalog(folder, progress=True)
+        texts_of = [document_text(catalog, r) for r in range(len(catalog))]
+        rows.append(_compare(f"{folder.name} documents ({len(catalog):,} products)", texts_of, library=library))
+        del texts_of
+    if args.strings:
+        rows.append(_compare(f"fuzz corpus (seed {args.seed})", corpus(args.strings, args.seed, texts), library=library))
     print(table(rows, ["corpus", "strings", "differ", "library_differ", "ours_per_s", "jvm_per_s", "library_per_s"]))
-    path = save("analysis_parity", {
+    path = save(args.out, {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "conditions": f"2-core machine shared with other jobs (load average {load:.1f} at start); one process; "
                       "speeds are strings per second of one thread after warm-up, the JVM's through pyjnius (one JNI call per string)",

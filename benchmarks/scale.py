@@ -59,14 +59,14 @@ env.close()
 """
 
 
-def _run(code: str, shop: Path, cache: Path) -> dict:
+def _run(code: str, shop: Path, cache: Path, *extra: str) -> dict:
     """Run a child; return its JSON plus wall and CPU seconds and the peak RSS of its process tree."""
     import psutil
 
     env = {**os.environ, "WEBSHOP_GYM_CACHE": str(cache)}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-c", code, str(shop)], env=env, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-c", code, str(shop), *extra], env=env, stdout=subprocess.PIPE, text=True)
     peak = [0.0]
     done = threading.Event()
 

@@ -54,7 +54,7 @@ def pristine(tmp_path_factory):
     assert indexed.returncode == 0, indexed.stderr
     assert (folder / MANIFEST).is_file() and (folder / "postings-v2-analysis-v1" / MANIFEST).is_file()
     assert (folder / "index-v1" / MANIFEST).is_file()
-    assert (folder / "stems-v1" / MANIFEST).is_file()  # the stem table, built with the postings
+    assert (folder / "stems-v2" / MANIFEST).is_file()  # the stem table, built with the postings
     return base, shop, cache, folder.name, done.stdout
 
 

@@ -82,7 +82,7 @@ def test_a_read_only_cache_without_the_table_stems_as_before(real_shop, tmp_path
     from webshop_gym.error import CacheNotWritable
     from webshop_gym.search import stems
 
-    def refuse(catalog, progress=False):
+    def refuse(catalog, progress=False, document_words=None):
         raise CacheNotWritable("read-only")
 
     monkeypatch.setattr(stems, "stem_table_path", lambda catalog: tmp_path / "absent")
@@ -108,3 +108,27 @@ def test_a_large_catalogs_missing_table_waits_for_data_index(default_shop, tmp_p
     small = bm25.BM25Search(default_shop.catalog, progress=False)
     small.postings()
     assert isinstance(small._stems, StemTable) and (tmp_path / "small" / "meta.json").is_file()
+
+
+def test_the_java_free_build_hands_its_words_to_the_table(real_shop, tmp_path, monkeypatch):
+    """Built with the postings, the table reads the instructions only, and holds the same words and stems."""
+    from webshop_gym.search import bm25, indexing, stems
+
+    monkeypatch.setattr(stems, "stem_table_path", lambda catalog: tmp_path / "stems")
+    monkeypatch.setattr(indexing, "postings_folder_name", lambda: "unused")
+    search = bm25.BM25Search(real_shop.catalog, progress=False)
+    monkeypatch.setattr(bm25.BM25Search, "postings_path", property(lambda self: tmp_path / "postings"))
+    passes = []
+    full_pass = stems.catalog_words
+
+    def counted(catalog, progress=False, documents=True):
+        passes.append(documents)
+        return full_pass(catalog, progress, documents)
+
+    monkeypatch.setattr(stems, "catalog_words", counted)
+    search.postings()
+    assert passes == [False]  # the documents were read once, by the index build
+    table = search._stems
+    words = full_pass(real_shop.catalog)
+    assert sorted(table.words) == sorted(words) and len(words) > 1_500
+    assert [table.get(w) for w in sorted(words)] == [stem(w) for w in sorted(words)]

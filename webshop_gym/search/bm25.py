@@ -154,21 +154,28 @@ class BM25Search(CachedSearch):
             with self._lock:
                 if self._postings is None:
                     missing = not is_built(self.postings_path)
-                    # the stem table is built with the postings (which it speeds up); a cache built
-                    # before it existed gets one at load only where that is quick (`webshop-gym data
-                    # index` builds any)
-                    self._stems = load_stem_table(self.catalog, build=missing or len(self.catalog) <= STEMS_AT_LOAD,
-                                                  progress=self.progress)
-                    self._postings = self._load()
+                    # the stem table is built with the postings, from the words their build stems
+                    # (or, where the postings come ready, from the documents); a cache built before
+                    # it existed gets one at load only where that is quick (`webshop-gym data index`
+                    # builds any)
+                    self._stems = load_stem_table(self.catalog, build=False)
+                    words: dict[str, str] = {}
+                    self._postings = self._load(words)
+                    if self._stems is None and (missing or len(self.catalog) <= STEMS_AT_LOAD):
+                        self._stems = load_stem_table(self.catalog, progress=self.progress,
+                                                      document_words=words or None)
         return self._postings
 
-    def _load(self) -> Postings:
-        """The postings, built (or read from the external index) first when missing."""
+    def _load(self, words: dict[str, str]) -> Postings:
+        """The postings, built (or read from the external index) first when missing.
+
+        ``words``: filled with the documents' words and their stems when the postings are built here.
+        """
         folder = self.postings_path
         if not is_built(folder):
             if self._index_arg is None:
                 if not install_shipped(self.catalog, folder):  # the embedded shop's come with the package
-                    build_analysed_postings(self.catalog, folder, self._stems, progress=self.progress)
+                    build_analysed_postings(self.catalog, folder, self._stems, progress=self.progress, words=words)
             else:
                 lucene = self._index_arg
                 if not any(lucene.glob("segments*")):

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-from webshop_gym.search.analysis import StemLookup, analyze
+from webshop_gym.search.analysis import StemLookup, java_stem, raw_tokens, word_of
 from webshop_gym.search.lucene import document_text
-from webshop_gym.search.postings import POSTINGS_VERSION, assemble, save_postings, tie_order
+from webshop_gym.search.postings import POSTINGS_VERSION, assemble_ids, save_postings, tie_order
 from webshop_gym.utils.paths import build_atomically
 
 __all__ = ["ANALYSIS_VERSION", "SOURCE", "analysed_postings", "build_analysed_postings", "postings_folder_name"]
@@ -42,29 +42,88 @@ def postings_folder_name() -> str:
     return f"postings-v{POSTINGS_VERSION}-analysis-v{ANALYSIS_VERSION}"
 
 
-def analysed_postings(catalog, stems: StemLookup | None = None, progress=None):
+class _Vocabulary:
+    """Raw token -> term id for one build (``-1``: a stop word), and the ASCII words it stemmed.
+
+    A token is analysed once per build: lower-cased, its possessive dropped, looked up in the
+    catalog's stem table when one is given, else stemmed (exactly :func:`~webshop_gym.search.analysis.term`);
+    the words it stems are kept for the catalog's stem table, so that no second pass over the
+    documents finds them.  Its size is the catalog's vocabulary (tokens of at most 255 characters).
+    """
+
+    __slots__ = ("ids", "terms", "term_ids", "words", "stems")
+
+    def __init__(self, stems: StemLookup | None):
+        self.ids: dict[str, int] = {}
+        self.terms: list[str] = []
+        self.term_ids: dict[str, int] = {}
+        self.words: dict[str, str] = {}
+        self.stems = stems
+
+    def add(self, token: str) -> int:
+        word = word_of(token)
+        if word is None:
+            i = -1
+        else:
+            got = self.words.get(word)
+            if got is None:
+                got = self.stems.get(word) if self.stems is not None else None
+                if got is None:
+                    got = java_stem(word)
+                if word.isascii():
+                    self.words[word] = got
+            i = self.term_ids.get(got)
+            if i is None:
+                i = self.term_ids[got] = len(self.terms)
+                self.terms.append(got)
+        self.ids[token] = i
+        return i
+
+    def doc_ids(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """The term ids of ``texts`` (one array, in token order) and each text's count of them."""
+        found = [raw_tokens(text) for text in texts]
+        flat = [t for tokens in found for t in tokens]
+        get, add = self.ids.get, self.add
+        ids = np.fromiter((i if (i := get(t)) is not None else add(t) for t in flat), dtype=np.int64, count=len(flat))
+        kept = ids >= 0
+        bounds = np.zeros(len(found) + 1, dtype=np.int64)
+        np.cumsum([len(tokens) for tokens in found], out=bounds[1:])
+        kept_before = np.zeros(len(flat) + 1, dtype=np.int64)
+        np.cumsum(kept, out=kept_before[1:])
+        return ids[kept], kept_before[bounds[1:]] - kept_before[bounds[:-1]]
+
+
+def analysed_postings(catalog, stems: StemLookup | None = None, progress=None, words: dict | None = None):
     """The postings of ``catalog`` from the Python analysis of each document (see the module docstring).
 
     Args:
         catalog: the compiled catalog.
         stems: the catalog's stem table (words it holds are not stemmed again).
         progress: called with the number of documents done after each chunk.
+        words: filled with the ASCII words the documents use and their stems (for the stem table).
 
     Returns:
         The :class:`~webshop_gym.search.postings.Postings` (in memory).
     """
     order = tie_order(list(catalog.asin))
     rows = order.tolist()
+    vocabulary = _Vocabulary(stems)
 
-    def doc_terms(start: int, stop: int) -> list[list[str]]:
-        return [analyze(document_text(catalog, r), stems) for r in rows[start:stop]]
+    def doc_ids(start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+        return vocabulary.doc_ids([document_text(catalog, r) for r in rows[start:stop]])
 
-    return assemble(doc_terms, len(rows), order.astype(np.int32), progress=progress)
+    postings = assemble_ids(doc_ids, vocabulary.terms, len(rows), order.astype(np.int32), progress=progress)
+    if words is not None:
+        words.update(vocabulary.words)
+    return postings
 
 
 def build_analysed_postings(catalog, folder: str | os.PathLike, stems: StemLookup | None = None,
-                            progress: bool = True) -> Path:
-    """Build the Java-free postings of a catalog into ``folder`` (atomically; a no-op when they are there)."""
+                            progress: bool = True, words: dict[str, str] | None = None) -> Path:
+    """Build the Java-free postings of a catalog into ``folder`` (atomically; a no-op when they are there).
+
+    ``words``: filled with the documents' ASCII words and their stems when they are built here.
+    """
     final = Path(folder)
 
     def build(tmp: Path) -> None:
@@ -84,7 +143,7 @@ def build_analysed_postings(catalog, folder: str | os.PathLike, stems: StemLooku
             done[0] = n
 
         try:
-            postings = analysed_postings(catalog, stems, progress=advance)
+            postings = analysed_postings(catalog, stems, progress=advance, words=words)
         finally:
             if bar is not None:
                 bar.close()

@@ -40,7 +40,7 @@ from webshop_gym.error import SearchEngineError
 from webshop_gym.search import scoring
 from webshop_gym.utils.paths import build_atomically, is_built
 
-__all__ = ["Postings", "assemble", "tie_order", "build_postings", "load_postings", "save_postings",
+__all__ = ["Postings", "assemble", "assemble_ids", "tie_order", "build_postings", "load_postings", "save_postings",
            "postings_from_lucene", "lucene_statistics", "check_against_lucene", "POSTINGS_VERSION"]
 
 POSTINGS_VERSION = "2"
@@ -160,11 +160,8 @@ def assemble(
     """
     ids: dict[str, int] = {}
     terms: list[str] = []
-    lengths = np.zeros(num_docs, dtype=np.int64)
-    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-    df = np.zeros(1024, dtype=np.int64)
-    for start in range(0, num_docs, chunk):
-        stop = min(num_docs, start + chunk)
+
+    def doc_ids(start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
         flat: list[int] = []
         counts = []
         for term_list in doc_terms(start, stop):
@@ -175,8 +172,32 @@ def assemble(
                     i = ids[t] = len(terms)
                     terms.append(t)
                 flat.append(i)
+        return np.asarray(flat, dtype=np.int64), np.asarray(counts, dtype=np.int64)
+
+    return assemble_ids(doc_ids, terms, num_docs, doc_rows, chunk, progress)
+
+
+def assemble_ids(
+    doc_ids: Callable[[int, int], tuple[np.ndarray, np.ndarray]],
+    terms: list[str],
+    num_docs: int,
+    doc_rows: np.ndarray,
+    chunk: int = 4096,
+    progress: Callable[[int], None] | None = None,
+) -> Postings:
+    """:func:`assemble` from term ids.
+
+    ``doc_ids(start, stop)`` gives documents ``start..stop-1``'s term ids, all in one array in token
+    order, and each document's count of them; ``terms`` is the term dictionary, which ``doc_ids``
+    extends as it meets new terms (ids in order of first use).
+    """
+    lengths = np.zeros(num_docs, dtype=np.int64)
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    df = np.zeros(1024, dtype=np.int64)
+    for start in range(0, num_docs, chunk):
+        stop = min(num_docs, start + chunk)
+        tid, counts = doc_ids(start, stop)
         lengths[start:stop] = counts
-        tid = np.asarray(flat, dtype=np.int64)
         doc = np.repeat(np.arange(start, stop, dtype=np.int64), counts)
         keys, freq = np.unique(tid * num_docs + doc, return_counts=True)  # by term, then document
         t_part = (keys // num_docs).astype(np.int32)

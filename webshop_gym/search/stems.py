@@ -11,6 +11,8 @@ so a process looks a word up without loading the table.
 The words are the analyser's tokens as :func:`webshop_gym.search.analysis.term` sees them just
 before stemming: lower-cased, a trailing ``'s`` dropped, stop words left out.  A word the table
 lacks goes to the stemmer; a test checks the table against the stemmer on every word it holds.
+The Java-free index build (:mod:`webshop_gym.search.indexing`) stems the documents' words as it
+analyses them and hands them over, so the table then costs one pass over the instructions only.
 """
 
 from __future__ import annotations
@@ -24,13 +26,14 @@ import numpy as np
 from webshop_gym.data.catalog import Catalog
 from webshop_gym.data.columns import StringColumn, readonly
 from webshop_gym.error import CacheNotWritable
-from webshop_gym.search.analysis import MAX_TOKEN_LENGTH, find_tokens, word_of
+from webshop_gym.search.analysis import raw_tokens, word_of
 from webshop_gym.search.porter import stem
 from webshop_gym.utils.paths import build_atomically, is_built
 
-__all__ = ["STEMS_VERSION", "StemTable", "build_stem_table", "catalog_words", "load_stem_table", "stem_table_path"]
+__all__ = ["STEMS_VERSION", "StemTable", "build_stem_table", "catalog_words", "load_stem_table", "stem_table_path",
+           "text_words"]
 
-STEMS_VERSION = 1
+STEMS_VERSION = 2
 
 
 class StemTable:
@@ -69,9 +72,10 @@ class StemTable:
             h = (h + 1) & mask
 
     @classmethod
-    def build(cls, words) -> StemTable:
-        """The table of ``words`` (distinct ASCII strings), stemmed here."""
+    def build(cls, words, known: dict[str, str] | None = None) -> StemTable:
+        """The table of ``words`` (ASCII strings), stemmed here unless ``known`` holds their stems."""
         words = sorted(set(words))
+        known = known or {}
         size = 2
         while size < 2 * len(words):
             size *= 2
@@ -82,7 +86,8 @@ class StemTable:
             while slots[h] >= 0:
                 h = (h + 1) & mask
             slots[h] = i
-        return cls(StringColumn.build(words), StringColumn.build([stem(w) for w in words]), readonly(slots))
+        stems = [known.get(w) or stem(w) for w in words]
+        return cls(StringColumn.build(words), StringColumn.build(stems), readonly(slots))
 
     def save(self, folder: Path) -> None:
         """Write the table into ``folder`` (``meta.json`` last)."""
@@ -98,28 +103,36 @@ class StemTable:
         return cls(StringColumn.load(folder, "words"), StringColumn.load(folder, "stems"), slots)
 
 
-def catalog_words(catalog: Catalog, progress: bool = False) -> set[str]:
+def text_words(texts, into: set[str]) -> set[str]:
+    """Add the ASCII words of ``texts`` (raw tokens lower-cased, possessive dropped, stop words left out) to ``into``."""
+    tokens: set[str] = set()
+    for text in texts:
+        tokens.update(raw_tokens(text))
+    for token in tokens:
+        word = word_of(token)
+        if word and word.isascii():
+            into.add(word)
+    return into
+
+
+def catalog_words(catalog: Catalog, progress: bool = False, documents: bool = True) -> set[str]:
     """The words of a catalog's documents and instructions (synthetic and human), as the stemmer sees them.
 
-    About 7 s at 100,000 products (``progress``: a progress bar over the products).
+    About 20 s at 100,000 products for the documents, which the Java-free index build collects as it
+    goes (``documents=False``: the instructions only).  ``progress``: a progress bar over the products.
     """
     from tqdm import tqdm
 
     from webshop_gym.search.lucene import document_text
     from webshop_gym.utils import progress as _progress
 
-    tokens: set[str] = set()
-    rows = range(len(catalog))
-    for row in tqdm(rows, desc="collecting the words to stem", unit="product", disable=not progress or _progress.disable()):
-        tokens.update(find_tokens(document_text(catalog, row)))
+    words: set[str] = set()
+    if documents:
+        rows = tqdm(range(len(catalog)), desc="collecting the words to stem", unit="product",
+                    disable=not progress or _progress.disable())
+        text_words((document_text(catalog, row) for row in rows), words)
     for column in (catalog.instruction, catalog.human_text):
-        for text in column:
-            tokens.update(find_tokens(text))
-    words = set()
-    for token in tokens:
-        word = word_of(token)
-        if word and len(token) <= MAX_TOKEN_LENGTH:
-            words.add(word)
+        text_words(column, words)
     return words
 
 
@@ -128,21 +141,37 @@ def stem_table_path(catalog: Catalog) -> Path:
     return catalog.folder / f"stems-v{STEMS_VERSION}"
 
 
-def build_stem_table(catalog: Catalog, progress: bool = False) -> Path:
-    """Build a catalog's stem table into its cache folder (no-op when it is there)."""
+def build_stem_table(catalog: Catalog, progress: bool = False, document_words: dict[str, str] | None = None) -> Path:
+    """Build a catalog's stem table into its cache folder (no-op when it is there).
+
+    ``document_words``: the documents' words and their stems, as the Java-free index build found
+    them (:func:`~webshop_gym.search.indexing.analysed_postings`); then only the instructions are read.
+    """
     folder = stem_table_path(catalog)
-    build_atomically(folder, lambda tmp: StemTable.build(catalog_words(catalog, progress)).save(tmp), what="stem table")
+
+    def build(tmp: Path) -> None:
+        if document_words is None:
+            table = StemTable.build(catalog_words(catalog, progress))
+        else:
+            table = StemTable.build(catalog_words(catalog, documents=False) | document_words.keys(), document_words)
+        table.save(tmp)
+
+    build_atomically(folder, build, what="stem table")
     return folder
 
 
-def load_stem_table(catalog: Catalog, build: bool = True, progress: bool = False) -> StemTable | None:
-    """A catalog's stem table (built first when missing and ``build``; ``None`` where it cannot be)."""
+def load_stem_table(catalog: Catalog, build: bool = True, progress: bool = False,
+                    document_words: dict[str, str] | None = None) -> StemTable | None:
+    """A catalog's stem table (built first when missing and ``build``; ``None`` where it cannot be).
+
+    ``document_words``: see :func:`build_stem_table`.
+    """
     folder = stem_table_path(catalog)
     if not is_built(folder):
         if not build:
             return None
         try:
-            build_stem_table(catalog, progress)
+            build_stem_table(catalog, progress, document_words)
         except CacheNotWritable:  # a read-only cache made before the table existed: stem as before
             return None
     return StemTable.load(folder)
