@@ -132,3 +132,37 @@ def test_the_java_free_build_hands_its_words_to_the_table(real_shop, tmp_path, m
     words = full_pass(real_shop.catalog)
     assert sorted(table.words) == sorted(words) and len(words) > 1_500
     assert [table.get(w) for w in sorted(words)] == [stem(w) for w in sorted(words)]
+
+
+def test_the_builds_token_memo_is_bounded_in_bytes_and_changes_nothing(real_shop, monkeypatch):
+    """A memo that starts afresh many times over gives the same postings and words."""
+    import numpy as np
+
+    from webshop_gym.search import indexing
+
+    words: dict[str, str] = {}
+    whole = indexing.analysed_postings(real_shop.catalog, words=words)
+    monkeypatch.setattr(indexing, "TOKEN_MEMO_BYTES", 20_000)  # about 150 tokens
+    cleared = []
+    real_clear = dict.clear
+
+    class Memo(dict):
+        def clear(self):
+            cleared.append(len(self))
+            real_clear(self)
+
+    monkeypatch.setattr(indexing._Vocabulary, "__init__", _with_memo(indexing._Vocabulary.__init__, Memo))
+    small_words: dict[str, str] = {}
+    small = indexing.analysed_postings(real_shop.catalog, words=small_words)
+    assert len(cleared) > 50 and max(cleared) < 200
+    assert small.terms == whole.terms and small_words == words
+    for name in ("term_ptr", "docs", "freqs", "norms", "doc_rows", "idf", "tf", "max_tf"):
+        assert np.array_equal(getattr(small, name), getattr(whole, name)), name
+
+
+def _with_memo(init, memo_type):
+    def patched(self, stems):
+        init(self, stems)
+        self.ids = memo_type()
+
+    return patched

@@ -33,6 +33,10 @@ __all__ = ["ANALYSIS_VERSION", "SOURCE", "analysed_postings", "build_analysed_po
 ANALYSIS_VERSION = "1"
 """The Python analysis the postings were built with (bumped when a term it gives can change)."""
 
+TOKEN_MEMO_BYTES = 256 * 2**20
+"""What an index build's memo of raw tokens may hold, counted as :data:`_ENTRY_BYTES` plus the token's length each."""
+_ENTRY_BYTES = 120  # a dict slot, a str object's header and an int
+
 SOURCE = "python-analysis"
 """``meta.json``'s ``source`` of postings built here (the Lucene export writes ``analysis``)."""
 
@@ -48,10 +52,12 @@ class _Vocabulary:
     A token is analysed once per build: lower-cased, its possessive dropped, looked up in the
     catalog's stem table when one is given, else stemmed (exactly :func:`~webshop_gym.search.analysis.term`);
     the words it stems are kept for the catalog's stem table, so that no second pass over the
-    documents finds them.  Its size is the catalog's vocabulary (tokens of at most 255 characters).
+    documents finds them.  The memo of raw tokens is bounded by :data:`TOKEN_MEMO_BYTES` (it
+    starts afresh when full); the terms and the stemmed words are the catalog's vocabulary, which
+    the postings and the stem table hold anyway.
     """
 
-    __slots__ = ("ids", "terms", "term_ids", "words", "stems")
+    __slots__ = ("ids", "terms", "term_ids", "words", "stems", "_bytes")
 
     def __init__(self, stems: StemLookup | None):
         self.ids: dict[str, int] = {}
@@ -59,8 +65,14 @@ class _Vocabulary:
         self.term_ids: dict[str, int] = {}
         self.words: dict[str, str] = {}
         self.stems = stems
+        self._bytes = 0
 
     def add(self, token: str) -> int:
+        """Analyse a raw token the memo lacks; its term id (``-1``: a stop word)."""
+        self._bytes += _ENTRY_BYTES + len(token)
+        if self._bytes > TOKEN_MEMO_BYTES:
+            self.ids.clear()
+            self._bytes = _ENTRY_BYTES + len(token)
         word = word_of(token)
         if word is None:
             i = -1
