@@ -550,7 +550,7 @@ class OpenAIPolicy:
             self._sessions.append(Session())
         active = [i for i, info in enumerate(infos) if not info.get("idle") and "instruction" in info]
         for i in active:
-            if infos[i].get("steps") == 0:
+            if infos[i].get("steps") == 0 and not infos[i].get("turn"):  # (a turn asked again: same episode)
                 self._sessions[i] = self.new_session(infos[i])
         decisions = self._loop.run(self._decide_all([(self._sessions[i], observations[i], infos[i]) for i in active]))
         actions = [""] * n
