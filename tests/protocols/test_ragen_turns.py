@@ -145,7 +145,21 @@ def test_a_reply_is_split_on_the_separator_and_cut_at_the_actions_a_turn_carries
 
 
 def test_ragen_turns_local_and_served_alike(real_dir, tmp_path):
-    local, served = _run(every_rule, real_dir, tmp_path)
+    shown: list[tuple[int, list[str]]] = []
+
+    def answer(messages):
+        _, turn, admissible = _seen(messages)
+        shown.append((turn, admissible))
+        return every_rule(messages)
+
+    local, served = _run(answer, real_dir, tmp_path)
+    # the model sees the page after its turn's last action: after 'search || next >' the second results
+    # page (it has '< prev'), the same page again after a reply without an action
+    assert len(shown) == 2 * 2 * 5
+    for turn, admissible in shown:
+        assert ("click[< prev]" in admissible) == (turn > 0), (turn, admissible)
+        assert ("click[next >]" in admissible) == (turn in (1, 2, 3))  # results page 2, an item page at turn 4
+        assert ("click[buy now]" in admissible) == (turn == 4)
     assert _lines(tmp_path / "local.jsonl") == _lines(tmp_path / "served.jsonl")
     for result in (local, served):
         assert result["protocol_record"]["deviations"] == []
@@ -198,8 +212,16 @@ def test_ragen_small_plays_one_action_a_turn_and_a_silent_reply_spends_a_turn(re
     local, served = _run(every_rule, real_dir, tmp_path, name="ragen-small", goals=1)
     assert _lines(tmp_path / "local.jsonl") == _lines(tmp_path / "served.jsonl")
     (head, steps), = _episodes(tmp_path / "local.jsonl").values()
-    # 'search[q] || click[next >]' is one action text here: no separator, so it is parsed as one action
-    assert head["turns"] == len(steps) + 1 and [t["turn"] for t in head["turns_without_action"]] == [1]
+    # base.yaml's separator splits every RAGEN reply; one action a turn keeps the first: of turn 0's
+    # 'search[q] || click[next >]' the search, of turn 2's three actions 'click[< prev]' (no previous page on
+    # the first results page: an invalid action, which spends one of the 9 actions, as RAGEN's env executes it)
+    assert head["turns"] == 5 and [t["turn"] for t in head["turns_without_action"]] == [1]
+    assert [s["action"].split("[")[0] for s in steps] == ["search", "click", "click", "click"]
+    assert [s["action"] for s in steps][1:] == ["click[< prev]", steps[2]["action"], "click[buy now]"]
+    assert [s["invalid_action"] for s in steps] == [False, True, False, False]
+    assert [s["model"]["actions"] for s in steps][1:] == [["click[< prev]"], [steps[2]["action"]], ["click[buy now]"]]
+    e, = local["episodes_detail"]
+    assert (e["steps"], e["turns"], e["invalid_actions"], e["purchased"]) == (4, 5, 1, True)
     assert local["protocol_record"]["deviations"] == [] and served["protocol_record"]["deviations"] == []
 
 
