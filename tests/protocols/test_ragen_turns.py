@@ -265,3 +265,27 @@ def test_eval_ragen_eval_through_the_cli(real_dir, tmp_path, capsys):
     shop = load_shop(real_dir, progress=False)
     assert prepare(shop, protocol="ragen-eval", seed=123).record["fingerprint"] == fingerprint
     assert prepare(shop, protocol="ragen-512", seed=123).record["fingerprint"] != fingerprint
+
+
+def test_the_viewer_rebuilds_each_turns_request(real_dir, tmp_path, default_shop):
+    """The run viewer's prompt of an action is its turn's request, with the replies without an action in its history."""
+    from tests.openai_server import ChatServer
+    from webshop_gym.server import create_app
+
+    protocol = _small("ragen-eval", 1)
+    with ChatServer(answer=every_rule) as server:
+        evaluate("openai:scripted", shop=str(real_dir), protocol=protocol, base_url=server.url, max_retries=0,
+                 concurrency=1, out=tmp_path / "served.jsonl")
+        sent = [body["messages"] for body in server.requests]
+    (head, steps), = _episodes(tmp_path / "served.jsonl").values()
+    assert len(sent) == head["turns"] == 5
+    app = create_app({"TESTING": True, "SHOP": default_shop, "RUNS": str(tmp_path), "SEED": 0, "MAX_SESSIONS": 2})
+    try:
+        client = app.test_client()
+        for k, step in enumerate(steps):
+            rebuilt = client.get(f"/runs/served/0/prompt/{k}")
+            assert rebuilt.status_code == 200, rebuilt.get_data(as_text=True)
+            assert rebuilt.get_json() == sent[step["model"]["turn"]], k
+    finally:
+        app.extensions["webshop_gym"].close()
+        app.extensions["webshop_gym_runs"].close()
