@@ -27,7 +27,7 @@ from webshop_gym.server.viewer import (
     target_options,
 )
 
-from webshop_gym.agents.openai import request_messages
+from webshop_gym.agents.openai import request_messages, turn_request_messages
 from webshop_gym.analysis.diagnosis import diagnose
 from webshop_gym.error import Error
 from webshop_gym.render.html import Nav
@@ -134,9 +134,13 @@ def _prompt(library: RunLibrary, loaded: RunIndex, episode: RunEpisode, k: int) 
     # the observations as logged (an errored episode's first one is not: the replay's, which it checks where logged)
     logged = [log.record.get("observation")] + [s.get("observation") for s in log.steps[:k]]
     states = [(seen if isinstance(seen, str) else obs, info) for seen, (obs, info) in zip(logged, states, strict=True)]
+    silent = log.record.get("turns_without_action")
     try:
-        messages = request_messages(fmt, states, [s.get("model") or {} for s in log.steps[:k]], k, log.max_steps)
-    except (Error, ValueError) as exc:
+        if isinstance(silent, list) and fmt != "tools":  # replies were turns (RAGEN's): one request per turn
+            messages = turn_request_messages(fmt, states, [s.get("model") or {} for s in log.steps], silent, k)
+        else:
+            messages = request_messages(fmt, states, [s.get("model") or {} for s in log.steps[:k]], k, log.max_steps)
+    except (Error, ValueError, KeyError, TypeError) as exc:  # (a turn's record without its turn: not this package's)
         return {"format": fmt, "unavailable": str(exc).rstrip(".")}
     shown = list(enumerate(messages))
     if len(shown) > PROMPT_MESSAGES:

@@ -165,3 +165,32 @@ def test_chat_template_and_local_loading(make_tiny_model, tiny_tokenizer, tmp_pa
     assert result["counts"]["episodes"] == 2 and result["policy"] == f"hf:{tmp_path}"
     with pytest.raises(FileNotFoundError):
         HFPolicy.from_pretrained(tmp_path / "missing")
+
+
+def _ragen_small(goals: int = 1):
+    import copy
+
+    from webshop_gym.protocols import Protocol, get_protocol
+
+    data = copy.deepcopy(get_protocol("ragen-small").data)
+    data["test"] = {"list": {"shuffle_seed": 233, "permutation_seed": 42}, "indices": {"range": [0, goals]}}
+    data.pop("train", None)
+    return Protocol(data, "")
+
+
+@pytest.mark.parametrize(("answer", "steps", "turns"), [
+    ("<think> red soap </think>", 0, 12),  # no answer: every reply spends one of the 12 turns and no action
+    ("<think> red soap </think> <answer> search [ red soap ] </answer>", 9, 9),  # the 9 actions end it first
+])
+def test_an_hf_policy_plays_ragen_turns_in_the_local_loop(hf_stack, tiny_tokenizer, real_dir, answer, steps, turns):
+    """Issue 53 item 2: the local lanes read the model's replies as RAGEN's turns (ragen-small: 12 turns, 9 actions)."""
+    torch, _ = hf_stack
+    from webshop_gym.agents import HFPolicy
+
+    policy = HFPolicy(_scripted_model(torch, tiny_tokenizer, answer), tiny_tokenizer, device="cpu", max_new_tokens=40)
+    result = evaluate(policy, shop=str(real_dir), protocol=_ragen_small(), num_envs=1)
+    episode, = result["episodes_detail"]
+    assert (episode["steps"], episode["turns"], episode["truncated"], episode["reward"]) == (steps, turns, True, 0.0)
+    assert result["protocol_record"]["deviations"] == []
+    # the replies without an action were asked again at step 0: the episode's history was kept
+    assert len(policy.history[0]) == turns

@@ -356,3 +356,27 @@ def test_observe_all_is_each_slots_observation(default_shop, mode):
         assert every == [engine.observe(i) for i in range(4)] == list(obs)
         every[0] = "changed"
         assert engine.observe_all()[0] == obs[0]  # the caller's list, not the engine's kept one
+
+
+def test_end_episodes_starts_the_next_goal_at_the_next_step_without_stepping(default_shop):
+    """A loop's own cap (RAGEN's turns) ends a slot's episode without a step; the next step starts its next goal."""
+    vec = WebShopVectorEnv(2, shop=default_shop, eval_mode=True, eval_goals=[3, 5, 7], max_steps=5)
+    try:
+        _, infos = vec.reset(seed=0)
+        assert list(infos["goal_index"]) == [3, 5]
+        vec.step(["search[red]", "search[blue]"])
+        vec.end_episodes([1])
+        _, _, terminated, truncated, infos = vec.step(["click[back to search]", "search[not stepped]"])
+        assert list(infos["goal_index"]) == [3, 7] and list(infos["steps"]) == [2, 0]
+        assert not terminated.any() and not truncated.any()
+        with pytest.raises(webshop_gym.error.InvalidArgument):
+            vec.end_episodes([2])
+    finally:
+        vec.close()
+    same = WebShopVectorEnv(1, shop=default_shop, eval_mode=True, eval_goals=[3], autoreset_mode="same-step")
+    try:
+        same.reset(seed=0)
+        with pytest.raises(webshop_gym.error.InvalidArgument, match="next-step"):
+            same.end_episodes([0])
+    finally:
+        same.close()

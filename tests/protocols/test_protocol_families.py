@@ -348,10 +348,11 @@ def test_agentbench_ends_an_episode_on_a_reply_without_an_action():
         assert p.played(prompt={"format": "react", "history": None})[1][0].startswith("steps: every reply spends one of")
 
 
-def test_an_llm_on_ragen_eval_plays_one_action_per_reply_as_a_deviation():
+def test_an_llm_on_ragen_eval_plays_its_turns_of_two_actions():
+    """Issue 53 item 2: the loops split a reply into its turn's actions (tests/protocols/test_ragen_turns.py)."""
     p = get_protocol("ragen-eval")
     played, deviations = p.played(prompt={"format": "think-answer", "history": None})
-    assert len(deviations) == 1 and deviations[0].startswith("steps: every reply spends one of the 9 steps")
-    assert played.definition()["steps"]["actions_per_turn"] == 1
+    assert deviations == [] and played.definition()["steps"] == p.definition()["steps"]
+    assert played.definition()["steps"]["actions_per_turn"] == 2
     assert get_protocol("ragen-512").played(prompt={"format": "think-answer", "history": None})[1] == []   # 9 turns = 9 actions
     assert p.played(prompt=None) == (p, [])   # a rule policy sends one parsable action a reply: played exactly

@@ -97,7 +97,7 @@ class SlotPolicies:
         self.widest = max(self.widest, len(live))
         out = [""] * len(observations)
         for i in live:
-            if infos[i]["steps"] == 0:
+            if infos[i]["steps"] == 0 and not infos[i].get("turn"):  # (a turn's reply asked again: same episode)
                 self.slots[i] = self.factory()
                 self.slots[i].reset(infos[i])
             out[i] = self.slots[i].act(observations[i], infos[i])

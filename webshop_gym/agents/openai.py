@@ -71,7 +71,7 @@ from webshop_gym.agents.transport import (
 from webshop_gym.error import DependencyNotInstalled, Error, InvalidArgument, close_match
 
 __all__ = ["MAX_CONCURRENCY", "TOOLS_PROBE", "Call", "Decision", "OpenAIPolicy", "ServedModelError", "Session",
-           "ToolsIgnored", "request_messages", "require_openai"]
+           "ToolsIgnored", "request_messages", "require_openai", "turn_request_messages"]
 
 OPENAI_PIP = "pip install 'webshop-gym[openai]'"
 #: The most requests in flight ``--concurrency`` allows.
@@ -550,7 +550,7 @@ class OpenAIPolicy:
             self._sessions.append(Session())
         active = [i for i, info in enumerate(infos) if not info.get("idle") and "instruction" in info]
         for i in active:
-            if infos[i].get("steps") == 0:
+            if infos[i].get("steps") == 0 and not infos[i].get("turn"):  # (a turn asked again: same episode)
                 self._sessions[i] = self.new_session(infos[i])
         decisions = self._loop.run(self._decide_all([(self._sessions[i], observations[i], infos[i]) for i in active]))
         actions = [""] * n
@@ -623,6 +623,40 @@ def request_messages(prompt: str, states: Sequence[tuple[str, Mapping[str, Any]]
         if conversation.queued:
             conversation.next_call(info)
     return last
+
+
+def turn_request_messages(prompt: str, states: Sequence[tuple[str, Mapping[str, Any]]], answers: Sequence[Mapping],
+                          silent: Sequence[Mapping], k: int) -> list[dict]:
+    """:func:`request_messages` of a run whose replies were turns (RAGEN's; :mod:`~webshop_gym.agents.turns`).
+
+    One request per turn: the request behind action ``k + 1`` is its turn's, made on the page
+    before the turn's first action, with every earlier turn (those without an action too) in
+    its history, as :class:`OpenAIPolicy`'s session kept them.
+
+    Args:
+        prompt: the prompt format's name (not ``tools``).
+        states: ``(observation, info)`` of states 0 ... ``k``.
+        answers: the ``model`` record of each logged action (its ``turn``, ``part``, and on a
+            turn's first action its ``response``), at least up to action ``k + 1``.
+        silent: the episode's ``turns_without_action`` (``turn``, ``after_step``, ``model``).
+        k: the action's index; ``k == len(answers)``: the request after the last turn (an
+            errored episode's failed request).
+    """
+    replies = [(int(a["turn"]), j, a.get("response") or "") for j, a in enumerate(answers) if a.get("part") == 0]
+    replies += [(int(t["turn"]), int(t["after_step"]), (t.get("model") or {}).get("response") or "") for t in silent]
+    replies.sort()
+    target = int(answers[k]["turn"]) if k < len(answers) else len(replies)
+    if not 0 <= k < len(states) or any(j >= len(states) for t, j, _ in replies if t <= target):
+        raise ValueError(f"no state {k}: {len(states)} states given")
+    fmt = make_prompt(prompt)
+    turns = []
+    for _, j, response in (r for r in replies if r[0] < target):
+        obs, info = states[j]  # the session recorded the policy's own parse of the whole reply on its page
+        action = fmt.parse_detailed(response, admissible_actions(info)).action
+        turns.append(_turn(obs, info, action, response))
+    first = next((j for t, j, _ in replies if t == target), k)
+    obs, info = states[first]
+    return fmt.messages(obs, info, turns)
 
 
 def _logged_tool_answer(response, j: int) -> tuple[str | None, list[dict]]:

@@ -57,6 +57,7 @@ from webshop_gym.error import InvalidAction, close_match, expect_one_of
 __all__ = [
     "FORMATS",
     "ParsedAction",
+    "answer_text",
     "is_admissible",
     "normalize_action",
     "parse_batch",
@@ -257,6 +258,33 @@ def _extract(text: str, fmt: str) -> tuple[str | None, bool, str | None]:
         format_ok = len(re.findall(r"(?im)^[ \t>*_#-]*action\s*(?:\d+\s*)?[:：]", text)) == 1
         return found, format_ok, thought
     return (text if text.strip() else None), True, None
+
+
+def answer_text(text: str, fmt="think-answer") -> str | None:
+    """The text of a response's answer, or ``None`` when the response holds none.
+
+    ``think-answer`` and ``verl-agent``: the content of the answer block (``<answer>``,
+    ``<action>``; the tag rules of rule 1); ``react``: the text after the last ``Action:`` line
+    prefix; ``plain``: the whole response.  Unlike rule 1 there is no fallback to the rest of the
+    response: a protocol whose replies are turns (:mod:`webshop_gym.agents.turns`) reads a reply
+    without its format's answer as a reply that carries no action.
+
+    >>> answer_text("<think>two steps</think><answer>search[red shoes] || click[next >]</answer>")
+    'search[red shoes] || click[next >]'
+    >>> answer_text("I would search for red shoes.") is None
+    True
+    """
+    fmt = _format_name(fmt)
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    if fmt in _ANSWER_TAG:
+        block = grammar.choose_block(grammar.find_blocks(text, _ANSWER_TAG[fmt]))
+        found = None if block is None else block.content
+    elif fmt == "react":
+        found = grammar.extract_prefixed(text, "action")
+    else:
+        found = text
+    return found if found is not None and found.strip() else None
 
 
 def parse_detailed(

@@ -104,11 +104,16 @@ class EpisodeHistory:
             self.turns[slot] = []
 
     def observe(self, infos) -> None:
-        """Start over in every slot whose info says a new episode began (``steps == 0``)."""
+        """Start over in every slot whose info says a new episode began (``steps == 0``).
+
+        An info with ``turn`` > 0 (replies already given this episode: a loop that plays replies
+        as turns, :mod:`webshop_gym.agents.turns`, asks again after a reply without an action)
+        continues its episode at step 0.
+        """
         infos = unbatch_infos(infos)
         self._grow(len(infos))
         for slot, info in enumerate(infos):
-            if info.get("steps") == 0:
+            if info.get("steps") == 0 and not info.get("turn"):
                 self.turns[slot] = []
 
     def record(self, slot: int, observation: str, action: str, response: str | None = None,

@@ -453,6 +453,17 @@ class WebShopVectorEnv(VectorEnv):
             self._autoreset = terminations | truncations
         return tuple(self._obs), rewards, terminations, truncations, infos
 
+    def end_episodes(self, slots: Sequence[int]) -> None:
+        """End these slots' episodes now, without a step (a loop's own cap: RAGEN's turns).
+
+        As after a truncation, the next :meth:`step` starts each slot's next episode (eval mode:
+        its next goal) instead of stepping it.  Needs the default ``next-step`` autoreset.
+        """
+        if self.autoreset_mode != AutoresetMode.NEXT_STEP:
+            raise InvalidArgument("end_episodes needs autoreset_mode 'next-step'")
+        for slot in slots:
+            self._autoreset[check_int("slot", slot, low=0, high=self.num_envs)] = True
+
     def render(self) -> tuple[str, ...] | None:
         """Return every slot's page as text (``"ansi"``) or HTML (``"html"``)."""
         if self.render_mode is None:

@@ -6,6 +6,11 @@ engines (one slot per episode in flight; one :class:`~webshop_gym.engine.Engine`
 per price seed of a protocol's plan).  The answers that arrived together are stepped as one
 batch per engine.  An episode whose model call failed (after the policy's retries) ends as
 errored.  :mod:`webshop_gym.evaluation.served` plans, resumes and writes the run around it.
+
+Under a protocol whose replies are turns (RAGEN's), each answer is split into its turn's actions
+by :class:`~webshop_gym.agents.turns.EpisodeTurns`, as the local lanes split it: they are stepped
+one engine step each, the policy is asked again after the last; an answer without an action
+spends a turn and is asked again on the same page; the turn cap ends an episode without a step.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from webshop_gym.agents.prompts import admissible_actions
+from webshop_gym.agents.turns import EpisodeTurns, TurnRule
 from webshop_gym.engine import Engine
 from webshop_gym.error import Interrupted
 from webshop_gym.evaluation.accounting import add_call
@@ -39,6 +46,7 @@ def play(
     seeds: Sequence[int] | None = None,
     shops: Sequence | None = None,
     stop: Callable[[], int | None] | None = None,
+    turns: TurnRule | None = None,
 ) -> list[dict]:
     """Play one episode per entry of ``goals`` with up to ``concurrency`` in flight; return the records in that order.
 
@@ -69,6 +77,8 @@ def play(
         stop: asked at each turn of the loop (every 0.5 s at least): a signal's number stops the
             episodes in flight (their requests cancelled) and raises
             :class:`~webshop_gym.error.Interrupted` (:mod:`webshop_gym.evaluation.stopping`).
+        turns: the protocol's :class:`~webshop_gym.agents.turns.TurnRule`; one that splits replies
+            is played (the records then carry ``turns`` and ``turns_without_action``).
 
     Returns:
         Records as :func:`~webshop_gym.evaluation.local.rollout` makes them, plus ``errored`` (and
@@ -82,7 +92,7 @@ def play(
     if len(entry_shops) != len(goals):
         raise ValueError(f"{len(entry_shops)} shops for {len(goals)} goals")
     flight = _Flight(policy, goals, entry_shops, n, seed=seed, max_steps=max_steps, observation_mode=observation_mode,
-                     on_episode=on_episode, progress=progress, seeds=seeds, stop=stop)
+                     on_episode=on_episode, progress=progress, seeds=seeds, stop=stop, turns=turns)
     records = _run_loop(flight.run())
     if stats is not None:
         stats.update(requests_max_in_flight=flight.max_in_flight, engine_steps=flight.engine_steps, concurrency=n,
@@ -99,7 +109,7 @@ class _Flight:
     """
 
     def __init__(self, policy, goals: list[int], shops: list, n: int, *, seed: int, max_steps: int,
-                 observation_mode: str, on_episode, progress, seeds, stop):
+                 observation_mode: str, on_episode, progress, seeds, stop, turns=None):
         self.policy, self.goals, self.shops, self.n = policy, goals, shops, n
         self.seed, self.max_steps, self.observation_mode = seed, max_steps, observation_mode
         self.on_episode, self.seeds, self.stop = on_episode, seeds, stop
@@ -118,6 +128,10 @@ class _Flight:
         self.ready: list[tuple] = []  # answers arrived: (lane, token, decision or exception)
         self.turns: set = set()
         self.threads: ThreadPoolExecutor | None = None
+        self.rule = turns if turns is not None and turns.splits else None
+        self.replies: list[EpisodeTurns | None] = [None] * n  # a lane's episode's turns (under such a rule)
+        self.format = getattr(getattr(policy, "prompt", None), "name", "plain")
+        self.closest = bool(getattr(policy, "closest", False))
 
     # -- the loop -----------------------------------------------------------------------------------
 
@@ -234,6 +248,9 @@ class _Flight:
             self.current[lane] = {"goal_index": goal, "invalid_actions": 0, "trajectory": [], "errored": False,
                                   "tokens": {"prompt": 0, "completion": 0}, "requests": 0, "retries": 0,
                                   "latency_s": 0.0, "_k": k}
+            if self.rule is not None:
+                self.replies[lane] = EpisodeTurns(self.rule)
+                self.current[lane]["turns_without_action"] = []
             self._submit(lane, info)
 
     def _answered(self) -> tuple[dict, list[int]]:
@@ -259,43 +276,87 @@ class _Flight:
                 self._finish(lane, episode)
                 restart.append(lane)
                 continue
-            entry: dict[str, Any] = {"observation": episode["_obs"], "info": slim_info(episode["_info"]),
-                                     "action": decision.action, "usage": call.usage(),
-                                     "latency_s": round(call.latency_s, 6), "retries": call.retries,
-                                     "reasoning": call.reasoning, "finish_reason": call.finish_reason}
-            model = decision.model_record()
-            if model is not None:
-                entry["model"] = model
-            episode["trajectory"].append(entry)
+            accounting = {"usage": call.usage(), "latency_s": round(call.latency_s, 6), "retries": call.retries,
+                          "reasoning": call.reasoning, "finish_reason": call.finish_reason}
+            turns = self.replies[lane]
+            if turns is None:
+                entry: dict[str, Any] = {"observation": episode["_obs"], "info": slim_info(episode["_info"]),
+                                         "action": decision.action, **accounting}
+                model = decision.model_record()
+                if model is not None:
+                    entry["model"] = model
+                episode["trajectory"].append(entry)
+                action = decision.action
+            elif not turns.reply(call.text or "", self.format):  # a reply without an action: a turn spent
+                episode["turns_without_action"].append({**turns.silent(episode["_info"]["steps"]), **accounting})
+                if turns.out_of_turns:
+                    restart.append(self._end_by_turns(lane))
+                else:
+                    self._submit(lane, episode["_info"])
+                continue
+            else:
+                action = self._turn_action(lane, accounting)
             engine = self.where[lane][0]
             group = stepping.setdefault(id(engine), (engine, [], []))
             group[1].append(lane)
-            group[2].append(decision.action)
+            group[2].append(action)
         return stepping, restart
 
+    def _turn_action(self, lane: int, accounting: dict | None = None) -> str:
+        """The lane's turn's next action, recorded on the page it is played on (``accounting``: the reply's call)."""
+        episode = self.current[lane]
+        parsed, model = self.replies[lane].next_action(admissible_actions(episode["_info"]), self.closest)
+        episode["trajectory"].append({"observation": episode["_obs"], "info": slim_info(episode["_info"]),
+                                      "action": parsed.action, **(accounting or {}), "model": model})
+        return parsed.action
+
+    def _end_by_turns(self, lane: int) -> int:
+        """The lane's episode used its last turn without ending: truncated, reward 0; its lane is freed."""
+        episode = self.current[lane]
+        info = episode["_info"]
+        episode.update(reward=0.0, success=False, steps=int(info["steps"]), purchased=False, truncated=True,
+                       final_observation=episode["_obs"], final_info=slim_info(info))
+        self._finish(lane, episode)
+        return lane
+
     def _step(self, stepping: dict) -> list[int]:
-        """Step the actions, one batch per engine; ask for the next actions; return the lanes whose episode ended."""
+        """Step the actions, one batch per engine (again for turns with actions left); ask for the next; return the lanes whose episode ended."""
         restart = []
-        for engine, lanes, actions in stepping.values():
-            rewards, terminated, truncated = engine.step([self.where[lane][1] for lane in lanes], actions)
-            self.engine_steps += 1
-            for k, lane in enumerate(lanes):
-                episode = self.current[lane]
-                slot = self.where[lane][1]
-                info = engine.info(slot)
-                episode["invalid_actions"] += int(bool(info.get("invalid_action")))
-                if not (terminated[k] or truncated[k]):
-                    self._submit(lane, info)
-                    continue
-                reward = float(rewards[k]) if terminated[k] else 0.0
-                episode.update(reward=reward, success=bool(reward == 1.0), steps=int(info["steps"]),
-                               purchased=bool(terminated[k]), truncated=bool(truncated[k]),
-                               final_observation=engine.observe(slot), final_info=slim_info(info))
-                for key in ("reward_info", "purchased_asin", "purchased_options", "purchased_price"):
-                    if key in info:
-                        episode[key] = info[key]
-                self._finish(lane, episode)
-                restart.append(lane)
+        while stepping:
+            following: dict[int, tuple[Engine, list[int], list[str]]] = {}
+            for engine, lanes, actions in stepping.values():
+                rewards, terminated, truncated = engine.step([self.where[lane][1] for lane in lanes], actions)
+                self.engine_steps += 1
+                for k, lane in enumerate(lanes):
+                    episode = self.current[lane]
+                    slot = self.where[lane][1]
+                    info = engine.info(slot)
+                    episode["invalid_actions"] += int(bool(info.get("invalid_action")))
+                    turns = self.replies[lane]
+                    if not (terminated[k] or truncated[k]):
+                        if turns is None or not (turns.playing or turns.out_of_turns):
+                            self._submit(lane, info)
+                            continue
+                        episode["_obs"], episode["_info"] = engine.observe(slot), info
+                        if turns.out_of_turns:
+                            restart.append(self._end_by_turns(lane))
+                            continue
+                        group = following.setdefault(id(engine), (engine, [], []))
+                        group[1].append(lane)
+                        group[2].append(self._turn_action(lane))
+                        continue
+                    if turns is not None:
+                        turns.drop()  # the turn's remaining actions are never played
+                    reward = float(rewards[k]) if terminated[k] else 0.0
+                    episode.update(reward=reward, success=bool(reward == 1.0), steps=int(info["steps"]),
+                                   purchased=bool(terminated[k]), truncated=bool(truncated[k]),
+                                   final_observation=engine.observe(slot), final_info=slim_info(info))
+                    for key in ("reward_info", "purchased_asin", "purchased_options", "purchased_price"):
+                        if key in info:
+                            episode[key] = info[key]
+                    self._finish(lane, episode)
+                    restart.append(lane)
+            stepping = following
         return restart
 
     def _finish(self, lane: int, episode: dict) -> None:
@@ -303,6 +364,8 @@ class _Flight:
         episode.pop("_obs", None)
         episode.pop("_info", None)
         k = episode.pop("_k")
+        if self.replies[lane] is not None:
+            episode["turns"] = self.replies[lane].taken
         if self.seeds is not None:
             episode["entry"] = k
         _, slot, free = self.where[lane]

@@ -13,6 +13,13 @@ batch policy clears that slot's history as it always does.
 
 Results do not depend on how many lanes are in flight: each lane's episodes run exactly as they
 would alone (the same env, the same per-episode policy seeds, the same per-slot policies).
+
+Under a protocol whose replies are turns (``turns``: a :class:`~webshop_gym.agents.turns.TurnRule`
+that splits, RAGEN's), a batch policy's reply is split into its turn's actions
+(:class:`~webshop_gym.agents.turns.EpisodeTurns`): a slot plays them one env step each before the
+policy is asked again; a reply without an action is asked again in the same tick (the page has
+not changed), spending a turn; the turn cap ends an episode without a step
+(:meth:`~webshop_gym.envs.vector_env.WebShopVectorEnv.end_episodes`).
 """
 
 from __future__ import annotations
@@ -20,6 +27,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from webshop_gym.agents.batch import unbatch_infos
+from webshop_gym.agents.prompts import admissible_actions
+from webshop_gym.agents.turns import EpisodeTurns, TurnRule
 from webshop_gym.evaluation.episode import episode_seed, slim_info
 from webshop_gym.runs.run import model_outputs
 
@@ -73,15 +82,22 @@ class Lane:
         num_goals: stop once the first ``num_goals`` goals of the env's split are done.
         listed: the env's ``eval_goals``: one record per entry, with ``entry`` its index.
         seeds: with ``listed``, each entry's policy seed.
+        turns: the protocol's :class:`~webshop_gym.agents.turns.TurnRule`; a rule that splits
+            replies is played for a batch policy that keeps its replies (an LLM's
+            ``last_responses``); records then carry ``turns`` and ``turns_without_action``.
     """
 
     def __init__(self, env, driver: Driver, seed: int, record: bool = False,
                  on_episode: Callable[[dict], None] | None = None, num_goals: int | None = None,
-                 listed: Sequence[int] | None = None, seeds: Sequence[int] | None = None):
+                 listed: Sequence[int] | None = None, seeds: Sequence[int] | None = None,
+                 turns: TurnRule | None = None):
         if not getattr(env, "eval_mode", False):
             raise ValueError("rollout needs a WebShopVectorEnv created with eval_mode=True")
         self.env, self.driver, self.record, self.on_episode = env, driver, record, on_episode
         self.n = env.num_envs
+        replies = driver.batch is not None and hasattr(driver.batch, "last_responses")
+        self.rule = turns if turns is not None and turns.splits and replies else None
+        self.turns: list[EpisodeTurns | None] = [None] * self.n
         self.listed = None if listed is None else [int(g) for g in listed]
         self.seeds = seeds
         if self.listed is not None:  # the env hands these out in order: one record per entry
@@ -119,6 +135,9 @@ class Lane:
         self.driver.start(slot, info, policy_seed)
         if self.record:
             episode["trajectory"] = []
+        if self.rule is not None:
+            self.turns[slot] = EpisodeTurns(self.rule)
+            episode["turns_without_action"] = []
         self.current[slot] = episode
 
     def active(self) -> list[int]:
@@ -150,27 +169,50 @@ class Lane:
                 continue
             info = per[i]
             episode["invalid_actions"] += int(bool(info.get("invalid_action")))
-            if not (terminated[i] or truncated[i]):
-                continue
-            if terminated[i]:  # the slot's own purchase dicts, in its order: a batched info lists a nested key
-                info.update(self.env.engine.purchase_info(i))  # where the step's first slot gave it
-            reward = float(rewards[i]) if terminated[i] else 0.0
-            episode.update(reward=reward, success=bool(reward == 1.0), steps=int(info["steps"]),
-                           purchased=bool(terminated[i]), truncated=bool(truncated[i]))
-            for key in ("reward_info", "purchased_asin", "purchased_options", "purchased_price"):
-                if key in info:
-                    episode[key] = info[key]
-            if self.record:
-                episode.update(final_observation=self.observations[i], final_info=slim_info(info))
-            self.current[i] = None
-            self.pending[i] = True
-            goal = episode["entry"] if self.listed is not None else episode["goal_index"]
-            if goal in self.wanted:
-                if goal in self.results:
-                    raise RuntimeError(f"goal {goal} ran twice")
-                self.results[goal] = episode
-                if self.on_episode is not None:
-                    self.on_episode(episode)
+            turns = self.turns[i] if self.rule is not None else None
+            if terminated[i] or truncated[i]:
+                if terminated[i]:  # the slot's own purchase dicts, in its order: a batched info lists a nested key
+                    info.update(self.env.engine.purchase_info(i))  # where the step's first slot gave it
+                if turns is not None:
+                    turns.drop()  # the turn's remaining actions are never played
+                self._close(i, info, float(rewards[i]) if terminated[i] else 0.0, bool(terminated[i]), bool(truncated[i]))
+            elif turns is not None and turns.out_of_turns:
+                self.end_by_turns(i)
+
+    def end_by_turns(self, slot: int) -> None:
+        """The slot's episode used its last turn without ending: truncated (reward 0), its env slot ended without a step."""
+        self.env.end_episodes([slot])
+        self._close(slot, self.per[slot], 0.0, False, True)
+
+    def silent(self, slot: int) -> None:
+        """The slot's last reply carried no action: it spent a turn (recorded), and perhaps the episode."""
+        episode, turns = self.current[slot], self.turns[slot]
+        episode["turns_without_action"].append(turns.silent(self.per[slot]["steps"]))
+        if turns.out_of_turns:
+            self.end_by_turns(slot)
+
+    def _close(self, i: int, info: dict, reward: float, purchased: bool, truncated: bool) -> None:
+        episode = self.current[i]
+        episode.update(reward=reward, success=bool(reward == 1.0), steps=int(info["steps"]),
+                       purchased=purchased, truncated=truncated)
+        if self.rule is not None:
+            episode["turns"] = self.turns[i].taken
+            if not self.record:
+                episode.pop("turns_without_action", None)
+        for key in ("reward_info", "purchased_asin", "purchased_options", "purchased_price"):
+            if key in info:
+                episode[key] = info[key]
+        if self.record:
+            episode.update(final_observation=self.observations[i], final_info=slim_info(info))
+        self.current[i] = None
+        self.pending[i] = True
+        goal = episode["entry"] if self.listed is not None else episode["goal_index"]
+        if goal in self.wanted:
+            if goal in self.results:
+                raise RuntimeError(f"goal {goal} ran twice")
+            self.results[goal] = episode
+            if self.on_episode is not None:
+                self.on_episode(episode)
 
     def step(self) -> None:
         """One step of this lane alone (its driver chooses the actions)."""
@@ -233,6 +275,9 @@ def _tick(lanes: Sequence[tuple[Lane, Sequence[int]]], batch, capacity: int) -> 
         for (lane, _), live in zip(lanes, active):
             lane.advance(live, lane.driver.act(live, lane.observations, lane.per))
         return
+    if any(lane.rule is not None for lane, _ in lanes):
+        _tick_turns(lanes, batch, capacity)
+        return
     observations: list[str] = [""] * capacity
     infos: list[dict] = [{"idle": True} for _ in range(capacity)]
     for (lane, slots), live in zip(lanes, active):
@@ -246,3 +291,40 @@ def _tick(lanes: Sequence[tuple[Lane, Sequence[int]]], batch, capacity: int) -> 
         for i in live:
             actions[i] = out[slots[i]]
         lane.advance(live, actions, {i: said[slots[i]] for i in live if slots[i] in said})
+
+
+def _tick_turns(lanes: Sequence[tuple[Lane, Sequence[int]]], batch, capacity: int) -> None:
+    """:func:`_tick` for replies that are turns: ask until every live slot has a turn's action, then step it.
+
+    A slot whose turn still has actions plays its next one without asking.  The others are asked
+    (each lane on its slots of the batch; the info's ``turn``: the replies so far, so the policy
+    keeps the episode's history on a page it saw already); a reply without an action spends a
+    turn and is asked again, until it carries one or the turns run out.
+    """
+    fmt = getattr(getattr(batch, "prompt", None), "name", "plain")
+    closest = bool(getattr(batch, "closest", False))
+    while True:
+        asking = [[i for i in range(lane.n) if lane.current[i] is not None and not lane.pending[i]
+                   and not lane.turns[i].playing] for lane, _ in lanes]
+        if not any(asking):
+            break
+        observations: list[str] = [""] * capacity
+        infos: list[dict] = [{"idle": True} for _ in range(capacity)]
+        for (lane, slots), ask in zip(lanes, asking):
+            for i in ask:
+                observations[slots[i]] = lane.observations[i]
+                infos[slots[i]] = {**lane.per[i], "turn": lane.turns[i].taken}
+        batch.act_batch(observations, infos)  # the replies: the policy's own one-action parse is not played
+        responses = batch.last_responses
+        for (lane, slots), ask in zip(lanes, asking):
+            for i in ask:
+                if not lane.turns[i].reply(responses[slots[i]] or "", fmt):
+                    lane.silent(i)
+    for lane, _ in lanes:
+        live = [i for i in range(lane.n) if lane.current[i] is not None and not lane.pending[i]]
+        actions = [""] * lane.n
+        said = {}
+        for i in live:
+            parsed, said[i] = lane.turns[i].next_action(admissible_actions(lane.per[i]), closest)
+            actions[i] = parsed.action
+        lane.advance(live, actions, said)

@@ -36,6 +36,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from webshop_gym.agents.policies import make_policy
+from webshop_gym.agents.turns import TurnRule
 from webshop_gym.analysis.figures import BREAKDOWN, summarize
 from webshop_gym.envs.vector_env import WebShopVectorEnv
 from webshop_gym.error import InvalidArgument
@@ -307,7 +308,7 @@ def evaluate(
                 return Lane(env, Driver(factory, slots, seed, batch=batch), seed,
                             record=writer is not None or plan.reports_progress,
                             on_episode=mark_reachability(group_shop, finished), listed=[e.goal for e in group],
-                            seeds=seeds)
+                            seeds=seeds, turns=TurnRule.of(plan.protocol.data))
             except BaseException:
                 env.close()
                 raise

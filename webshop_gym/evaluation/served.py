@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from webshop_gym.agents.turns import TurnRule
 from webshop_gym.analysis.figures import billed, summarize
 from webshop_gym.error import Error, Interrupted
 from webshop_gym.evaluation.episode import episode_seed, mark_reachability, progress_rate
@@ -242,7 +243,8 @@ def _play(run: _Run, agent, out, stop, *, concurrency, seed, max_steps, observat
             on_episode = mark_reachability(run.shop, None if writer is None else writer.add)
         played = play(agent, run.shop, todo, concurrency=concurrency, seed=seed, max_steps=max_steps,
                       observation_mode=observation_mode, on_episode=on_episode,
-                      progress="eval" if progress else None, stats=stats, stop=stop.asked, **extra)
+                      progress="eval" if progress else None, stats=stats, stop=stop.asked,
+                      turns=None if run.plan is None else TurnRule.of(run.plan.protocol.data), **extra)
     except BaseException as exc:
         if writer is not None:
             writer.close(stopped=stopped_by(exc))  # every finished episode stays in the file; no summary line

@@ -38,7 +38,7 @@ from webshop_gym.protocols.idfiles import (
 )
 from webshop_gym.protocols.idlists import id_list
 from webshop_gym.protocols.resolve import Episode, reachable_ids, resolve_episodes, spec_ids
-from webshop_gym.protocols.steps import plays_one_action_per_reply, step_text, steps_of
+from webshop_gym.protocols.steps import played_by_an_llm, step_text, steps_of
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "Protocol", "Resolution", "alias_names", "get_protocol", "goal_lookup", "load_protocol",
            "prompt_text", "protocol_names", "shop_identity"]
@@ -181,11 +181,12 @@ class Protocol:
         The observation mode and the prompt format are protocol fields (they enter the
         fingerprint).  A run records the ones it used: a policy that reads a prompt (an LLM)
         records its prompt format, one that reads none (rule, random, oracle) plays under the
-        protocol's own.  An LLM's reply may carry no parsable action: where the protocol's turns
-        are not one action per reply (``steps``: ragen-small's 12 turns for 9 actions,
-        ragen-eval's two actions a turn), the run plays one action per reply, every reply
-        spending a step, and records that as a deviation (a rule policy always sends one
-        action, so the rule is played exactly).
+        protocol's own.  An LLM's reply is played as the protocol's ``steps`` say (ragen-small's
+        12 turns for 9 actions, ragen-eval's turns of up to two actions: the loops split each
+        reply into its turn's actions, :mod:`webshop_gym.agents.turns`).  Where the loops cannot
+        (AgentBench's end of an episode on a reply without an action; the ``tools`` format under
+        turns) the run plays one action per reply, every reply spending a step, and records that
+        as a deviation (a rule policy always sends one action, so the rule is played exactly).
 
         Args:
             observation_mode: the env's observation mode the run played (``None``: the protocol's).
@@ -212,8 +213,9 @@ class Protocol:
                 if own.get("format") is not None:
                     deviations.append(f"prompt {prompt_text(played)}, the protocol's is {prompt_text(own)}")
                 data["prompt"] = played
-            if not plays_one_action_per_reply(self.data):
-                # this package's loops play one action per reply, every reply spending a step
+            if not played_by_an_llm(self.data, played["format"]):
+                # AgentBench's end on a reply without an action, or function calls under turns:
+                # played one action per reply, every reply spending a step
                 played_steps = {**steps_of(self.data), "turns": None, "actions_per_turn": 1, "separator": None,
                                 "unparsable": "step"}
                 deviations.append(f"steps: every reply spends one of the {self.step_cap} steps, the protocol's: "

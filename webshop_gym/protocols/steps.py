@@ -8,7 +8,8 @@ how the family's own loop counts (one definition for all families):
   the reset never spends a step here.
 * ``turns``: the most replies (turns) one episode may take, or ``null``: one reply is one step.
 * ``actions_per_turn``: the most actions one reply may carry (RAGEN's ``max_actions_per_turn``:
-  the first that many of its ``<answer>`` actions split on ``separator`` are executed).
+  the first that many of its ``<answer>`` actions split on ``separator`` are executed; with one
+  action a turn and a separator, a reply's first action is played and the rest dropped).
 * ``unparsable``: what a reply with no parsable action spends: ``"step"`` (it is played as an
   invalid action), ``"turn"`` (RAGEN: a turn, not one of the ``step_cap`` actions) or ``"end"``
   (AgentBench: the episode ends with reward 0).
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-__all__ = ["DEFAULT", "check_steps", "plays_one_action_per_reply", "step_text", "steps_of"]
+__all__ = ["DEFAULT", "check_steps", "played_by_an_llm", "plays_one_action_per_reply", "step_text", "steps_of"]
 
 DEFAULT = {"reset_in_loop": False, "turns": None, "actions_per_turn": 1, "separator": None, "unparsable": "step"}
 """A family whose loop counts one reply as one step (the reset outside the loop)."""
@@ -67,13 +68,27 @@ def plays_one_action_per_reply(data: Mapping) -> bool:
     True when a turn carries one action and the replies are capped at the step cap (or not
     at all) with unparsable replies spending a step, or when the turn cap equals the step cap
     (RAGEN's 9 turns and 9 actions: a reply that spends a turn and no action still ends the
-    episode at 9 replies).  This package's loops play one action per reply, so only such a rule
-    is played exactly by a policy whose replies can fail to parse.
+    episode at 9 replies).  Other rules need the reply read as a turn (:func:`played_by_an_llm`).
     """
     s = steps_of(data)
     if s["actions_per_turn"] != 1 or s["unparsable"] == "end":
         return False
     return s["turns"] is None or s["turns"] == data.get("step_cap")
+
+
+def played_by_an_llm(data: Mapping, prompt_format: str | None) -> bool:
+    """Whether ``eval``'s loops play this rule exactly for a policy that replies in ``prompt_format``.
+
+    A reply in a text format reaches the loop, which splits it into the turn's actions
+    (:mod:`webshop_gym.agents.turns`): turns of several actions and replies that spend a turn are
+    played as the family plays them.  Not played: a reply without an action ending the episode
+    (``unparsable: "end"``, AgentBench) and the ``tools`` format's function calls (no reply text to
+    split) under a rule that is not one action per reply; those runs play one action per reply
+    and record it as a deviation.
+    """
+    if plays_one_action_per_reply(data):
+        return True
+    return steps_of(data)["unparsable"] != "end" and prompt_format != "tools"
 
 
 def step_text(data: Mapping) -> str:
@@ -84,8 +99,12 @@ def step_text(data: Mapping) -> str:
     if s["turns"] is not None:
         parts.append(f"in at most {s['turns']} turns (replies)")
     per = s["actions_per_turn"]
-    parts.append("one action per reply" if per == 1 else f"a reply carries up to {per} actions separated by "
-                 f"{s['separator']!r} (the first {per} are played, each spending a step)")
+    if per == 1:
+        parts.append("one action per reply" if not s["separator"] else
+                     f"one action per reply (of actions separated by {s['separator']!r}, the first is played)")
+    else:
+        parts.append(f"a reply carries up to {per} actions separated by {s['separator']!r} (the first {per} are "
+                     "played, each spending a step)")
     reset = ("the reset spends none (the family's loop spends its first iteration on it: "
              f"{cap + 1 if isinstance(cap, int) else '?'} iterations)" if s["reset_in_loop"] else "the reset spends none")
     unparsable = {"step": "a reply with no parsable action spends a step (played as an invalid action)",
