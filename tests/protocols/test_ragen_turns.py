@@ -269,8 +269,9 @@ def test_eval_ragen_eval_through_the_cli(real_dir, tmp_path, capsys):
 
 def test_the_viewer_rebuilds_each_turns_request(real_dir, tmp_path, default_shop):
     """The run viewer's prompt of an action is its turn's request, with the replies without an action in its history."""
-    from tests.openai_server import ChatServer
     from webshop_gym.server import create_app
+
+    from tests.openai_server import ChatServer
 
     protocol = _small("ragen-eval", 1)
     with ChatServer(answer=every_rule) as server:
