@@ -183,10 +183,60 @@ def test_a_realistic_errored_run_is_exact():
     assert found.p == pytest.approx(whole.p, abs=1e-10)
 
 
+def _exact_flip(differences: list[Fraction]) -> Fraction:
+    """The sign-flip p-value in exact rationals: the count of sign patterns per sum (Python integers), one goal at a time."""
+    d = [abs(x) for x in differences if x]
+    observed = abs(sum(differences, Fraction(0)))
+    scale = math.lcm(*(x.denominator for x in d)) if d else 1
+    counts = {0: 1}
+    for x in d:
+        step = int(x * scale)
+        grown: dict[int, int] = {}
+        for value, count in counts.items():
+            grown[value + step] = grown.get(value + step, 0) + count
+            grown[value - step] = grown.get(value - step, 0) + count
+        counts = grown
+    return Fraction(sum(c for v, c in counts.items() if abs(Fraction(v, scale)) >= observed), 2 ** len(d))
+
+
+def test_the_sign_flip_test_is_exact_with_any_sample_counts_up_to_16():
+    """Issue 54 item 2, round 4: sample counts 1..16 on either side, every path of the exact computation, to the last bit."""
+    rng = np.random.default_rng(54)
+    for case in range(60):
+        goals = int(rng.integers(2, 12))
+        na, nb = rng.integers(1, 17, goals), rng.integers(1, 17, goals)
+        ca, cb = rng.binomial(na, rng.random()), rng.binomial(nb, rng.random())
+        differences = [Fraction(int(b), int(m)) - Fraction(int(a), int(n)) for a, n, b, m in zip(ca, na, cb, nb, strict=True)]
+        exact = float(_exact_flip(differences))
+        assert exact == _brute_flip(differences)
+        for limits in ({}, {"exact_limit": 1}, {"exact_limit": 64}, {"exact_limit": 1, "points_limit": 1}):
+            found = flip(cb * na - ca * nb, na * nb, **limits)  # one lattice, two, or the rest enumerated
+            assert found.error is None and found.p == pytest.approx(exact, rel=1e-14, abs=1e-300), (case, limits)
+
+
+def test_five_hundred_goals_with_a_tenth_short_of_samples_are_exact():
+    """The round-3 case that was still drawn (500 goals at K = 16, a tenth of them short of samples): exact now."""
+    rng = np.random.default_rng(500)
+    na = np.where(rng.random(500) < 0.1, rng.integers(1, 16, 500), 16)
+    nb = np.where(rng.random(500) < 0.1, rng.integers(1, 16, 500), 16)
+    ca, cb = rng.binomial(na, 0.4), rng.binomial(nb, 0.42)
+    found = flip(cb * na - ca * nb, na * nb)
+    assert found.error is None and 0.0 < found.p < 1.0
+    apart = flip(cb * na - ca * nb, na * nb, exact_limit=1 << 16)  # another split of the goals between the lattices
+    assert apart.error is None and apart.p == pytest.approx(found.p, rel=1e-12)
+    drawn = flip(cb * na - ca * nb, na * nb, exact_limit=1, points_limit=1, rest_limit=1, resamples=20_000)
+    assert drawn.error is not None and abs(drawn.p - found.p) <= 4 * drawn.error + 1e-4
+    small = 60  # few enough goals for exact rationals: the same to the last bits
+    differences = [Fraction(int(b), int(m)) - Fraction(int(a), int(n))
+                   for a, n, b, m in zip(ca[:small], na[:small], cb[:small], nb[:small], strict=True)]
+    found = flip((cb * na - ca * nb)[:small], (na * nb)[:small])
+    assert found.error is None and found.p == pytest.approx(float(_exact_flip(differences)), rel=1e-13)
+
+
 def test_a_drawn_p_value_says_so_in_every_form():
     rng = np.random.default_rng(3)
     num, den = rng.integers(-5, 6, 12), rng.integers(1, 6, 12)
-    drawn = flip(num, den, exact_limit=1, rest_limit=1, resamples=20_000)
+    drawn = flip(num, den, exact_limit=1, rest_limit=1, points_limit=1, resamples=20_000)
     assert drawn.error is not None and 0 < drawn.error < 0.01
     assert drawn.p == pytest.approx(_brute_flip([Fraction(int(a), int(b)) for a, b in zip(num, den, strict=True)]),
                                     abs=4 * drawn.error)
