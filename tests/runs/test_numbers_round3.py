@@ -47,13 +47,21 @@ from webshop_gym.runs.run import load_run
 # -- the interval, against a formula written apart -------------------------------------------------------
 
 
-def _theirs(totals, sizes, cap=math.inf) -> tuple[float, float]:
-    """Wilson at n_eff = m (1 - m) / v, v the CR1 cluster variance, t on G - 1 df (normal when capped), x100."""
+def _theirs(totals, sizes, cap=math.inf, floor=False) -> tuple[float, float]:
+    """Wilson at n_eff = m (1 - m) / v, v the CR1 cluster variance, t on G - 1 df (normal when capped), x100.
+
+    With several samples a goal, t on Satterthwaite's df 2 (sum e^2)^2 / sum e^4 (within 1 .. G - 1);
+    ``floor``: n_eff at most G, normal quantile.
+    """
     t, n = np.asarray(totals, float), np.asarray(sizes, float)
     g, m = len(t), t.sum() / n.sum()
-    v = g / (g - 1) * ((t - m * n) ** 2).sum() / n.sum() ** 2
+    e = t - m * n
+    v = g / (g - 1) * (e ** 2).sum() / n.sum() ** 2
     trials = min(cap, m * (1 - m) / v)
-    z = stats.norm.ppf(0.975) if trials >= cap else stats.t.ppf(0.975, g - 1)
+    df = min(g - 1, max(1, 2 * (e ** 2).sum() ** 2 / (e ** 4).sum())) if np.any(n > 1) else g - 1
+    z = stats.norm.ppf(0.975) if trials >= cap else stats.t.ppf(0.975, df)
+    if floor:
+        trials, z = min(trials, g), stats.norm.ppf(0.975)
     centre = (m + z * z / (2 * trials)) / (1 + z * z / trials)
     half = z / (1 + z * z / trials) * math.sqrt(m * (1 - m) / trials + z * z / (4 * trials * trials))
     return 100 * (centre - half), 100 * (centre + half)
@@ -71,7 +79,9 @@ def test_the_score_interval_is_the_formula_written_apart():
         if k > 1:  # SR: the same formula on the successes, the effective trials at most the samples
             solved = (rewards == 1.0).sum(1)
             if 0 < solved.sum() < goals * k and not np.all((solved == 0) | (solved == k)):
-                low, high = _theirs(solved, np.full(goals, k), cap=goals * k)
+                rare = solved if 2 * solved.sum() <= goals * k else k - solved
+                floor = (rare > 0).sum() < 3 and rare.sum() > (rare > 0).sum()
+                low, high = _theirs(solved, np.full(goals, k), cap=goals * k, floor=floor)
                 assert (found["sr"].low, found["sr"].high) == (pytest.approx(low, abs=1e-9),
                                                                pytest.approx(high, abs=1e-9))
 
@@ -144,6 +154,30 @@ def test_score_and_sr_cover_at_the_ends_and_on_few_goals(scenario, goals, k):
     assert found["coverage"]["score (before)"] < 90.0  # the percentile bootstrap, as before
     if scenario.kind == "beta":
         assert 91.5 <= found["coverage"]["sr"] <= 98.5 and 91.5 <= found["coverage"]["mean@K"] <= 98.5
+
+
+@pytest.mark.parametrize(("scenario", "goals", "k"), [
+    (Scenario("beta", 0.05, 0.5), 10, 16),  # successes on a few goals: SR and mean@K covered 86.6-88% in round 3
+    (Scenario("beta", 0.05, 0.5), 30, 16),
+])
+def test_sr_covers_when_the_successes_sit_on_few_goals(scenario, goals, k):
+    found = coverage(scenario, goals, k, RUNS, resamples=0, before=False)
+    assert 91.5 <= found["coverage"]["sr"] <= 99.0 and found["coverage"]["mean@K"] == found["coverage"]["sr"], found
+
+
+def test_successes_on_one_or_two_goals_count_the_goals():
+    """The rarer outcome in one or two goals holding more than one of it: at most G effective trials, the normal quantile."""
+    solved, played = np.array([5] + [0] * 9), np.full(10, 16)
+    found = share_interval(solved, played)
+    assert found.value == pytest.approx(100 * 5 / 160)
+    low, high = _theirs(solved, played, cap=160, floor=True)
+    assert (found.low, found.high) == (pytest.approx(low, abs=1e-9), pytest.approx(high, abs=1e-9))
+    assert found.low < 5.0 < found.high  # Beta mean 0.05 with ICC 0.5: such a run's truth lies inside
+    spread = share_interval(np.array([1, 1] + [0] * 8), played)  # one success in each of two goals: not concentrated
+    low, high = _theirs(np.array([1, 1] + [0] * 8), played, cap=160)
+    assert (spread.low, spread.high) == (pytest.approx(low, abs=1e-9), pytest.approx(high, abs=1e-9))
+    failures = share_interval(16 - solved, played)  # the same with failures as the rarer outcome: the mirror image
+    assert (failures.low, failures.high) == (pytest.approx(100 - found.high), pytest.approx(100 - found.low))
 
 
 # -- the sign-flip test: exact with unequal sample counts, or it says so ---------------------------------
