@@ -28,6 +28,7 @@ cover 0.
 
     python benchmarks/intervals.py                      # the full table: 2,000 runs a cell, 2 processes
     python benchmarks/intervals.py --runs 200 --grid issue --no-paired
+    python benchmarks/intervals.py --runs 4000 --no-paired --no-before --cell 'near 100 0.05:10:4'   # one cell, closer
 """
 
 from __future__ import annotations
@@ -273,6 +274,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--resamples", type=int, default=1000,
                         help="bootstrap resamples of the methods before and the paired intervals (default 1,000)")
     parser.add_argument("--scenarios", nargs="+", help="names to keep (default: all), e.g. 'beta 0.3/icc 0.3'")
+    parser.add_argument("--cell", action="append", metavar="SCENARIO:GOALS:K",
+                        help="keep only these cells of the grid (repeatable), e.g. 'near 100 0.05:10:4'")
     parser.add_argument("--jobs", type=int, default=2, help="processes (default 2)")
     parser.add_argument("--no-paired", action="store_true", help="skip the paired tests under the null")
     parser.add_argument("--no-before", action="store_true",
@@ -281,6 +284,10 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     cells_asked = [c for c in grid(args.grid, args.goals, args.samples)
                    if not args.scenarios or c[0].name in args.scenarios]
+    if args.cell:
+        cells_asked = list(dict.fromkeys(c for c in cells_asked if f"{c[0].name}:{c[1]}:{c[2]}" in args.cell))
+        if not cells_asked:
+            parser.error(f"no cell of --grid {args.grid} is among {args.cell}")
     scenarios = [s for s in SCENARIOS if not args.scenarios or s.name in args.scenarios]
     if args.scenarios and not cells_asked:
         parser.error(f"unknown scenario among {args.scenarios}; known: {', '.join(s.name for s in SCENARIOS)}")

@@ -45,7 +45,8 @@ METHOD = ("95% intervals: SR by the Wilson score interval, Score by the Wilson-t
 #: The same for a run that played each goal K times (``eval --samples K``): the goal is the unit.
 SAMPLED_METHOD = ("95% intervals over goals (each goal with its {k} samples, not {k} independent episodes): Score, "
                   "SR, mean@{k} and pass@{k} by the Wilson-type interval at the effective number of trials (the "
-                  "variance over goals, Student's t quantile); paired differences by the percentile bootstrap of "
+                  "variance over goals, Student's t on Satterthwaite's degrees of freedom; the goals as the trials when "
+                  "the rarer outcome sits in one or two goals); paired differences by the percentile bootstrap of "
                   "goals ({resamples:,} resamples, seed {seed})")
 #: What mean@K and pass@K are, in words (shown beside them).
 SAMPLES_DEFINITION = ("mean@K: the mean over goals of the share of a goal's K samples that succeeded; pass@K: the mean "
