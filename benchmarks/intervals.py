@@ -306,7 +306,7 @@ def main(argv: list[str] | None = None) -> dict:
           "pass@k from K > k samples by the Wilson interval at the effective trials (the library refuses it), Score "
           "by the percentile bootstrap (of goals; of episodes) and SR of episodes as before; (x% 0-wide): runs with a "
           "zero-width interval")
-    print(table(rows, ["scenario", "goals", "K", "truth", *NAMES]))
+    print(table(rows, ["scenario", "goals", "K", "truth", *(n for n in NAMES if any(n in c["coverage"] for c in cells))]))
     nulls = []
     if not args.no_paired:
         for scenario, null in NULLS:
