@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 
@@ -19,6 +20,7 @@ import pytest
 from scipy import stats
 
 from benchmarks.intervals import Scenario, coverage
+from webshop_gym.analysis.at_k import at_k_cells, paired_at_k
 from webshop_gym.analysis.figures import intervals
 from webshop_gym.analysis.intervals import (
     cluster_interval,
@@ -281,6 +283,11 @@ def test_a_drawn_p_value_says_so_in_every_form():
     cell = paired_cells(compared)[-1]
     assert cell == "≈0.040 ± 0.002"
     assert _tex(cell) == r"$\approx$0.040 $\pm$ 0.002"  # the LaTeX form
+    far = paired_cells(replace(compared, mcnemar_p=1 / 10_001, mcnemar_error=0.0001))[-1]  # no draw as far out
+    assert far == "≈0.0001 ± 0.0001"
+    keys = np.repeat(np.arange(12), 4).tolist()  # the mean@K row of the same comparison (report, viewer): ≈ too
+    rows = paired_at_k(Goals.of(np.zeros(48), keys), Goals.of(np.ones(48), keys), 4, resamples=100, compared=compared)
+    assert at_k_cells(rows[0])[-1] == "≈0.040 ± 0.002" and rows[0].error == 0.0019
 
 
 # -- order-free comparisons, no -0.0 ---------------------------------------------------------------------

@@ -32,7 +32,7 @@ from fractions import Fraction
 import numpy as np
 
 __all__ = ["PAIRED_COLUMNS", "SAMPLED_PAIRED_COLUMNS", "Goals", "Interval", "PairedComparison", "bootstrap_ci",
-           "FlipTest", "flip", "flip_test", "paired", "paired_cells", "paired_columns", "paired_goals", "plain", "resampled_mean", "resampled_ratio",
+           "FlipTest", "flip", "flip_test", "paired", "paired_cells", "paired_columns", "paired_goals", "p_text", "plain", "resampled_mean", "resampled_ratio",
            "sign_test"]
 
 #: Resamples drawn at once (bounds the memory of a bootstrap: CHUNK x episodes int64).
@@ -674,10 +674,15 @@ def paired_columns(samples: int = 1) -> tuple[str, ...]:
     return PAIRED_COLUMNS if samples <= 1 else SAMPLED_PAIRED_COLUMNS
 
 
-def _p_value(value: float, error: float | None = None) -> str:
-    """A p-value as every form prints it: ``0.043``, ``<0.001``; drawn (``error``): ``≈0.040 ± 0.002``."""
+def p_text(value: float, error: float | None = None) -> str:
+    """A p-value as every form prints it: ``0.043``, ``<0.001``; drawn (``error``): ``≈0.040 ± 0.002``.
+
+    A drawn p under 0.001 (no draw or a few as far out) keeps its digits: ``≈0.0001 ± 0.0001``, not ``≈0.000 ± 0.000``.
+    """
     if error is None:
         return "<0.001" if value < 0.001 else f"{value:.3f}"
+    if value < 0.001:
+        return f"≈{value:.1g} ± {error:.1g}"
     return f"≈{value:.3f} ± {error:.3f}"
 
 
@@ -691,6 +696,6 @@ def paired_cells(p: PairedComparison) -> list[str]:
     def ci(interval: Interval | None) -> str:
         return "-" if interval is None else interval.format(1)
 
-    return [str(p.goals), f"{p.won} / {p.lost} / {p.tied}", ci(p.score_diff), _p_value(p.sign_p),
+    return [str(p.goals), f"{p.won} / {p.lost} / {p.tied}", ci(p.score_diff), p_text(p.sign_p),
             f"{p.solved_a_only} / {p.solved_b_only} / {p.solved_both}", ci(p.sr_diff),
-            _p_value(p.mcnemar_p, p.mcnemar_error)]
+            p_text(p.mcnemar_p, p.mcnemar_error)]
