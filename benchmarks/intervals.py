@@ -28,6 +28,7 @@ cover 0.
 
     python benchmarks/intervals.py                      # the full table: 2,000 runs a cell, 2 processes
     python benchmarks/intervals.py --runs 200 --grid issue --no-paired
+    python benchmarks/intervals.py --runs 4000 --no-paired --no-before --cell 'near 100 0.05:10:4'   # one cell, closer
 """
 
 from __future__ import annotations
@@ -167,13 +168,14 @@ def draw_run(scenario: Scenario, goals: int, k: int, rng: np.random.Generator,
     return rewards, (p, m)
 
 
-def run_intervals(rewards: np.ndarray, resamples: int, seed: int) -> dict[str, tuple[float, float]]:
-    """The intervals every reader shows, and the ones before, for one run (``rewards``: goals x K)."""
+def run_intervals(rewards: np.ndarray, resamples: int, seed: int, before: bool = True) -> dict[str, tuple[float, float]]:
+    """The intervals every reader shows, and the ones before (``before``), for one run (``rewards``: goals x K)."""
     g, k = rewards.shape
     keys = np.repeat(np.arange(g), k)
     goals = Goals.of(rewards.ravel(), keys.tolist() if k > 1 else None)
     found = {name: (i.low, i.high) for name, i in goal_intervals(goals).items()}
-    found["score (before)"] = _bounds(resampled_ratio(goals.reward, goals.played, resamples, seed))
+    if before:
+        found["score (before)"] = _bounds(resampled_ratio(goals.reward, goals.played, resamples, seed))
     if k > 1:
         sampled = sampled_intervals(goals, k)
         found["mean@K"] = _bounds(sampled[f"mean@{k}"])
@@ -183,8 +185,9 @@ def run_intervals(rewards: np.ndarray, resamples: int, seed: int) -> dict[str, t
             passes = np.array([pass_at_k(c, n, j) for c, n in zip(goals.solved.tolist(), goals.played.tolist(),
                                                                    strict=True)])
             found[f"pass@{j} of {k} (refused)"] = _bounds(cluster_interval(passes, units=float(goals.played.sum())))
-        found["score (episodes, before)"] = _bounds(resampled_mean(rewards.ravel(), resamples, seed))
-        found["sr (episodes, before)"] = _bounds(sr_interval(rewards.ravel() == 1.0))
+        if before:
+            found["score (episodes, before)"] = _bounds(resampled_mean(rewards.ravel(), resamples, seed))
+            found["sr (episodes, before)"] = _bounds(sr_interval(rewards.ravel() == 1.0))
     else:
         found["mean@K"] = found["pass@K"] = found["sr"]
     return found
@@ -199,7 +202,8 @@ NAMES = ["score", "sr", "mean@K", "pass@K", "pass@k of K (refused)", "score (bef
          "sr (episodes, before)"]
 
 
-def coverage(scenario: Scenario, goals: int, k: int, runs: int, resamples: int, seed: int = 0) -> dict:
+def coverage(scenario: Scenario, goals: int, k: int, runs: int, resamples: int, seed: int = 0,
+             before: bool = True) -> dict:
     """Share of ``runs`` simulated runs whose interval covers the truth, per interval; zero-width shares; mean widths."""
     index = SCENARIOS.index(scenario) if scenario in SCENARIOS else 99 + sum(map(ord, scenario.name))
     rng = np.random.default_rng([seed, goals, k, index])
@@ -209,7 +213,7 @@ def coverage(scenario: Scenario, goals: int, k: int, runs: int, resamples: int, 
     widths: dict[str, float] = {}
     for r in range(runs):
         rewards, _ = draw_run(scenario, goals, k, rng)
-        for name, (low, high) in run_intervals(rewards, resamples, r).items():
+        for name, (low, high) in run_intervals(rewards, resamples, r, before).items():
             target = truth[name.split(" (")[0]]
             column = "pass@k of K (refused)" if " of " in name else name
             hits[column] = hits.get(column, 0) + int(low - 1e-9 <= target <= high + 1e-9)
@@ -222,9 +226,9 @@ def coverage(scenario: Scenario, goals: int, k: int, runs: int, resamples: int, 
 
 
 def _cell(args: tuple) -> dict:
-    scenario, goals, k, runs, resamples = args
+    scenario, goals, k, runs, resamples, before = args
     t0 = time.perf_counter()
-    found = coverage(scenario, goals, k, runs, resamples)
+    found = coverage(scenario, goals, k, runs, resamples, before=before)
     found["seconds"] = round(time.perf_counter() - t0, 1)
     return found
 
@@ -270,17 +274,25 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--resamples", type=int, default=1000,
                         help="bootstrap resamples of the methods before and the paired intervals (default 1,000)")
     parser.add_argument("--scenarios", nargs="+", help="names to keep (default: all), e.g. 'beta 0.3/icc 0.3'")
+    parser.add_argument("--cell", action="append", metavar="SCENARIO:GOALS:K",
+                        help="keep only these cells of the grid (repeatable), e.g. 'near 100 0.05:10:4'")
     parser.add_argument("--jobs", type=int, default=2, help="processes (default 2)")
     parser.add_argument("--no-paired", action="store_true", help="skip the paired tests under the null")
+    parser.add_argument("--no-before", action="store_true",
+                        help="skip the methods before (the percentile bootstraps: most of the time; their columns stay empty)")
     parser.add_argument("--json", help="write the results here (default benchmarks/results/intervals.json)")
     args = parser.parse_args(argv)
     cells_asked = [c for c in grid(args.grid, args.goals, args.samples)
                    if not args.scenarios or c[0].name in args.scenarios]
+    if args.cell:
+        cells_asked = list(dict.fromkeys(c for c in cells_asked if f"{c[0].name}:{c[1]}:{c[2]}" in args.cell))
+        if not cells_asked:
+            parser.error(f"no cell of --grid {args.grid} is among {args.cell}")
     scenarios = [s for s in SCENARIOS if not args.scenarios or s.name in args.scenarios]
     if args.scenarios and not cells_asked:
         parser.error(f"unknown scenario among {args.scenarios}; known: {', '.join(s.name for s in SCENARIOS)}")
     started, load_before = time.perf_counter(), os.getloadavg()
-    work = [(s, g, k, args.runs, args.resamples) for s, g, k in cells_asked]
+    work = [(s, g, k, args.runs, args.resamples, not args.no_before) for s, g, k in cells_asked]
     if args.jobs > 1:
         with ProcessPoolExecutor(args.jobs) as pool:
             cells = list(pool.map(_cell, work))
@@ -294,7 +306,7 @@ def main(argv: list[str] | None = None) -> dict:
           "pass@k from K > k samples by the Wilson interval at the effective trials (the library refuses it), Score "
           "by the percentile bootstrap (of goals; of episodes) and SR of episodes as before; (x% 0-wide): runs with a "
           "zero-width interval")
-    print(table(rows, ["scenario", "goals", "K", "truth", *NAMES]))
+    print(table(rows, ["scenario", "goals", "K", "truth", *(n for n in NAMES if any(n in c["coverage"] for c in cells))]))
     nulls = []
     if not args.no_paired:
         for scenario, null in NULLS:

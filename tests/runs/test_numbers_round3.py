@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 
@@ -19,6 +20,7 @@ import pytest
 from scipy import stats
 
 from benchmarks.intervals import Scenario, coverage
+from webshop_gym.analysis.at_k import at_k_cells, paired_at_k
 from webshop_gym.analysis.figures import intervals
 from webshop_gym.analysis.intervals import (
     cluster_interval,
@@ -47,13 +49,21 @@ from webshop_gym.runs.run import load_run
 # -- the interval, against a formula written apart -------------------------------------------------------
 
 
-def _theirs(totals, sizes, cap=math.inf) -> tuple[float, float]:
-    """Wilson at n_eff = m (1 - m) / v, v the CR1 cluster variance, t on G - 1 df (normal when capped), x100."""
+def _theirs(totals, sizes, cap=math.inf, floor=False) -> tuple[float, float]:
+    """Wilson at n_eff = m (1 - m) / v, v the CR1 cluster variance, t on G - 1 df (normal when capped), x100.
+
+    With several samples a goal, t on Satterthwaite's df 2 (sum e^2)^2 / sum e^4 (within 1 .. G - 1);
+    ``floor``: n_eff at most G, normal quantile.
+    """
     t, n = np.asarray(totals, float), np.asarray(sizes, float)
     g, m = len(t), t.sum() / n.sum()
-    v = g / (g - 1) * ((t - m * n) ** 2).sum() / n.sum() ** 2
+    e = t - m * n
+    v = g / (g - 1) * (e ** 2).sum() / n.sum() ** 2
     trials = min(cap, m * (1 - m) / v)
-    z = stats.norm.ppf(0.975) if trials >= cap else stats.t.ppf(0.975, g - 1)
+    df = min(g - 1, max(1, 2 * (e ** 2).sum() ** 2 / (e ** 4).sum())) if np.any(n > 1) else g - 1
+    z = stats.norm.ppf(0.975) if trials >= cap else stats.t.ppf(0.975, df)
+    if floor:
+        trials, z = min(trials, g), stats.norm.ppf(0.975)
     centre = (m + z * z / (2 * trials)) / (1 + z * z / trials)
     half = z / (1 + z * z / trials) * math.sqrt(m * (1 - m) / trials + z * z / (4 * trials * trials))
     return 100 * (centre - half), 100 * (centre + half)
@@ -71,7 +81,9 @@ def test_the_score_interval_is_the_formula_written_apart():
         if k > 1:  # SR: the same formula on the successes, the effective trials at most the samples
             solved = (rewards == 1.0).sum(1)
             if 0 < solved.sum() < goals * k and not np.all((solved == 0) | (solved == k)):
-                low, high = _theirs(solved, np.full(goals, k), cap=goals * k)
+                rare = solved if 2 * solved.sum() <= goals * k else k - solved
+                floor = (rare > 0).sum() < 3 and rare.sum() > (rare > 0).sum()
+                low, high = _theirs(solved, np.full(goals, k), cap=goals * k, floor=floor)
                 assert (found["sr"].low, found["sr"].high) == (pytest.approx(low, abs=1e-9),
                                                                pytest.approx(high, abs=1e-9))
 
@@ -146,6 +158,30 @@ def test_score_and_sr_cover_at_the_ends_and_on_few_goals(scenario, goals, k):
         assert 91.5 <= found["coverage"]["sr"] <= 98.5 and 91.5 <= found["coverage"]["mean@K"] <= 98.5
 
 
+@pytest.mark.parametrize(("scenario", "goals", "k"), [
+    (Scenario("beta", 0.05, 0.5), 10, 16),  # successes on a few goals: SR and mean@K covered 86.6-88% in round 3
+    (Scenario("beta", 0.05, 0.5), 30, 16),
+])
+def test_sr_covers_when_the_successes_sit_on_few_goals(scenario, goals, k):
+    found = coverage(scenario, goals, k, RUNS, resamples=0, before=False)
+    assert 91.5 <= found["coverage"]["sr"] <= 99.0 and found["coverage"]["mean@K"] == found["coverage"]["sr"], found
+
+
+def test_successes_on_one_or_two_goals_count_the_goals():
+    """The rarer outcome in one or two goals holding more than one of it: at most G effective trials, the normal quantile."""
+    solved, played = np.array([5] + [0] * 9), np.full(10, 16)
+    found = share_interval(solved, played)
+    assert found.value == pytest.approx(100 * 5 / 160)
+    low, high = _theirs(solved, played, cap=160, floor=True)
+    assert (found.low, found.high) == (pytest.approx(low, abs=1e-9), pytest.approx(high, abs=1e-9))
+    assert found.low < 5.0 < found.high  # Beta mean 0.05 with ICC 0.5: such a run's truth lies inside
+    spread = share_interval(np.array([1, 1] + [0] * 8), played)  # one success in each of two goals: not concentrated
+    low, high = _theirs(np.array([1, 1] + [0] * 8), played, cap=160)
+    assert (spread.low, spread.high) == (pytest.approx(low, abs=1e-9), pytest.approx(high, abs=1e-9))
+    failures = share_interval(16 - solved, played)  # the same with failures as the rarer outcome: the mirror image
+    assert (failures.low, failures.high) == (pytest.approx(100 - found.high), pytest.approx(100 - found.low))
+
+
 # -- the sign-flip test: exact with unequal sample counts, or it says so ---------------------------------
 
 
@@ -183,10 +219,60 @@ def test_a_realistic_errored_run_is_exact():
     assert found.p == pytest.approx(whole.p, abs=1e-10)
 
 
+def _exact_flip(differences: list[Fraction]) -> Fraction:
+    """The sign-flip p-value in exact rationals: the count of sign patterns per sum (Python integers), one goal at a time."""
+    d = [abs(x) for x in differences if x]
+    observed = abs(sum(differences, Fraction(0)))
+    scale = math.lcm(*(x.denominator for x in d)) if d else 1
+    counts = {0: 1}
+    for x in d:
+        step = int(x * scale)
+        grown: dict[int, int] = {}
+        for value, count in counts.items():
+            grown[value + step] = grown.get(value + step, 0) + count
+            grown[value - step] = grown.get(value - step, 0) + count
+        counts = grown
+    return Fraction(sum(c for v, c in counts.items() if abs(Fraction(v, scale)) >= observed), 2 ** len(d))
+
+
+def test_the_sign_flip_test_is_exact_with_any_sample_counts_up_to_16():
+    """Issue 54 item 2, round 4: sample counts 1..16 on either side, every path of the exact computation, to the last bit."""
+    rng = np.random.default_rng(54)
+    for case in range(60):
+        goals = int(rng.integers(2, 12))
+        na, nb = rng.integers(1, 17, goals), rng.integers(1, 17, goals)
+        ca, cb = rng.binomial(na, rng.random()), rng.binomial(nb, rng.random())
+        differences = [Fraction(int(b), int(m)) - Fraction(int(a), int(n)) for a, n, b, m in zip(ca, na, cb, nb, strict=True)]
+        exact = float(_exact_flip(differences))
+        assert exact == _brute_flip(differences)
+        for limits in ({}, {"exact_limit": 1}, {"exact_limit": 64}, {"exact_limit": 1, "points_limit": 1}):
+            found = flip(cb * na - ca * nb, na * nb, **limits)  # one lattice, two, or the rest enumerated
+            assert found.error is None and found.p == pytest.approx(exact, rel=1e-14, abs=1e-300), (case, limits)
+
+
+def test_five_hundred_goals_with_a_tenth_short_of_samples_are_exact():
+    """The round-3 case that was still drawn (500 goals at K = 16, a tenth of them short of samples): exact now."""
+    rng = np.random.default_rng(500)
+    na = np.where(rng.random(500) < 0.1, rng.integers(1, 16, 500), 16)
+    nb = np.where(rng.random(500) < 0.1, rng.integers(1, 16, 500), 16)
+    ca, cb = rng.binomial(na, 0.4), rng.binomial(nb, 0.42)
+    found = flip(cb * na - ca * nb, na * nb)
+    assert found.error is None and 0.0 < found.p < 1.0
+    apart = flip(cb * na - ca * nb, na * nb, exact_limit=1 << 16)  # another split of the goals between the lattices
+    assert apart.error is None and apart.p == pytest.approx(found.p, rel=1e-12)
+    drawn = flip(cb * na - ca * nb, na * nb, exact_limit=1, points_limit=1, rest_limit=1, resamples=20_000)
+    assert drawn.error is not None and abs(drawn.p - found.p) <= 4 * drawn.error + 1e-4
+    small = 60  # few enough goals for exact rationals: the same to the last bits
+    differences = [Fraction(int(b), int(m)) - Fraction(int(a), int(n))
+                   for a, n, b, m in zip(ca[:small], na[:small], cb[:small], nb[:small], strict=True)]
+    found = flip((cb * na - ca * nb)[:small], (na * nb)[:small])
+    assert found.error is None and found.p == pytest.approx(float(_exact_flip(differences)), rel=1e-13)
+
+
 def test_a_drawn_p_value_says_so_in_every_form():
     rng = np.random.default_rng(3)
     num, den = rng.integers(-5, 6, 12), rng.integers(1, 6, 12)
-    drawn = flip(num, den, exact_limit=1, rest_limit=1, resamples=20_000)
+    drawn = flip(num, den, exact_limit=1, rest_limit=1, points_limit=1, resamples=20_000)
     assert drawn.error is not None and 0 < drawn.error < 0.01
     assert drawn.p == pytest.approx(_brute_flip([Fraction(int(a), int(b)) for a, b in zip(num, den, strict=True)]),
                                     abs=4 * drawn.error)
@@ -197,6 +283,11 @@ def test_a_drawn_p_value_says_so_in_every_form():
     cell = paired_cells(compared)[-1]
     assert cell == "≈0.040 ± 0.002"
     assert _tex(cell) == r"$\approx$0.040 $\pm$ 0.002"  # the LaTeX form
+    far = paired_cells(replace(compared, mcnemar_p=1 / 10_001, mcnemar_error=0.0001))[-1]  # no draw as far out
+    assert far == "≈0.0001 ± 0.0001"
+    keys = np.repeat(np.arange(12), 4).tolist()  # the mean@K row of the same comparison (report, viewer): ≈ too
+    rows = paired_at_k(Goals.of(np.zeros(48), keys), Goals.of(np.ones(48), keys), 4, resamples=100, compared=compared)
+    assert at_k_cells(rows[0])[-1] == "≈0.040 ± 0.002" and rows[0].error == 0.0019
 
 
 # -- order-free comparisons, no -0.0 ---------------------------------------------------------------------

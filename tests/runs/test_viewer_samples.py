@@ -165,7 +165,8 @@ def test_sample_figures_group_goals_as_the_protocol_and_leave_errored_samples_ou
     figures = protocol_figures(protocol, episodes)
     assert found.mean_at_k.value == figures["mean@3"] == pytest.approx(100 * (2 / 3 + 0 + 1) / 3)
     assert found.pass_at_k.value == figures["pass@3"] == pytest.approx(200 / 3)
-    share = share_interval([2 / 3, 0.0, 1.0], units=8)  # the goals' shares, worth at most their 8 scored samples
+    share = share_interval([2 / 3, 0.0, 1.0], units=8,  # the goals' shares, worth at most their 8 scored samples
+                           counts=(np.array([2, 0, 2]), np.array([3, 3, 2])))  # the rule and df read from the counts
     assert (found.mean_at_k.low, found.mean_at_k.high) == (share.low, share.high)
     passed = share_interval([1.0, 0.0, 1.0], units=8)  # the third goal's 2 of 3 samples: its pass@3 from 2 plays
     assert (found.pass_at_k.low, found.pass_at_k.high) == (passed.low, passed.high)

@@ -31,7 +31,8 @@ from webshop_gym.analysis.stats import (
     Goals,
     Interval,
     PairedComparison,
-    flip_test,
+    flip,
+    p_text,
     paired_goals,
     resampled_mean,
     sign_test,
@@ -56,6 +57,8 @@ class AtK:
         diff: B minus A (x100) with its paired-bootstrap 95% interval (goals resampled together).
         test: the paired test's name (``sign-flip test``, ``McNemar's exact test``).
         p: its two-sided p-value.
+        error: ``None`` when ``p`` is exact; else its Monte Carlo standard error (a sign-flip test
+            past its exact limits: :func:`~webshop_gym.analysis.stats.flip`), printed ``≈p ± error``.
     """
 
     figure: str
@@ -64,6 +67,7 @@ class AtK:
     diff: Interval | None
     test: str
     p: float
+    error: float | None = None
 
 
 def _passes(goals: Goals, k: int) -> list[Fraction]:
@@ -95,19 +99,21 @@ def paired_at_k(a: Goals, b: Goals, k: int, resamples: int = RESAMPLES, seed: in
     compared = compared or paired_goals(a, b, resamples, seed)
     own_a, own_b = sampled_intervals(a, k), sampled_intervals(b, k)
     mean = AtK(f"mean@{k}", own_a[f"mean@{k}"], own_b[f"mean@{k}"], compared.sr_diff, "sign-flip test",
-               compared.mcnemar_p)
+               compared.mcnemar_p, compared.mcnemar_error)
     pa, pb = _passes(a, k), _passes(b, k)
     differences = [y - x for x, y in zip(pa, pb, strict=True)]
     diff = resampled_mean(np.array([float(d) for d in differences]), resamples, seed)
+    error = None
     if all(v in (0, 1) for v in (*pa, *pb)):  # a goal played K times: passed or not, McNemar's exact test
         test = "McNemar's exact test"
         p = sign_test(sum(d > 0 for d in differences), sum(d < 0 for d in differences))
     elif all(d.denominator <= _LARGEST for d in differences):
         test = "sign-flip test"
-        p = flip_test([d.numerator for d in differences], [d.denominator for d in differences], resamples, seed)
+        found = flip([d.numerator for d in differences], [d.denominator for d in differences], resamples, seed)
+        p, error = found.p, found.error
     else:
         test, p = "-", float("nan")
-    return [mean, AtK(f"pass@{k}", own_a[f"pass@{k}"], own_b[f"pass@{k}"], diff, test, p)]
+    return [mean, AtK(f"pass@{k}", own_a[f"pass@{k}"], own_b[f"pass@{k}"], diff, test, p, error)]
 
 
 def at_k_cells(row: AtK) -> list[str]:
@@ -115,5 +121,5 @@ def at_k_cells(row: AtK) -> list[str]:
     def ci(interval: Interval | None) -> str:
         return "-" if interval is None else interval.format(1)
 
-    p = "-" if row.p != row.p else "<0.001" if row.p < 0.001 else f"{row.p:.3f}"
+    p = "-" if row.p != row.p else p_text(row.p, row.error)  # drawn: ≈p ± error
     return [row.figure, ci(row.a), ci(row.b), ci(row.diff), row.test, p]

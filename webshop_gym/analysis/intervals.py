@@ -33,7 +33,7 @@ from webshop_gym.analysis.stats import Goals, Interval, plain
 from webshop_gym.protocols.scoring import pass_at_k
 
 __all__ = ["METHOD", "RESAMPLES", "SAMPLED_METHOD", "SAMPLES_DEFINITION", "Interval", "cluster_interval",
-           "effective_trials", "fmt", "goal_intervals", "goal_sr_interval", "method", "quantile", "sampled_intervals",
+           "concentrated", "degrees", "effective_trials", "fmt", "goal_intervals", "goal_sr_interval", "method", "quantile", "sampled_intervals",
            "score_interval", "share_interval", "sr_interval", "wilson", "wilson_share"]
 
 #: Resamples of the paired comparisons' bootstrap (the report's ``--bootstrap`` default too).
@@ -45,7 +45,8 @@ METHOD = ("95% intervals: SR by the Wilson score interval, Score by the Wilson-t
 #: The same for a run that played each goal K times (``eval --samples K``): the goal is the unit.
 SAMPLED_METHOD = ("95% intervals over goals (each goal with its {k} samples, not {k} independent episodes): Score, "
                   "SR, mean@{k} and pass@{k} by the Wilson-type interval at the effective number of trials (the "
-                  "variance over goals, Student's t quantile); paired differences by the percentile bootstrap of "
+                  "variance over goals, Student's t on Satterthwaite's degrees of freedom; the goals as the trials when "
+                  "the rarer outcome sits in one or two goals); paired differences by the percentile bootstrap of "
                   "goals ({resamples:,} resamples, seed {seed})")
 #: What mean@K and pass@K are, in words (shown beside them).
 SAMPLES_DEFINITION = ("mean@K: the mean over goals of the share of a goal's K samples that succeeded; pass@K: the mean "
@@ -91,9 +92,59 @@ def wilson_share(share: float, n: float, z: float = Z95) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def quantile(goals: int) -> float:
-    """The two-sided 95% quantile of Student's ``t`` on ``goals - 1`` degrees of freedom (``inf`` for one goal)."""
-    return math.inf if goals < 2 else float(stats.t.ppf(0.975, goals - 1))
+def quantile(goals: int, degrees: float | None = None) -> float:
+    """The two-sided 95% quantile of Student's ``t`` on ``degrees`` (default ``goals - 1``) degrees of freedom.
+
+    ``inf`` for one goal.
+    """
+    if goals < 2:
+        return math.inf
+    return float(stats.t.ppf(0.975, goals - 1 if degrees is None else degrees))
+
+
+def degrees(totals: np.ndarray, sizes: np.ndarray) -> float:
+    """The degrees of freedom of the goals' variance: Satterthwaite's, each goal one chi-square term.
+
+    ``2 (sum e_g**2)**2 / sum e_g**4`` with ``e_g = totals[g] - m sizes[g]`` (the goals'
+    deviations), between 1 and ``G - 1``: ``G - 1`` when the goals deviate alike, near 1 when one
+    or two goals carry the whole variance (a few goals with all the successes).  The factor 2 lies
+    between the plug-in value (1) and the normal-theory one (3, since ``E e**4 = 3 sigma**4``); it
+    was chosen by simulation (``benchmarks/intervals.py``, docs/runs.md).
+
+    Example:
+        >>> round(degrees(np.array([3.0, 0, 0, 0, 0, 0, 0, 0, 0, 0]), np.full(10, 4.0)), 2)  # one goal carries it
+        2.47
+        >>> degrees(np.array([1.0, 3, 1, 3, 1, 3]), np.full(6, 4.0))  # the goals deviate alike: G - 1
+        5.0
+    """
+    totals = np.asarray(totals, dtype=float)
+    sizes = np.asarray(sizes, dtype=float)
+    g = len(totals)
+    m = math.fsum(totals.tolist()) / math.fsum(sizes.tolist())
+    squares = np.square(totals - m * sizes)
+    fourth = math.fsum(np.square(squares).tolist())
+    if fourth <= 0.0:
+        return float(g - 1)
+    return min(float(g - 1), max(1.0, 2.0 * math.fsum(squares.tolist()) ** 2 / fourth))
+
+
+def concentrated(totals: np.ndarray, sizes: np.ndarray) -> bool:
+    """Whether a share's rarer outcome sits in fewer than 3 goals that hold more than one of it.
+
+    The rarer outcome: the successes, or the failures when they are rarer.  Then the goals' spread
+    says little, and :func:`share_interval` counts the goals as the trials.
+
+    Example:
+        >>> concentrated(np.array([5, 0, 0, 0, 0, 0, 0, 0, 0, 0]), np.full(10, 16))  # 5 successes, all in one goal
+        True
+        >>> concentrated(np.array([1, 1, 0, 0, 0, 0, 0, 0, 0, 0]), np.full(10, 16))  # one success in each of 2 goals
+        False
+    """
+    totals = np.asarray(totals, dtype=float)
+    sizes = np.asarray(sizes, dtype=float)
+    rare = totals if math.fsum(totals.tolist()) * 2 <= math.fsum(sizes.tolist()) else sizes - totals
+    holding = int((rare > 0).sum())
+    return holding < 3 and math.fsum(rare.tolist()) > holding
 
 
 def _known(totals: np.ndarray, sizes: np.ndarray) -> bool:
@@ -135,7 +186,7 @@ def effective_trials(totals: np.ndarray, sizes: np.ndarray, units: float | None 
 
 
 def cluster_interval(totals: Sequence[float] | np.ndarray, sizes: Sequence[int] | np.ndarray | None = None,
-                     units: float | None = None) -> Interval | None:
+                     units: float | None = None, floor: bool = False, sampled: bool | None = None) -> Interval | None:
     """A mean in [0, 1] over clusters (x100) with its Wilson-type 95% interval; ``None`` without clusters.
 
     ``totals[g]`` is the sum of cluster ``g``'s ``sizes[g]`` values (default 1 each): a goal's
@@ -166,12 +217,16 @@ def cluster_interval(totals: Sequence[float] | np.ndarray, sizes: Sequence[int] 
     else:
         trials = effective_trials(totals, sizes, units)
         capped = units is not None and trials >= float(units)  # the binomial variance of the units: not estimated
-        low, high = wilson_share(m, trials, Z95 if capped else quantile(g))
+        several = bool(np.any(sizes > 1)) if sampled is None else sampled
+        z = Z95 if capped else quantile(g, degrees(totals, sizes) if several else None)
+        if floor:
+            trials, z = min(trials, float(g)), Z95
+        low, high = wilson_share(m, trials, z)
     return Interval(100.0 * m, 100.0 * min(low, m), 100.0 * max(high, m))
 
 
 def share_interval(totals: Sequence[float] | np.ndarray, sizes: Sequence[int] | np.ndarray | None = None,
-                   units: float | None = None) -> Interval | None:
+                   units: float | None = None, counts: tuple[np.ndarray, np.ndarray] | None = None) -> Interval | None:
     """A share of successes over clusters (x100) with its 95% interval: :func:`cluster_interval`.
 
     ``totals[g]`` successes of ``sizes[g]`` trials (default 1) in cluster ``g`` (a goal and its
@@ -179,7 +234,10 @@ def share_interval(totals: Sequence[float] | np.ndarray, sizes: Sequence[int] | 
     cluster is all successes or all failures with the same trials (one trial per cluster: plain
     SR) it is exactly the Wilson interval of the clusters (:func:`sr_interval` on them); with
     unequal trials the share's own variance over clusters decides (the value is the share of
-    trials, and so is the interval).
+    trials, and so is the interval).  When the rarer outcome sits in one or two clusters that hold
+    more than one of it (:func:`concentrated`), the clusters are the trials (``floor``).
+    ``counts``: the clusters' successes and trials when ``totals`` are already their shares
+    (mean@K): the rule and the degrees of freedom are read from them.
 
     Example:
         >>> share_interval([2, 2, 0, 0], [2, 2, 2, 2]).format() == sr_interval([1, 1, 0, 0]).format()
@@ -189,7 +247,9 @@ def share_interval(totals: Sequence[float] | np.ndarray, sizes: Sequence[int] | 
     sizes = np.ones(len(totals)) if sizes is None else np.asarray(sizes, dtype=float)
     if len(totals) == 0:
         return None
-    return cluster_interval(totals, sizes, math.fsum(sizes.tolist()) if units is None else units)
+    solved, played = (totals, sizes) if counts is None else (np.asarray(counts[0], float), np.asarray(counts[1], float))
+    return cluster_interval(totals, sizes, math.fsum(sizes.tolist()) if units is None else units,
+                            floor=concentrated(solved, played), sampled=bool(np.any(played > 1)))
 
 
 def sr_interval(successes: Sequence[bool] | np.ndarray) -> Interval | None:
@@ -257,7 +317,8 @@ def sampled_intervals(goals: Goals, k: int) -> dict[str, Interval | None]:
     passes = np.array([pass_at_k(c, n, k) for c, n in zip(goals.solved.tolist(), goals.played.tolist(), strict=True)])
     samples = float(goals.played.sum())
     pass_ci = share_interval(passes) if int(goals.played.max()) <= k else None
-    return {f"mean@{k}": share_interval(goals.share, units=samples), f"pass@{k}": pass_ci}
+    mean_ci = share_interval(goals.share, units=samples, counts=(goals.solved, goals.played))
+    return {f"mean@{k}": mean_ci, f"pass@{k}": pass_ci}
 
 
 def method(resamples: int = RESAMPLES, seed: int = 0, samples: int | Iterable[int] = 1) -> str:

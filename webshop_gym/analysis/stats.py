@@ -32,7 +32,7 @@ from fractions import Fraction
 import numpy as np
 
 __all__ = ["PAIRED_COLUMNS", "SAMPLED_PAIRED_COLUMNS", "Goals", "Interval", "PairedComparison", "bootstrap_ci",
-           "FlipTest", "flip", "flip_test", "paired", "paired_cells", "paired_columns", "paired_goals", "plain", "resampled_mean", "resampled_ratio",
+           "FlipTest", "flip", "flip_test", "paired", "paired_cells", "paired_columns", "paired_goals", "p_text", "plain", "resampled_mean", "resampled_ratio",
            "sign_test"]
 
 #: Resamples drawn at once (bounds the memory of a bootstrap: CHUNK x episodes int64).
@@ -217,10 +217,18 @@ def sign_test(wins: int, losses: int) -> float:
     return min(1.0, 2 * tail)
 
 
-#: The exact null distribution of :func:`flip_test`: the goals whose differences share a lattice are summed by FFT
-#: while that lattice (FFT points x distinct magnitudes) stays under this many points ...
-EXACT_FLIPS = 1 << 24
-#: ... and the other goals' sums are enumerated exactly while they take at most this many distinct values; beyond,
+#: The exact null distribution of :func:`flip_test`: the goals whose differences share a lattice (the most common
+#: denominators) are summed on it while it has at most this many points ...
+EXACT_FLIPS = 1 << 22
+#: ... and the other goals' sums on their own lattice while it has at most this many points (32 MiB of
+#: probabilities; 2,000 goals of K = 16 with a tenth of them short of samples need a few million) ...
+EXACT_POINTS = 1 << 22
+#: ... each dynamic program doing at most this many additions (goals x points: about a second);
+EXACT_WORK = 1 << 28
+#: ... where the common lattice's program would do more (thousands of goals at their K samples), its sum's
+#: distribution comes from its characteristic function (one FFT) while FFT points x distinct magnitudes stay under this;
+EXACT_FFT = 1 << 24
+#: ... else the other goals' sums are enumerated one by one while they take at most this many distinct values; beyond,
 #: the test is drawn (``resamples`` seeded draws) and says so (:class:`FlipTest`).
 EXACT_REST = 1 << 16
 
@@ -248,7 +256,7 @@ def flip_test(numerators: Sequence[int] | np.ndarray, denominators: Sequence[int
 
 def flip(numerators: Sequence[int] | np.ndarray, denominators: Sequence[int] | np.ndarray | int = 1,
          resamples: int = 10_000, seed: int = 0, exact_limit: int = EXACT_FLIPS,
-         rest_limit: int = EXACT_REST) -> FlipTest:
+         rest_limit: int = EXACT_REST, points_limit: int = EXACT_POINTS, work_limit: int = EXACT_WORK) -> FlipTest:
     """Two-sided exact sign-flip (paired permutation) test that per-goal differences are centred on 0.
 
     ``numerators[g] / denominators[g]`` is goal ``g``'s difference between two runs (integers: a
@@ -261,13 +269,19 @@ def flip(numerators: Sequence[int] | np.ndarray, denominators: Sequence[int] | n
 
     Otherwise the goals are split by the (reduced) denominator of their difference: the most
     common denominators form a lattice (their least common multiple) on which those goals' flipped
-    sums are integers, and that sum's distribution (one binomial per distinct magnitude) is
-    computed through its characteristic function (FFT) while the lattice stays under
-    ``exact_limit`` points; the remaining goals (unequal sample counts: some samples errored) have
-    their flipped sums enumerated exactly as fractions while they take at most ``rest_limit``
-    distinct values, and each is compared exactly with the observed sum.  Only past both limits is
-    the test drawn: ``resamples`` seeded draws of the flips, ``p = (1 + hits) / (1 + draws)`` with
-    its Monte Carlo standard error in :attr:`FlipTest.error` (printed as ``≈p ± error``).
+    sums are integers, while it has at most ``exact_limit`` points; the remaining goals (unequal
+    sample counts: some samples errored) are summed on their own integer lattice (while it has at
+    most ``points_limit`` points).  Each sum's distribution is a dynamic program, one goal at a
+    time (:func:`_flip_pmf`), at most ``work_limit`` additions each; past that, the remaining
+    goals' sums are enumerated one by one while they take at most ``rest_limit`` distinct values.
+    Every comparison of a sum with the observed one is in exact integers.  The probabilities are
+    floats that are only halved and added (no subtraction), so each carries a relative rounding
+    error below ``(goals + 2) * 2**-53``: the p-value is exact to that (about 1e-13 at 2,000
+    goals).  Only a common lattice whose program would exceed ``work_limit`` (thousands of goals)
+    is summed through its characteristic function instead (one FFT, while FFT points x distinct
+    magnitudes stay under ``EXACT_FFT``), exact to about 1e-9 absolute.  Only past these limits is the test drawn: ``resamples`` seeded draws of the
+    flips, ``p = (1 + hits) / (1 + draws)`` with its Monte Carlo standard error in
+    :attr:`FlipTest.error` (printed as ``≈p ± error``).
 
     Example:
         >>> found = flip([4, -1, 2, 3, 1], 4)
@@ -290,15 +304,23 @@ def flip(numerators: Sequence[int] | np.ndarray, denominators: Sequence[int] | n
     observed = abs(sum(diffs))
     if observed == 0:
         return FlipTest(1.0)
-    main, rest = _split_lattice(diffs, exact_limit)
-    rest_sums = _enumerate_sums(rest, rest_limit)
-    if rest_sums is None:
-        return _drawn_flips(diffs, observed, resamples, seed)
+    main, rest = _split_lattice(diffs, exact_limit, work_limit)
     lattice = 1
     for d in main:
         lattice = math.lcm(lattice, d.denominator)
     magnitudes = [int(abs(d) * lattice) for d in main]
-    upper_tail, lower_tail, span = _lattice_tails(magnitudes)  # of X = the sum of the magnitudes drawn +
+    if (sum(magnitudes) + 1) * len(magnitudes) <= work_limit:  # X: the sum of the magnitudes drawn +
+        pmf = _flip_pmf(magnitudes)  # the main sum S = (2 X - span) / lattice
+        span = len(pmf) - 1
+        upper_tail, lower_tail = np.cumsum(pmf[::-1])[::-1], np.cumsum(pmf)  # each tail summed from its own end
+    else:
+        upper_tail, lower_tail, span = _lattice_tails(magnitudes)
+    dense = _rest_distribution(rest, points_limit, work_limit)
+    if dense is not None:
+        return FlipTest(min(1.0, _dense_hits(dense, observed, lattice, span, upper_tail, lower_tail)))
+    rest_sums = _enumerate_sums(rest, rest_limit)
+    if rest_sums is None:
+        return _drawn_flips(diffs, observed, resamples, seed)
     total = 0.0
     for value, weight in rest_sums.items():  # main sum S = (2 X - span) / lattice; |S + value| >= observed
         high = math.ceil(((observed - value) * lattice + span) / 2)  # S >= observed - value
@@ -309,8 +331,29 @@ def flip(numerators: Sequence[int] | np.ndarray, denominators: Sequence[int] | n
     return FlipTest(min(1.0, float(total) / 2 ** len(rest)))
 
 
-def _split_lattice(diffs: list[Fraction], limit: int) -> tuple[list[Fraction], list[Fraction]]:
-    """The differences summed on one lattice (the most common denominators first, while it fits ``limit``) and the rest."""
+def _flip_pmf(steps: list[int]) -> np.ndarray:
+    """``pmf[x] = P(X = x)``, ``X`` the sum of each of ``steps`` with probability 1/2 (``x = 0 .. sum(steps)``).
+
+    One step at a time (smallest first): half the mass stays, half moves up by the step.  Only
+    halvings and additions of non-negative floats: every entry is exact to a relative ``len(steps) * 2**-53``.
+    """
+    pmf = np.zeros(sum(steps) + 1)
+    pmf[0] = 1.0
+    top = 0
+    for step in sorted(steps):
+        moved = pmf[: top + 1] * 0.5
+        pmf[: top + 1] = moved
+        pmf[step: step + top + 1] += moved
+        top += step
+    return pmf
+
+
+def _split_lattice(diffs: list[Fraction], limit: int, work: int) -> tuple[list[Fraction], list[Fraction]]:
+    """The differences summed on one lattice, and the rest.
+
+    The most common denominators first, while the lattice has at most ``limit`` points and its
+    dynamic program at most ``work`` additions (or its FFT at most ``EXACT_FFT`` points x distinct magnitudes).
+    """
     by_denominator: dict[int, list[Fraction]] = {}
     for d in diffs:
         by_denominator.setdefault(d.denominator, []).append(d)
@@ -320,15 +363,70 @@ def _split_lattice(diffs: list[Fraction], limit: int) -> tuple[list[Fraction], l
     for denominator in sorted(by_denominator, key=lambda k: (-len(by_denominator[k]), k)):
         group = by_denominator[denominator]
         wider = math.lcm(lattice, denominator)
-        group_total = sum((abs(d) for d in group), Fraction(0))
-        group_magnitudes = {abs(d) for d in group}
-        span = int((total + group_total) * wider)
-        if (1 << span.bit_length()) * len(magnitudes | group_magnitudes) <= limit:
+        grown = total + sum((abs(d) for d in group), Fraction(0))
+        distinct = magnitudes | {abs(d) for d in group}
+        points = int(grown * wider) + 1
+        if points <= limit and (points * (len(main) + len(group)) <= work
+                                or (1 << points.bit_length()) * len(distinct) <= EXACT_FFT):
             main += group
-            lattice, total, magnitudes = wider, total + group_total, magnitudes | group_magnitudes
+            lattice, total, magnitudes = wider, grown, distinct
         else:
             rest += group
     return main, rest
+
+
+def _rest_distribution(diffs: list[Fraction], limit: int, work: int) -> tuple[np.ndarray, Fraction] | None:
+    """The flipped sum of ``diffs`` on its integer lattice: ``(pmf, scale)``, or ``None`` past ``limit`` points or ``work``.
+
+    With ``span = len(pmf) - 1``, ``pmf[i]`` is the probability that the sum is ``(2 i - span) / scale``;
+    ``scale`` is the least common multiple of the denominators over the magnitudes' greatest common divisor.
+    """
+    scale = 1
+    for d in diffs:
+        scale = math.lcm(scale, d.denominator)
+    steps = [int(abs(d) * scale) for d in diffs]
+    common = 0
+    for step in steps:
+        common = math.gcd(common, step)
+    common = max(common, 1)
+    steps = [step // common for step in steps]
+    points = sum(steps) + 1
+    if points > limit or points * len(steps) > work:
+        return None
+    return _flip_pmf(steps), Fraction(scale, common)
+
+
+def _dense_hits(dense: tuple[np.ndarray, Fraction], observed: Fraction, lattice: int, span: int,
+                upper_tail: np.ndarray, lower_tail: np.ndarray) -> float:
+    """``P(|S + R| >= observed)``: ``S = (2 X - span) / lattice`` the main sum (``X``'s tails), ``R`` the rest's (``dense``).
+
+    For each point of the rest's lattice the main sum's tail index is computed in exact integers
+    (NumPy ``int64`` where every product fits, else Python integers), so no comparison with the
+    observed sum is rounded.
+    """
+    pmf, scale = dense
+    width = len(pmf) - 1
+    nonzero = np.flatnonzero(pmf)
+    # R = (2 i - width) / scale.  |S + R| >= observed reads X >= ceil(((observed - R) lattice + span) / 2) or
+    # X <= floor(((-observed - R) lattice + span) / 2).  Times W (observed W and R W integers), the numerators
+    # are up0 - i step and down0 - i step.
+    w = math.lcm(observed.denominator, scale.numerator)
+    step = 2 * scale.denominator * (w // scale.numerator) * lattice
+    shift = width * scale.denominator * (w // scale.numerator) * lattice + span * w
+    up0 = int(observed * w) * lattice + shift
+    down0 = -int(observed * w) * lattice + shift
+    if max(abs(up0), abs(down0)) + step * len(pmf) < 1 << 62 and 2 * w < 1 << 62:
+        i = nonzero.astype(np.int64)
+        high = -((i * step - up0) // (2 * w))  # ceil((up0 - i step) / (2 W))
+        low = (down0 - i * step) // (2 * w)  # floor((down0 - i step) / (2 W))
+    else:
+        values = nonzero.tolist()
+        high = np.array([min(max(-((v * step - up0) // (2 * w)), -1), span + 1) for v in values], dtype=np.int64)
+        low = np.array([min(max((down0 - v * step) // (2 * w), -1), span + 1) for v in values], dtype=np.int64)
+    upper = np.concatenate([[1.0], upper_tail, [0.0]])  # index x + 1: x = -1 (everything) .. span + 1 (nothing)
+    lower = np.concatenate([[0.0], lower_tail, [1.0]])
+    hits = upper[np.clip(high, -1, span + 1) + 1] + lower[np.clip(low, -1, span + 1) + 1]
+    return float(np.dot(pmf[nonzero], hits))
 
 
 def _enumerate_sums(diffs: list[Fraction], limit: int) -> dict[Fraction, int] | None:
@@ -576,10 +674,15 @@ def paired_columns(samples: int = 1) -> tuple[str, ...]:
     return PAIRED_COLUMNS if samples <= 1 else SAMPLED_PAIRED_COLUMNS
 
 
-def _p_value(value: float, error: float | None = None) -> str:
-    """A p-value as every form prints it: ``0.043``, ``<0.001``; drawn (``error``): ``≈0.040 ± 0.002``."""
+def p_text(value: float, error: float | None = None) -> str:
+    """A p-value as every form prints it: ``0.043``, ``<0.001``; drawn (``error``): ``≈0.040 ± 0.002``.
+
+    A drawn p under 0.001 (no draw or a few as far out) keeps its digits: ``≈0.0001 ± 0.0001``, not ``≈0.000 ± 0.000``.
+    """
     if error is None:
         return "<0.001" if value < 0.001 else f"{value:.3f}"
+    if value < 0.001:
+        return f"≈{value:.1g} ± {error:.1g}"
     return f"≈{value:.3f} ± {error:.3f}"
 
 
@@ -593,6 +696,6 @@ def paired_cells(p: PairedComparison) -> list[str]:
     def ci(interval: Interval | None) -> str:
         return "-" if interval is None else interval.format(1)
 
-    return [str(p.goals), f"{p.won} / {p.lost} / {p.tied}", ci(p.score_diff), _p_value(p.sign_p),
+    return [str(p.goals), f"{p.won} / {p.lost} / {p.tied}", ci(p.score_diff), p_text(p.sign_p),
             f"{p.solved_a_only} / {p.solved_b_only} / {p.solved_both}", ci(p.sr_diff),
-            _p_value(p.mcnemar_p, p.mcnemar_error)]
+            p_text(p.mcnemar_p, p.mcnemar_error)]
