@@ -178,7 +178,7 @@ class RunWriter:
             head["protocol"] = e["protocol"]
         if trajectory:
             head["observation"] = trajectory[0]["observation"]
-        for key in ("reachable", "reason", "turns", "turns_without_action", *EPISODE_ACCOUNTING):
+        for key in ("reachable", "reason", "turns", "turns_without_action", "ended", *EPISODE_ACCOUNTING):
             if key in e and (key != "error" or e.get("errored")):
                 head[key] = e[key]
         lines = [dumps_line(head)]
