@@ -25,7 +25,9 @@ from webshop_gym.cli.app import main
 from webshop_gym.evaluation.local import evaluate
 from webshop_gym.protocols import Protocol, definition, get_protocol
 from webshop_gym.protocols.decoding import normalized
-from webshop_gym.runs.run import EPISODE_ACCOUNTING, STEP_ACCOUNTING
+from webshop_gym.protocols.steps import steps_of
+from webshop_gym.runs.index import RunIndex
+from webshop_gym.runs.run import EPISODE_ACCOUNTING, STEP_ACCOUNTING, load_run
 
 pytest.importorskip("openai", reason="pip install 'webshop-gym[openai]' to run the served-model tests")
 
@@ -178,8 +180,16 @@ def test_a_reply_without_an_action_ends_the_episode_local_and_served_alike(real,
             assert (e["reward"], e["success"], e["steps"], e["turns"], e["purchased"], e["truncated"], e["ended"]) == (
                 0.0, False, 2, 3, False, False, ENDED_WITHOUT_ACTION)
     own = get_protocol("agentbench").definition()["steps"]
-    assert local["protocol_record"]["definition"]["steps"] == served["protocol_record"]["definition"]["steps"] == own
+    assert steps_of(local["protocol_record"]["definition"]) == steps_of(served["protocol_record"]["definition"]) == own
+    # the run's readers count these episodes as finished and scored (reward 0), not as cut before their end
     assert main(["replay", str(tmp_path / "local.jsonl")]) == 0
+    for name in ("local.jsonl", "served.jsonl"):
+        run = load_run(tmp_path / name)
+        assert [(e.scored, e.reward, e.steps) for e in run.episodes] == [(True, 0.0, 2)] * 2
+        index = RunIndex(tmp_path / name)
+        index.refresh()
+        table = index.table()
+        assert not table.unscored.any() and table.figures["episodes"] == 2, table.figures
 
 
 def test_a_first_reply_without_an_action_ends_the_episode_before_any_step(real, tmp_path):
@@ -272,6 +282,6 @@ def test_eval_agentbench_through_the_cli(agentbench_on_the_1k_shop, real_dir, tm
     # the fingerprint of the plan as the protocol defines it (what a rule policy's run of it records)
     shop = load_shop(real_dir, progress=False)
     own = prepare(shop, protocol="agentbench", prompt={"format": "react", "history": None},
-                  decoding=result["protocol"]["decoding"]).record
+                  decoding=header["protocol"]["played_decoding"]).record
     assert own["deviations"] == [] and own["fingerprint"] == fingerprint
-    assert own["definition"]["steps"] == get_protocol("agentbench").definition()["steps"]
+    assert steps_of(own["definition"]) == get_protocol("agentbench").definition()["steps"]

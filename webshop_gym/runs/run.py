@@ -303,8 +303,11 @@ class RunEpisode:
 
     @property
     def unfinished(self) -> bool:
-        """No terminal record (neither a purchase nor the step cap: the file was cut): ``--resume`` replays it, not scored."""
-        return not (self.purchased or self.truncated or self.errored)
+        """No terminal record (neither a purchase nor the step cap: the file was cut): ``--resume`` replays it, not scored.
+
+        An episode a reply without an action ended (AgentBench: its ``ended``) is finished without one.
+        """
+        return not (self.purchased or self.truncated or self.errored or self.log.record.get("ended"))
 
     @property
     def scored(self) -> bool:
