@@ -50,7 +50,7 @@ _FULL_ACTION = re.compile(r"^\s*(search|click)\s*\[(.*)\]\s*$", re.IGNORECASE | 
 # Actions inside running text: no brackets and no line breaks in the argument.
 _INLINE_ACTION = re.compile(r"\b(search|click)\s*\[([^\[\]\n]*)\]", re.IGNORECASE)
 _PREFIXED = {
-    "action": re.compile(r"^[ \t>*_#-]*action\s*(?:\d+\s*)?[:：][ \t]*(.*)$", re.IGNORECASE | re.MULTILINE),
+    "action": re.compile(r"^[ \t>*_#-]*action\s*(?:\d+\s*)?[:：][ \t]*(?:\r?\n[ \t]*)*(.*)$", re.IGNORECASE | re.MULTILINE),
     "thought": re.compile(r"^[ \t>*_#-]*thought\s*(?:\d+\s*)?[:：][ \t]*(.*)$", re.IGNORECASE | re.MULTILINE),
 }
 
@@ -162,9 +162,13 @@ def extract_prefixed(text: str, prefix: str) -> str | None:
     r"""The text after the last ``Action:`` (or ``Thought:``) line prefix, or None.
 
     The prefix is matched case-insensitively at the start of a line, after optional markdown
-    decoration (``**Action:**``) and an optional step number (``Action 3:``).
+    decoration (``**Action:**``) and an optional step number (``Action 3:``).  An ``Action:`` that
+    ends its line is followed by its action on the next non-blank line (AgentBench's layout: its
+    regex ``[Aa]ction: *\n* *`` and its one-shot example write ``Action:\nclick[...]``).
 
     >>> extract_prefixed("Thought: it fits.\nAction: click[buy now]", "action")
+    'click[buy now]'
+    >>> extract_prefixed("Thought:\nIt fits.\n\nAction:\nclick[buy now]", "action")
     'click[buy now]'
     """
     pattern = _PREFIXED[prefix.lower()]

@@ -8,7 +8,8 @@
    * ``think-answer``: the ``<answer>`` block; ``verl-agent``: the ``<action>`` block (tag rules
      in :mod:`.grammar`: any case, white space in tags, missing closing tag, several blocks ->
      the last complete one).  With no block, the whole response without its ``<think>`` block.
-   * ``react``: the text after the last ``Action:`` line prefix; else the whole response.
+   * ``react``: the text after the last ``Action:`` line prefix (on the next non-blank line when
+     the prefix ends its line, AgentBench's layout); else the whole response.
    * ``plain``: the whole response.
 
 2. **Normalisation** of the extracted text: strip white space, code fences, wrapping quotes,

@@ -14,12 +14,15 @@ of :mod:`webshop_gym.evaluation.in_flight`); both step the same
 
 * :func:`reply_actions`: the answer of the reply's prompt format (:func:`~.parse.answer_text`;
   no answer: no action), split on the separator, each part stripped, empty parts dropped, the
-  first ``actions_per_turn`` kept (the rest are never played);
+  first ``actions_per_turn`` kept (the rest are never played); where a reply without an action
+  ends the episode (AgentBench, ``unparsable: "end"``) a kept part counts only when it holds a
+  well-formed ``search[...]`` or ``click[...]`` (:func:`~.parse.parse_detailed` with no page);
 * :class:`EpisodeTurns`: one episode's turns: each reply is counted, its actions are played one
   engine step each, every one parsed against the page it is played on (``plain`` format: the
   rules of :mod:`.parse`); a part that is no action is played as an invalid action and spends a
   step, as RAGEN's env executes it; the episode ends when the turns run out (truncated, reward 0),
-  the step cap ends it, or a purchase does (the turn's remaining actions are dropped).
+  the step cap ends it, or a purchase does (the turn's remaining actions are dropped); under
+  AgentBench's rule a reply without an action ends it (reward 0, :attr:`EpisodeTurns.ends`).
 
 The model sees the page after the last action its turn played (RAGEN renders the state after a
 turn's actions, not the pages in between).
@@ -33,7 +36,11 @@ from dataclasses import dataclass
 from webshop_gym.agents.parse import ParsedAction, answer_text, parse_detailed
 from webshop_gym.protocols.steps import steps_of
 
-__all__ = ["EpisodeTurns", "TurnRule", "reply_actions"]
+__all__ = ["ENDED_WITHOUT_ACTION", "EpisodeTurns", "TurnRule", "reply_actions"]
+
+ENDED_WITHOUT_ACTION = "reply without an action"
+"""A run file's episode ``ended`` where a reply without an action ended it (AgentBench's
+``SampleStatus.AGENT_VALIDATION_FAILED``: reward 0, no step)."""
 
 
 @dataclass(frozen=True)
@@ -57,12 +64,12 @@ class TurnRule:
 
     @property
     def splits(self) -> bool:
-        """Whether a reply is played as a turn: more than one action a reply, or a reply without one spends a turn."""
-        return self.actions_per_turn > 1 or self.unparsable == "turn"
+        """Whether a reply is played as a turn: more than one action a reply, or a reply without one spends a turn or ends the episode."""
+        return self.actions_per_turn > 1 or self.unparsable in ("turn", "end")
 
 
 def reply_actions(text: str, fmt, rule: TurnRule) -> list[str]:
-    """The action texts a reply's turn plays, in order (``[]``: the reply carries no action).
+    r"""The action texts a reply's turn plays, in order (``[]``: the reply carries no action).
 
     >>> rule = TurnRule(10, 2, "||", "turn")
     >>> reply_actions("<think>go</think><answer>search[red shoes] || click[next >] || click[buy now]</answer>",
@@ -70,12 +77,17 @@ def reply_actions(text: str, fmt, rule: TurnRule) -> list[str]:
     ['search[red shoes]', 'click[next >]']
     >>> reply_actions("<think>not sure yet</think>", "think-answer", rule)
     []
+    >>> reply_actions("Thought: not sure.\nAction: wait and see", "react", TurnRule(unparsable="end"))
+    []
     """
     answer = answer_text(text if isinstance(text, str) else "", fmt)
     if answer is None:
         return []
     parts = answer.split(rule.separator) if rule.separator else [answer]
-    return [p.strip() for p in parts if p.strip()][: rule.actions_per_turn]
+    kept = [p.strip() for p in parts if p.strip()][: rule.actions_per_turn]
+    if rule.unparsable == "end":  # AgentBench: only an answer that holds search[...] or click[...] is an action
+        kept = [p for p in kept if parse_detailed(p, None, "plain").valid]
+    return kept
 
 
 class EpisodeTurns:
@@ -83,7 +95,8 @@ class EpisodeTurns:
 
     A loop calls :meth:`reply` with each reply, then :meth:`next_action` once per engine step
     while :attr:`playing`; when the engine ends the episode it calls :meth:`drop`.  Between turns,
-    :attr:`out_of_turns` says the episode is over by the turn cap.
+    :attr:`out_of_turns` says the episode is over by the turn cap; after a reply without an action,
+    :attr:`ends` says it is over by AgentBench's rule (:data:`ENDED_WITHOUT_ACTION`).
     """
 
     def __init__(self, rule: TurnRule):
@@ -107,6 +120,11 @@ class EpisodeTurns:
     def playing(self) -> bool:
         """Whether the current turn has actions left to play."""
         return bool(self.queue)
+
+    @property
+    def ends(self) -> bool:
+        """Whether the last reply carried no action under a rule where that ends the episode (AgentBench: reward 0)."""
+        return self.rule.unparsable == "end" and self.taken > 0 and not self.parts
 
     @property
     def out_of_turns(self) -> bool:

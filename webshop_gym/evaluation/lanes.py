@@ -19,7 +19,9 @@ that splits, RAGEN's), a batch policy's reply is split into its turn's actions
 (:class:`~webshop_gym.agents.turns.EpisodeTurns`): a slot plays them one env step each before the
 policy is asked again; a reply without an action is asked again in the same tick (the page has
 not changed), spending a turn; the turn cap ends an episode without a step
-(:meth:`~webshop_gym.envs.vector_env.WebShopVectorEnv.end_episodes`).
+(:meth:`~webshop_gym.envs.vector_env.WebShopVectorEnv.end_episodes`).  Under AgentBench's rule
+(``unparsable: "end"``) a reply without an action ends its episode the same way (reward 0, not
+truncated; the record's ``ended`` says why).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from collections.abc import Callable, Sequence
 
 from webshop_gym.agents.batch import unbatch_infos
 from webshop_gym.agents.prompts import admissible_actions
-from webshop_gym.agents.turns import EpisodeTurns, TurnRule
+from webshop_gym.agents.turns import ENDED_WITHOUT_ACTION, EpisodeTurns, TurnRule
 from webshop_gym.evaluation.episode import episode_seed, slim_info
 from webshop_gym.runs.run import model_outputs
 
@@ -184,11 +186,19 @@ class Lane:
         self.env.end_episodes([slot])
         self._close(slot, self.per[slot], 0.0, False, True)
 
+    def end_without_action(self, slot: int) -> None:
+        """A reply without an action ended the slot's episode (AgentBench): reward 0, not truncated, no step."""
+        self.env.end_episodes([slot])
+        self.current[slot]["ended"] = ENDED_WITHOUT_ACTION
+        self._close(slot, self.per[slot], 0.0, False, False)
+
     def silent(self, slot: int) -> None:
         """The slot's last reply carried no action: it spent a turn (recorded), and perhaps the episode."""
         episode, turns = self.current[slot], self.turns[slot]
         episode["turns_without_action"].append(turns.silent(self.per[slot]["steps"]))
-        if turns.out_of_turns:
+        if turns.ends:
+            self.end_without_action(slot)
+        elif turns.out_of_turns:
             self.end_by_turns(slot)
 
     def _close(self, i: int, info: dict, reward: float, purchased: bool, truncated: bool) -> None:

@@ -183,10 +183,11 @@ class Protocol:
         records its prompt format, one that reads none (rule, random, oracle) plays under the
         protocol's own.  An LLM's reply is played as the protocol's ``steps`` say (ragen-small's
         12 turns for 9 actions, ragen-eval's turns of up to two actions: the loops split each
-        reply into its turn's actions, :mod:`webshop_gym.agents.turns`).  Where the loops cannot
-        (AgentBench's end of an episode on a reply without an action; the ``tools`` format under
-        turns) the run plays one action per reply, every reply spending a step, and records that
-        as a deviation (a rule policy always sends one action, so the rule is played exactly).
+        reply into its turn's actions, :mod:`webshop_gym.agents.turns`; AgentBench's end of an
+        episode on a reply without an action likewise).  Where the loops cannot (the ``tools``
+        format's function calls under a rule that is not one action per reply) the run plays one
+        action per reply, every reply spending a step, and records that as a deviation (a rule
+        policy always sends one action, so the rule is played exactly).
 
         Args:
             observation_mode: the env's observation mode the run played (``None``: the protocol's).
@@ -214,7 +215,7 @@ class Protocol:
                     deviations.append(f"prompt {prompt_text(played)}, the protocol's is {prompt_text(own)}")
                 data["prompt"] = played
             if not played_by_an_llm(self.data, played["format"]):
-                # AgentBench's end on a reply without an action, or function calls under turns:
+                # function calls under turns or AgentBench's end on a reply without an action:
                 # played one action per reply, every reply spending a step
                 played_steps = {**steps_of(self.data), "turns": None, "actions_per_turn": 1, "separator": None,
                                 "unparsable": "step"}

@@ -80,15 +80,15 @@ def played_by_an_llm(data: Mapping, prompt_format: str | None) -> bool:
     """Whether ``eval``'s loops play this rule exactly for a policy that replies in ``prompt_format``.
 
     A reply in a text format reaches the loop, which splits it into the turn's actions
-    (:mod:`webshop_gym.agents.turns`): turns of several actions and replies that spend a turn are
-    played as the family plays them.  Not played: a reply without an action ending the episode
-    (``unparsable: "end"``, AgentBench) and the ``tools`` format's function calls (no reply text to
-    split) under a rule that is not one action per reply; those runs play one action per reply
-    and record it as a deviation.
+    (:mod:`webshop_gym.agents.turns`): turns of several actions, replies that spend a turn (RAGEN)
+    and replies without an action that end the episode (``unparsable: "end"``, AgentBench) are
+    played as the family plays them.  Not played: the ``tools`` format's function calls (no reply
+    text to read) under a rule that is not one action per reply; those runs play one action per
+    reply and record it as a deviation.
     """
     if plays_one_action_per_reply(data):
         return True
-    return steps_of(data)["unparsable"] != "end" and prompt_format != "tools"
+    return prompt_format != "tools"
 
 
 def step_text(data: Mapping) -> str:

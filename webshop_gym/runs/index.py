@@ -88,6 +88,7 @@ class _Columns:
         self.seen: list[int | None] = []
         self.opened: list[bool] = []
         self.errored: list[bool] = []
+        self.ended: list[bool] = []  # a reply without an action ended it (AgentBench): finished, with no terminal step
         self.reachable: list[bool | None] = []
         self.record_extra: list[dict | None] = []  # reachable / reason / errored for exports
         self.accounting: list[dict | None] = []  # a served model's errored / tokens / requests / retries
@@ -138,11 +139,15 @@ class IndexTable:
     figures: dict
     samples: SampleFigures | None = None
     pairing: list = field(default_factory=list)
+    ended: np.ndarray | None = None  # a reply without an action ended it (AgentBench): scored, reward 0
 
     @property
     def unscored(self) -> np.ndarray:
         """Per episode, whether it stays out of Score and SR: errored, or without a terminal record (cut; resumed)."""
-        return self.errored | ~(self.purchased | self.truncated)
+        finished = self.purchased | self.truncated
+        if self.ended is not None:
+            finished = finished | self.ended
+        return self.errored | ~finished
 
     def __len__(self) -> int:
         return len(self.goal)
@@ -341,6 +346,7 @@ class RunIndex:
         cols.seen.append(None)
         cols.opened.append(False)
         cols.errored.append(bool(record.get("errored")))
+        cols.ended.append(bool(record.get("ended")))
         cols.reachable.append(bool(record["reachable"]) if "reachable" in record else None)
         extra = {k: record[k] for k in ("reachable", "reason", "errored") if k in record}
         cols.record_extra.append(extra or None)
@@ -439,7 +445,7 @@ class RunIndex:
             category[i] = category_ids.setdefault(cols.category[i], len(category_ids))
             rec = {"reward": got, "steps": steps, "invalid_actions": invalid, "purchased": term, "truncated": trunc}
             rec.update(cols.accounting[i] or {})  # a served model's episode: errored, tokens, requests, retries
-            if not (term or trunc or cols.errored[i]):
+            if not (term or trunc or cols.errored[i] or cols.ended[i]):
                 rec["unfinished"] = True  # no terminal record (the file was cut): --resume replays it, not scored
             if term and info:
                 rec["reward_info"] = {k: v for k, v in info.items() if not (isinstance(v, float) and math.isnan(v))}
@@ -460,7 +466,7 @@ class RunIndex:
             tag=tag, cause=cause, causes=causes, category=category, categories=list(category_ids),
             reachable=np.array([-1 if r is None else int(r) for r in cols.reachable], np.int8),
             instructions=list(cols.instruction), instructions_lower=[s.lower() for s in cols.instruction],
-            figures=figures, samples=samples,
+            figures=figures, samples=samples, ended=np.asarray(cols.ended, bool),
             pairing=[pairing_key(g, p, run_price_seed) for g, p in zip(cols.goal, cols.protocol, strict=True)])
 
     def tag_counts(self) -> Counter:

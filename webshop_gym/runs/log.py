@@ -344,8 +344,9 @@ _OPTIONAL = {"instruction": (str,), "shop": (dict,), "max_steps": (int, _NONE), 
              "observation_mode": (str,), "page": (str, _NONE), "reward_info": (dict,),
              "purchased_options": (dict,), "model": (dict, _NONE), "target": (dict,),
              "category": (str, _NONE),
-             # a protocol whose replies are turns (RAGEN): replies taken, and those without an action
-             "turns": (int,), "turns_without_action": (list,),
+             # a protocol whose replies are turns (RAGEN, AgentBench): replies taken, those without an action,
+             # and what ended an episode that a reply without an action ended (AgentBench)
+             "turns": (int,), "turns_without_action": (list,), "ended": (str,),
              # a served model's accounting (eval --policy openai:MODEL)
              "errored": (bool,), "error": (str,), "usage": (dict, _NONE), "tokens": (dict,), "requests": (int,),
              "retries": (int,), "latency_s": (int, float), "reasoning": (str, _NONE)}

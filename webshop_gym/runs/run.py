@@ -178,7 +178,7 @@ class RunWriter:
             head["protocol"] = e["protocol"]
         if trajectory:
             head["observation"] = trajectory[0]["observation"]
-        for key in ("reachable", "reason", "turns", "turns_without_action", *EPISODE_ACCOUNTING):
+        for key in ("reachable", "reason", "turns", "turns_without_action", "ended", *EPISODE_ACCOUNTING):
             if key in e and (key != "error" or e.get("errored")):
                 head[key] = e[key]
         lines = [dumps_line(head)]
@@ -303,8 +303,11 @@ class RunEpisode:
 
     @property
     def unfinished(self) -> bool:
-        """No terminal record (neither a purchase nor the step cap: the file was cut): ``--resume`` replays it, not scored."""
-        return not (self.purchased or self.truncated or self.errored)
+        """No terminal record (neither a purchase nor the step cap: the file was cut): ``--resume`` replays it, not scored.
+
+        An episode a reply without an action ended (AgentBench: its ``ended``) is finished without one.
+        """
+        return not (self.purchased or self.truncated or self.errored or self.log.record.get("ended"))
 
     @property
     def scored(self) -> bool:
