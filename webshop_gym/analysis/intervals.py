@@ -284,10 +284,14 @@ def goal_intervals(goals: Goals, resamples: int = RESAMPLES, seed: int = 0) -> d
     :func:`score_interval` and :func:`sr_interval` on the episodes.  Several samples of a goal
     (``eval --samples K``): the goal is the unit, since its samples are not independent draws:
     both by :func:`cluster_interval` over goals (each goal one cluster with all its samples; SR's
-    effective trials at most the samples).  The values are the means over the episodes, as every
-    figure of the run.  ``resamples`` and ``seed`` are unused (see :func:`score_interval`).
+    effective trials at most the samples).  When every goal's samples gave one reward each (a
+    deterministic policy's), they hold what one play per goal holds, and Score's interval is one
+    play's (``G - 1`` degrees of freedom, not Satterthwaite's).  The values are the means over the
+    episodes, as every figure of the run.  ``resamples`` and ``seed`` are unused (see :func:`score_interval`).
     """
-    return {"score": cluster_interval(goals.reward, goals.played), "sr": goal_sr_interval(goals)}
+    # a goal's samples that all gave one reward hold what one play holds: one play's degrees of freedom
+    sampled = None if not goals.repeated else False
+    return {"score": cluster_interval(goals.reward, goals.played, sampled=sampled), "sr": goal_sr_interval(goals)}
 
 
 def goal_sr_interval(goals: Goals) -> Interval | None:

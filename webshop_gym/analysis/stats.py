@@ -506,12 +506,15 @@ class Goals:
         reward: per goal, the sum of its samples' rewards (``math.fsum``: correctly rounded, so the
             same samples in any order give the same totals, means and comparisons).
         solved: per goal, its samples that succeeded.
+        alike: per goal, whether all its samples gave the same reward (a deterministic policy's
+            goals; ``None``: not known).
     """
 
     keys: list
     played: np.ndarray
     reward: np.ndarray
     solved: np.ndarray
+    alike: np.ndarray | None = None
 
     @classmethod
     def of(cls, rewards: Sequence[float] | np.ndarray, keys: Sequence[Hashable] | None = None,
@@ -529,7 +532,8 @@ class Goals:
         rewards = np.asarray(rewards, dtype=float)
         success = rewards == 1.0 if success is None else np.asarray(success, dtype=bool)
         if keys is None:
-            return cls(list(range(len(rewards))), np.ones(len(rewards), np.int64), rewards, success.astype(np.int64))
+            return cls(list(range(len(rewards))), np.ones(len(rewards), np.int64), rewards, success.astype(np.int64),
+                       np.ones(len(rewards), dtype=bool))
         index: dict = {}
         codes = np.array([index.setdefault(k, len(index)) for k in keys], dtype=np.int64)
         if len(codes) != len(rewards):
@@ -539,8 +543,10 @@ class Goals:
         ordered = rewards[np.argsort(codes, kind="stable")].tolist()
         ends = np.cumsum(played).tolist()
         totals = [math.fsum(ordered[end - n : end]) for end, n in zip(ends, played.tolist(), strict=True)]
+        alike = [min(ordered[end - n : end]) == max(ordered[end - n : end]) for end, n in zip(ends, played.tolist(), strict=True)]
         return cls(list(index), played, np.array(totals, dtype=float),  # exact sums: the same in any order
-                   np.bincount(codes, weights=success.astype(float), minlength=g).astype(np.int64))
+                   np.bincount(codes, weights=success.astype(float), minlength=g).astype(np.int64),
+                   np.array(alike, dtype=bool))
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -549,7 +555,8 @@ class Goals:
         """These goals only, in the order given (each key must be one of :attr:`keys`)."""
         where = {k: i for i, k in enumerate(self.keys)}
         picked = np.array([where[k] for k in keys], dtype=np.int64)
-        return Goals(list(keys), self.played[picked], self.reward[picked], self.solved[picked])
+        return Goals(list(keys), self.played[picked], self.reward[picked], self.solved[picked],
+                     None if self.alike is None else self.alike[picked])
 
     @property
     def mean_reward(self) -> np.ndarray:
@@ -565,6 +572,14 @@ class Goals:
     def sampled(self) -> bool:
         """Whether some goal has more than one scored sample."""
         return bool(len(self.played)) and int(self.played.max()) > 1
+
+    @property
+    def repeated(self) -> bool:
+        """Whether every goal's samples gave one reward each (known; e.g. a deterministic policy's).
+
+        Such samples hold what one play per goal holds: the intervals are those of one play.
+        """
+        return self.alike is not None and bool(np.all(self.alike))
 
 
 @dataclass(frozen=True)
