@@ -178,11 +178,12 @@ def _ragen_small(goals: int = 1):
     return Protocol(data, "")
 
 
-@pytest.mark.parametrize(("answer", "steps", "turns"), [
-    ("<think> red soap </think>", 0, 12),  # no answer: every reply spends one of the 12 turns and no action
-    ("<think> red soap </think> <answer> search [ red soap ] </answer>", 9, 9),  # the 9 actions end it first
+@pytest.mark.parametrize(("answer", "steps", "turns", "truncated", "ended"), [
+    ("<think> red soap </think>", 0, 12, False, "out of turns"),  # no answer: every reply spends a turn, no action
+    ("<think> red soap </think> <answer> search [ red soap ] </answer>", 9, 9, True, None),  # the 9 actions end it first
 ])
-def test_an_hf_policy_plays_ragen_turns_in_the_local_loop(hf_stack, tiny_tokenizer, real_dir, answer, steps, turns):
+def test_an_hf_policy_plays_ragen_turns_in_the_local_loop(hf_stack, tiny_tokenizer, real_dir, answer, steps, turns,
+                                                          truncated, ended):
     """Issue 53 item 2: the local lanes read the model's replies as RAGEN's turns (ragen-small: 12 turns, 9 actions)."""
     torch, _ = hf_stack
     from webshop_gym.agents import HFPolicy
@@ -190,7 +191,8 @@ def test_an_hf_policy_plays_ragen_turns_in_the_local_loop(hf_stack, tiny_tokeniz
     policy = HFPolicy(_scripted_model(torch, tiny_tokenizer, answer), tiny_tokenizer, device="cpu", max_new_tokens=40)
     result = evaluate(policy, shop=str(real_dir), protocol=_ragen_small(), num_envs=1)
     episode, = result["episodes_detail"]
-    assert (episode["steps"], episode["turns"], episode["truncated"], episode["reward"]) == (steps, turns, True, 0.0)
+    assert (episode["steps"], episode["turns"], episode["truncated"], episode["reward"]) == (steps, turns, truncated, 0.0)
+    assert episode.get("ended") == ended
     assert result["protocol_record"]["deviations"] == []
     # the replies without an action were asked again at step 0: the episode's history was kept
     assert len(policy.history[0]) == turns

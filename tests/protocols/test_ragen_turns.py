@@ -18,11 +18,12 @@ import re
 
 import pytest
 
-from webshop_gym.agents.turns import EpisodeTurns, TurnRule, reply_actions
+from webshop_gym.agents.turns import ENDED_OUT_OF_TURNS, EpisodeTurns, TurnRule, reply_actions
 from webshop_gym.cli.app import main
 from webshop_gym.evaluation.local import evaluate
 from webshop_gym.protocols import Protocol, get_protocol
-from webshop_gym.runs.run import EPISODE_ACCOUNTING, STEP_ACCOUNTING
+from webshop_gym.runs.index import RunIndex
+from webshop_gym.runs.run import EPISODE_ACCOUNTING, STEP_ACCOUNTING, load_run
 
 pytest.importorskip("openai", reason="pip install 'webshop-gym[openai]' to run the served-model tests")
 
@@ -60,6 +61,11 @@ def every_rule(messages: list[dict]) -> str:
 
 def never_acts(messages: list[dict]) -> str:
     return f"{THINK}still thinking"
+
+
+def searches_then_thinks(messages: list[dict]) -> str:
+    query, turn, _ = _seen(messages)
+    return _answer(f"search[{query}]") if turn == 0 else f"{THINK}still thinking"
 
 
 def pages_back_and_forth(messages: list[dict]) -> str:
@@ -192,8 +198,34 @@ def test_the_turn_cap_ends_an_episode_of_replies_without_an_action(real_dir, tmp
     assert head["turns"] == 10 and steps == [] and len(head["turns_without_action"]) == 10
     assert [t["after_step"] for t in head["turns_without_action"]] == [0] * 10
     e, = served["episodes_detail"]
-    assert (e["steps"], e["turns"], e["truncated"], e["purchased"], e["reward"]) == (0, 10, True, False, 0.0)
+    assert (e["steps"], e["turns"], e["truncated"], e["purchased"], e["reward"]) == (0, 10, False, False, 0.0)
+    assert e["ended"] == head["ended"] == ENDED_OUT_OF_TURNS  # the engine's step cap was not reached
     assert served["requests"] == 10
+    _readers_score_every_episode(tmp_path, [(True, 0.0, 0)])
+
+
+def _readers_score_every_episode(tmp_path, expected: list[tuple[bool, float, int]]) -> None:
+    """``replay`` passes and the run reader and index score every episode (none taken for a cut run)."""
+    assert main(["replay", str(tmp_path / "local.jsonl")]) == 0
+    for name in ("local.jsonl", "served.jsonl"):
+        run = load_run(tmp_path / name)
+        assert [(e.scored, e.reward, e.steps) for e in run.episodes] == expected
+        index = RunIndex(tmp_path / name)
+        index.refresh()
+        table = index.table()
+        assert not table.unscored.any() and table.figures["episodes"] == len(expected), table.figures
+
+
+def test_the_turn_cap_after_a_step_ends_the_episode_scored(real_dir, tmp_path):
+    """One search, then replies without an action until the 10 turns are spent: ended after 1 step, scored 0."""
+    local, served = _run(searches_then_thinks, real_dir, tmp_path, goals=1)
+    assert _lines(tmp_path / "local.jsonl") == _lines(tmp_path / "served.jsonl")
+    (head, steps), = _episodes(tmp_path / "served.jsonl").values()
+    assert head["turns"] == 10 and len(steps) == 1 and len(head["turns_without_action"]) == 9
+    e, = served["episodes_detail"]
+    assert (e["steps"], e["turns"], e["truncated"], e["purchased"], e["reward"]) == (1, 10, False, False, 0.0)
+    assert e["ended"] == head["ended"] == ENDED_OUT_OF_TURNS and not steps[-1]["truncated"]
+    _readers_score_every_episode(tmp_path, [(True, 0.0, 1)])
 
 
 def test_the_action_cap_ends_an_episode_mid_turn(real_dir, tmp_path):

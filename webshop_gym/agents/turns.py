@@ -36,11 +36,16 @@ from dataclasses import dataclass
 from webshop_gym.agents.parse import ParsedAction, answer_text, parse_detailed
 from webshop_gym.protocols.steps import steps_of
 
-__all__ = ["ENDED_WITHOUT_ACTION", "EpisodeTurns", "TurnRule", "reply_actions"]
+__all__ = ["ENDED_OUT_OF_TURNS", "ENDED_WITHOUT_ACTION", "EpisodeTurns", "TurnRule", "reply_actions"]
 
 ENDED_WITHOUT_ACTION = "reply without an action"
 """A run file's episode ``ended`` where a reply without an action ended it (AgentBench's
 ``SampleStatus.AGENT_VALIDATION_FAILED``: reward 0, no step)."""
+
+ENDED_OUT_OF_TURNS = "out of turns"
+"""A run file's episode ``ended`` where its last turn was spent before a purchase or the step cap
+(RAGEN's ``max_turn``): reward 0, no step, and not ``truncated``, which stays the engine's step cap
+(a replay steps the same actions and must find the same flags)."""
 
 
 @dataclass(frozen=True)

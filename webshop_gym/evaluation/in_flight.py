@@ -10,9 +10,10 @@ errored.  :mod:`webshop_gym.evaluation.served` plans, resumes and writes the run
 Under a protocol whose replies are turns (RAGEN's), each answer is split into its turn's actions
 by :class:`~webshop_gym.agents.turns.EpisodeTurns`, as the local lanes split it: they are stepped
 one engine step each, the policy is asked again after the last; an answer without an action
-spends a turn and is asked again on the same page; the turn cap ends an episode without a step.
-Under AgentBench's rule (``unparsable: "end"``) an answer without an action ends its episode
-without a step (reward 0, not truncated; the record's ``ended`` says why).
+spends a turn and is asked again on the same page; the turn cap ends an episode without a step
+(reward 0, not truncated: the record's ``ended`` is ``"out of turns"``).  Under AgentBench's rule
+(``unparsable: "end"``) an answer without an action ends its episode without a step (``ended``:
+``"reply without an action"``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,12 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from webshop_gym.agents.prompts import admissible_actions
-from webshop_gym.agents.turns import ENDED_WITHOUT_ACTION, EpisodeTurns, TurnRule
+from webshop_gym.agents.turns import (
+    ENDED_OUT_OF_TURNS,
+    ENDED_WITHOUT_ACTION,
+    EpisodeTurns,
+    TurnRule,
+)
 from webshop_gym.engine import Engine
 from webshop_gym.error import Interrupted
 from webshop_gym.evaluation.accounting import add_call
@@ -292,8 +298,7 @@ class _Flight:
             elif not turns.reply(call.text or "", self.format):  # a reply without an action: a turn spent
                 episode["turns_without_action"].append({**turns.silent(episode["_info"]["steps"]), **accounting})
                 if turns.ends:  # AgentBench: the episode ends, reward 0
-                    episode["ended"] = ENDED_WITHOUT_ACTION
-                    restart.append(self._end_by_turns(lane, truncated=False))
+                    restart.append(self._end_by_turns(lane, ENDED_WITHOUT_ACTION))
                 elif turns.out_of_turns:
                     restart.append(self._end_by_turns(lane))
                 else:
@@ -315,14 +320,16 @@ class _Flight:
                                       "action": parsed.action, **(accounting or {}), "model": model})
         return parsed.action
 
-    def _end_by_turns(self, lane: int, truncated: bool = True) -> int:
+    def _end_by_turns(self, lane: int, ended: str = ENDED_OUT_OF_TURNS) -> int:
         """The lane's episode ends without a step, reward 0; its lane is freed.
 
-        Its last turn used: truncated; a reply without an action under AgentBench's rule: not.
+        ``ended`` (the record's) says why: its last turn used, or a reply without an action under
+        AgentBench's rule; ``truncated`` stays the engine's step cap, which was not reached.
         """
         episode = self.current[lane]
         info = episode["_info"]
-        episode.update(reward=0.0, success=False, steps=int(info["steps"]), purchased=False, truncated=truncated,
+        episode["ended"] = ended
+        episode.update(reward=0.0, success=False, steps=int(info["steps"]), purchased=False, truncated=False,
                        final_observation=episode["_obs"], final_info=slim_info(info))
         self._finish(lane, episode)
         return lane

@@ -19,9 +19,9 @@ that splits, RAGEN's), a batch policy's reply is split into its turn's actions
 (:class:`~webshop_gym.agents.turns.EpisodeTurns`): a slot plays them one env step each before the
 policy is asked again; a reply without an action is asked again in the same tick (the page has
 not changed), spending a turn; the turn cap ends an episode without a step
-(:meth:`~webshop_gym.envs.vector_env.WebShopVectorEnv.end_episodes`).  Under AgentBench's rule
-(``unparsable: "end"``) a reply without an action ends its episode the same way (reward 0, not
-truncated; the record's ``ended`` says why).
+(:meth:`~webshop_gym.envs.vector_env.WebShopVectorEnv.end_episodes`; reward 0, not truncated: the
+record's ``ended`` is ``"out of turns"``).  Under AgentBench's rule (``unparsable: "end"``) a reply
+without an action ends its episode the same way (``ended``: ``"reply without an action"``).
 """
 
 from __future__ import annotations
@@ -30,7 +30,12 @@ from collections.abc import Callable, Sequence
 
 from webshop_gym.agents.batch import unbatch_infos
 from webshop_gym.agents.prompts import admissible_actions
-from webshop_gym.agents.turns import ENDED_WITHOUT_ACTION, EpisodeTurns, TurnRule
+from webshop_gym.agents.turns import (
+    ENDED_OUT_OF_TURNS,
+    ENDED_WITHOUT_ACTION,
+    EpisodeTurns,
+    TurnRule,
+)
 from webshop_gym.evaluation.episode import episode_seed, slim_info
 from webshop_gym.runs.run import model_outputs
 
@@ -182,9 +187,13 @@ class Lane:
                 self.end_by_turns(i)
 
     def end_by_turns(self, slot: int) -> None:
-        """The slot's episode used its last turn without ending: truncated (reward 0), its env slot ended without a step."""
+        """The slot's episode used its last turn without ending: reward 0, its env slot ended without a step.
+
+        The record's ``ended`` says why; ``truncated`` stays the engine's step cap, which was not reached.
+        """
         self.env.end_episodes([slot])
-        self._close(slot, self.per[slot], 0.0, False, True)
+        self.current[slot]["ended"] = ENDED_OUT_OF_TURNS
+        self._close(slot, self.per[slot], 0.0, False, False)
 
     def end_without_action(self, slot: int) -> None:
         """A reply without an action ended the slot's episode (AgentBench): reward 0, not truncated, no step."""
