@@ -178,3 +178,64 @@ class CoinPolicy:
 
     def act(self, obs, info):
         return self.playing.act(obs, info)
+
+
+def run_lines(path) -> list[dict]:
+    """A run file's episode and step lines, without a served model's accounting (tokens, latency):
+    what a local and a served run of the same scripted replies must write alike."""
+    from webshop_gym.runs.run import EPISODE_ACCOUNTING, STEP_ACCOUNTING
+
+    out = []
+    for line in Path(path).read_text().splitlines():
+        record = json.loads(line)
+        if record["type"] not in ("episode", "step"):
+            continue
+        for key in (*EPISODE_ACCOUNTING, *STEP_ACCOUNTING):
+            record.pop(key, None)
+        for silent in record.get("turns_without_action", ()):
+            for key in STEP_ACCOUNTING:
+                silent.pop(key, None)
+        out.append(record)
+    return out
+
+
+def run_episodes(path) -> dict[str, tuple[dict, list[dict]]]:
+    """A run file's episodes: each one's episode line and its step lines (:func:`run_lines`)."""
+    found: dict[str, tuple[dict, list[dict]]] = {}
+    for record in run_lines(path):
+        if record["type"] == "episode":
+            found[record["episode"]] = (record, [])
+        else:
+            found[record["episode"]][1].append(record)
+    return found
+
+
+def readers_score_every_episode(tmp_path, expected: list[tuple[bool, float, int]]) -> None:
+    """``replay`` of ``local.jsonl`` passes, and the run reader and index score every episode of
+    ``local.jsonl`` and ``served.jsonl`` (none taken for a cut run): ``expected`` is each
+    episode's (scored, reward, steps)."""
+    from webshop_gym.cli.app import main
+    from webshop_gym.runs.index import RunIndex
+    from webshop_gym.runs.run import load_run
+
+    assert main(["replay", str(Path(tmp_path) / "local.jsonl")]) == 0
+    for name in ("local.jsonl", "served.jsonl"):
+        run = load_run(Path(tmp_path) / name)
+        assert [(e.scored, e.reward, e.steps) for e in run.episodes] == expected
+        index = RunIndex(Path(tmp_path) / name)
+        index.refresh()
+        table = index.table()
+        assert not table.unscored.any() and table.figures["episodes"] == len(expected), table.figures
+
+
+def scripted_view(messages: list[dict]) -> tuple[str, int, list[str]]:
+    """What a scripted chat model reads of its messages: the instruction's query (before its price
+    clause), the replies so far and the admissible actions of the last page."""
+    import re
+
+    first = next(str(m["content"]) for m in messages if m["role"] == "user")
+    found = re.search(r"Instruction: (.*)", first)
+    query = found.group(1).split(", and price lower than")[0] if found else "product"
+    last = str(messages[-1]["content"])
+    admissible = last.split("Admissible actions:\n", 1)[1].splitlines() if "Admissible actions:\n" in last else []
+    return query, sum(m["role"] == "assistant" for m in messages), admissible

@@ -20,14 +20,13 @@ import re
 
 import pytest
 
+from tests.helpers import readers_score_every_episode, run_episodes, run_lines, scripted_view
 from webshop_gym.agents.turns import ENDED_WITHOUT_ACTION, EpisodeTurns, TurnRule, reply_actions
 from webshop_gym.cli.app import main
 from webshop_gym.evaluation.local import evaluate
 from webshop_gym.protocols import Protocol, definition, get_protocol
 from webshop_gym.protocols.decoding import normalized
 from webshop_gym.protocols.steps import steps_of
-from webshop_gym.runs.index import RunIndex
-from webshop_gym.runs.run import EPISODE_ACCOUNTING, STEP_ACCOUNTING, load_run
 
 pytest.importorskip("openai", reason="pip install 'webshop-gym[openai]' to run the served-model tests")
 
@@ -39,29 +38,19 @@ def _react(action: str) -> str:
 NO_ACTION = "Thought:\nI am not sure what to do here, so I will think about it more."
 
 
-def _seen(messages: list[dict]) -> tuple[str, int, list[str]]:
-    """The instruction's query, the replies so far and the admissible actions of the last page."""
-    first = next(str(m["content"]) for m in messages if m["role"] == "user")
-    found = re.search(r"Instruction: (.*)", first)
-    query = found.group(1).split(", and price lower than")[0] if found else "product"
-    last = str(messages[-1]["content"])
-    admissible = last.split("Admissible actions:\n", 1)[1].splitlines() if "Admissible actions:\n" in last else []
-    return query, sum(m["role"] == "assistant" for m in messages), admissible
-
-
 def _product(admissible: list[str]) -> str:
     return next(a for a in admissible if re.fullmatch(r"click\[b[0-9a-z]{9}\]", a))
 
 
 def buys(messages: list[dict]) -> str:
     """A search, the first product, buy now."""
-    query, turn, admissible = _seen(messages)
+    query, turn, admissible = scripted_view(messages)
     return _react([f"search[{query}]", _product(admissible) if turn == 1 else "", "click[buy now]"][min(turn, 2)])
 
 
 def stops_on_a_product_page(messages: list[dict]) -> str:
     """A search, the first product, then a reply without an action (then, were it asked again, a purchase)."""
-    query, turn, admissible = _seen(messages)
+    query, turn, admissible = scripted_view(messages)
     if turn == 0:
         return _react(f"search[{query}]")
     if turn == 1:
@@ -114,32 +103,6 @@ def _run(answer, real_dir, tmp_path, goals=2, steps=None, tag=""):
     return local, served, requests
 
 
-def _lines(path) -> list[dict]:
-    """The run file's episode and step lines, without a served model's accounting (tokens, latency)."""
-    out = []
-    for line in path.read_text().splitlines():
-        record = json.loads(line)
-        if record["type"] not in ("episode", "step"):
-            continue
-        for key in (*EPISODE_ACCOUNTING, *STEP_ACCOUNTING):
-            record.pop(key, None)
-        for silent in record.get("turns_without_action", ()):
-            for key in STEP_ACCOUNTING:
-                silent.pop(key, None)
-        out.append(record)
-    return out
-
-
-def _episodes(path) -> dict[str, tuple[dict, list[dict]]]:
-    found: dict[str, tuple[dict, list[dict]]] = {}
-    for record in _lines(path):
-        if record["type"] == "episode":
-            found[record["episode"]] = (record, [])
-        else:
-            found[record["episode"]][1].append(record)
-    return found
-
-
 def test_agentbenchs_rule_reads_a_reply_as_one_action_or_none():
     for name in ("agentbench", "agentbench-dev"):
         rule = TurnRule.of(get_protocol(name).data)
@@ -164,10 +127,10 @@ def test_agentbenchs_rule_reads_a_reply_as_one_action_or_none():
 
 def test_a_reply_without_an_action_ends_the_episode_local_and_served_alike(real, tmp_path):
     local, served, requests = _run(stops_on_a_product_page, real, tmp_path)
-    assert _lines(tmp_path / "local.jsonl") == _lines(tmp_path / "served.jsonl")
+    assert run_lines(tmp_path / "local.jsonl") == run_lines(tmp_path / "served.jsonl")
     # three replies an episode and none after the one without an action (the script would buy at the 4th)
     assert requests == (2 * 3, 2 * 3)
-    for head, steps in _episodes(tmp_path / "local.jsonl").values():
+    for head, steps in run_episodes(tmp_path / "local.jsonl").values():
         assert head["turns"] == 3 and head["ended"] == ENDED_WITHOUT_ACTION
         assert [s["action"].split("[")[0] for s in steps] == ["search", "click"]
         assert [(t["turn"], t["after_step"]) for t in head["turns_without_action"]] == [(2, 2)]
@@ -182,22 +145,15 @@ def test_a_reply_without_an_action_ends_the_episode_local_and_served_alike(real,
     own = get_protocol("agentbench").definition()["steps"]
     assert steps_of(local["protocol_record"]["definition"]) == steps_of(served["protocol_record"]["definition"]) == own
     # the run's readers count these episodes as finished and scored (reward 0), not as cut before their end
-    assert main(["replay", str(tmp_path / "local.jsonl")]) == 0
-    for name in ("local.jsonl", "served.jsonl"):
-        run = load_run(tmp_path / name)
-        assert [(e.scored, e.reward, e.steps) for e in run.episodes] == [(True, 0.0, 2)] * 2
-        index = RunIndex(tmp_path / name)
-        index.refresh()
-        table = index.table()
-        assert not table.unscored.any() and table.figures["episodes"] == 2, table.figures
+    readers_score_every_episode(tmp_path, [(True, 0.0, 2)] * 2)
 
 
 def test_a_first_reply_without_an_action_ends_the_episode_before_any_step(real, tmp_path):
     for answer, tag in ((never_acts, "never"), (names_no_action, "named")):
         local, served, requests = _run(answer, real, tmp_path, goals=1, tag=tag)
         assert requests == (1, 1)
-        assert _lines(tmp_path / f"local{tag}.jsonl") == _lines(tmp_path / f"served{tag}.jsonl")
-        (head, steps), = _episodes(tmp_path / f"served{tag}.jsonl").values()
+        assert run_lines(tmp_path / f"local{tag}.jsonl") == run_lines(tmp_path / f"served{tag}.jsonl")
+        (head, steps), = run_episodes(tmp_path / f"served{tag}.jsonl").values()
         assert steps == [] and head["turns"] == 1 and head["ended"] == ENDED_WITHOUT_ACTION
         assert [(t["turn"], t["after_step"]) for t in head["turns_without_action"]] == [(0, 0)]
         for result in (local, served):
@@ -208,9 +164,9 @@ def test_a_first_reply_without_an_action_ends_the_episode_before_any_step(real, 
 def test_an_episode_of_actions_plays_as_one_action_per_reply(real, tmp_path):
     """Replies that all carry an action: the same steps, rewards and pages as the one-action-per-reply rule."""
     local, served, _ = _run(buys, real, tmp_path)
-    assert _lines(tmp_path / "local.jsonl") == _lines(tmp_path / "served.jsonl")
+    assert run_lines(tmp_path / "local.jsonl") == run_lines(tmp_path / "served.jsonl")
     plain, _, _ = _run(buys, real, tmp_path, steps={"unparsable": "step"}, tag="-step")
-    mine, theirs = _episodes(tmp_path / "local.jsonl"), _episodes(tmp_path / "local-step.jsonl")
+    mine, theirs = run_episodes(tmp_path / "local.jsonl"), run_episodes(tmp_path / "local-step.jsonl")
     assert mine.keys() == theirs.keys() and len(mine) == 2
     for key, (head, steps) in mine.items():
         assert "ended" not in head and head["turns"] == 3 and head["turns_without_action"] == []
@@ -275,7 +231,7 @@ def test_eval_agentbench_through_the_cli(agentbench_on_the_1k_shop, real_dir, tm
     assert result["protocol"]["deviations"] == []
     header = json.loads(out.read_text().splitlines()[0])
     assert header["protocol"]["fingerprint"] == result["protocol"]["fingerprint"] == fingerprint
-    episodes = _episodes(out)
+    episodes = run_episodes(out)
     assert len(episodes) == 2
     for head, steps in episodes.values():
         assert (head["turns"], len(steps), head["ended"]) == (3, 2, ENDED_WITHOUT_ACTION)

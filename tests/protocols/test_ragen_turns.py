@@ -18,12 +18,11 @@ import re
 
 import pytest
 
+from tests.helpers import readers_score_every_episode, run_episodes, run_lines, scripted_view
 from webshop_gym.agents.turns import ENDED_OUT_OF_TURNS, EpisodeTurns, TurnRule, reply_actions
 from webshop_gym.cli.app import main
 from webshop_gym.evaluation.local import evaluate
 from webshop_gym.protocols import Protocol, get_protocol
-from webshop_gym.runs.index import RunIndex
-from webshop_gym.runs.run import EPISODE_ACCOUNTING, STEP_ACCOUNTING, load_run
 
 pytest.importorskip("openai", reason="pip install 'webshop-gym[openai]' to run the served-model tests")
 
@@ -34,19 +33,9 @@ def _answer(actions: str) -> str:
     return f"{THINK}<answer>{actions}</answer>"
 
 
-def _seen(messages: list[dict]) -> tuple[str, int, list[str]]:
-    """The instruction's query, the replies so far and the admissible actions of the last page."""
-    first = next(str(m["content"]) for m in messages if m["role"] == "user")
-    found = re.search(r"Instruction: (.*)", first)
-    query = found.group(1).split(", and price lower than")[0] if found else "product"
-    last = str(messages[-1]["content"])
-    admissible = last.split("Admissible actions:\n", 1)[1].splitlines() if "Admissible actions:\n" in last else []
-    return query, sum(m["role"] == "assistant" for m in messages), admissible
-
-
 def every_rule(messages: list[dict]) -> str:
     """Two actions; no action; three (the third dropped); one; a purchase on the first of two."""
-    query, turn, admissible = _seen(messages)
+    query, turn, admissible = scripted_view(messages)
     if turn == 0:
         return _answer(f"search[{query}] || click[next >]")
     if turn == 1:
@@ -64,12 +53,12 @@ def never_acts(messages: list[dict]) -> str:
 
 
 def searches_then_thinks(messages: list[dict]) -> str:
-    query, turn, _ = _seen(messages)
+    query, turn, _ = scripted_view(messages)
     return _answer(f"search[{query}]") if turn == 0 else f"{THINK}still thinking"
 
 
 def pages_back_and_forth(messages: list[dict]) -> str:
-    query, turn, _ = _seen(messages)
+    query, turn, _ = scripted_view(messages)
     return _answer(f"search[{query}] || click[next >]" if turn == 0 else "click[< prev] || click[next >]")
 
 
@@ -102,32 +91,6 @@ def _run(answer, real_dir, tmp_path, name="ragen-eval", goals=2):
     return local, served
 
 
-def _lines(path) -> list[dict]:
-    """The run file's episode and step lines, without a served model's accounting (tokens, latency)."""
-    out = []
-    for line in path.read_text().splitlines():
-        record = json.loads(line)
-        if record["type"] not in ("episode", "step"):
-            continue
-        for key in (*EPISODE_ACCOUNTING, *STEP_ACCOUNTING):
-            record.pop(key, None)
-        for silent in record.get("turns_without_action", ()):
-            for key in STEP_ACCOUNTING:
-                silent.pop(key, None)
-        out.append(record)
-    return out
-
-
-def _episodes(path) -> dict[str, tuple[dict, list[dict]]]:
-    found: dict[str, tuple[dict, list[dict]]] = {}
-    for record in _lines(path):
-        if record["type"] == "episode":
-            found[record["episode"]] = (record, [])
-        else:
-            found[record["episode"]][1].append(record)
-    return found
-
-
 def test_a_reply_is_split_on_the_separator_and_cut_at_the_actions_a_turn_carries():
     rule = TurnRule.of(get_protocol("ragen-eval").data)
     assert rule == TurnRule(10, 2, "||", "turn") and rule.splits
@@ -154,7 +117,7 @@ def test_ragen_turns_local_and_served_alike(real_dir, tmp_path):
     shown: list[tuple[int, list[str]]] = []
 
     def answer(messages):
-        _, turn, admissible = _seen(messages)
+        _, turn, admissible = scripted_view(messages)
         shown.append((turn, admissible))
         return every_rule(messages)
 
@@ -166,11 +129,11 @@ def test_ragen_turns_local_and_served_alike(real_dir, tmp_path):
         assert ("click[< prev]" in admissible) == (turn > 0), (turn, admissible)
         assert ("click[next >]" in admissible) == (turn in (1, 2, 3))  # results page 2, an item page at turn 4
         assert ("click[buy now]" in admissible) == (turn == 4)
-    assert _lines(tmp_path / "local.jsonl") == _lines(tmp_path / "served.jsonl")
+    assert run_lines(tmp_path / "local.jsonl") == run_lines(tmp_path / "served.jsonl")
     for result in (local, served):
         assert result["protocol_record"]["deviations"] == []
         assert result["protocol_record"]["fingerprint"] == local["protocol_record"]["fingerprint"]
-    for head, steps in _episodes(tmp_path / "local.jsonl").values():
+    for head, steps in run_episodes(tmp_path / "local.jsonl").values():
         # turn 0: two actions; turn 1: none; turn 2: three, the third dropped; turn 3: one; turn 4: a purchase
         # on its first action, the second dropped
         assert head["turns"] == 5 and len(steps) == 6
@@ -193,46 +156,34 @@ def test_ragen_turns_local_and_served_alike(real_dir, tmp_path):
 
 def test_the_turn_cap_ends_an_episode_of_replies_without_an_action(real_dir, tmp_path):
     local, served = _run(never_acts, real_dir, tmp_path, goals=1)
-    assert _lines(tmp_path / "local.jsonl") == _lines(tmp_path / "served.jsonl")
-    (head, steps), = _episodes(tmp_path / "served.jsonl").values()
+    assert run_lines(tmp_path / "local.jsonl") == run_lines(tmp_path / "served.jsonl")
+    (head, steps), = run_episodes(tmp_path / "served.jsonl").values()
     assert head["turns"] == 10 and steps == [] and len(head["turns_without_action"]) == 10
     assert [t["after_step"] for t in head["turns_without_action"]] == [0] * 10
     e, = served["episodes_detail"]
     assert (e["steps"], e["turns"], e["truncated"], e["purchased"], e["reward"]) == (0, 10, False, False, 0.0)
     assert e["ended"] == head["ended"] == ENDED_OUT_OF_TURNS  # the engine's step cap was not reached
     assert served["requests"] == 10
-    _readers_score_every_episode(tmp_path, [(True, 0.0, 0)])
-
-
-def _readers_score_every_episode(tmp_path, expected: list[tuple[bool, float, int]]) -> None:
-    """``replay`` passes and the run reader and index score every episode (none taken for a cut run)."""
-    assert main(["replay", str(tmp_path / "local.jsonl")]) == 0
-    for name in ("local.jsonl", "served.jsonl"):
-        run = load_run(tmp_path / name)
-        assert [(e.scored, e.reward, e.steps) for e in run.episodes] == expected
-        index = RunIndex(tmp_path / name)
-        index.refresh()
-        table = index.table()
-        assert not table.unscored.any() and table.figures["episodes"] == len(expected), table.figures
+    readers_score_every_episode(tmp_path, [(True, 0.0, 0)])
 
 
 def test_the_turn_cap_after_a_step_ends_the_episode_scored(real_dir, tmp_path):
     """One search, then replies without an action until the 10 turns are spent: ended after 1 step, scored 0."""
     local, served = _run(searches_then_thinks, real_dir, tmp_path, goals=1)
-    assert _lines(tmp_path / "local.jsonl") == _lines(tmp_path / "served.jsonl")
-    (head, steps), = _episodes(tmp_path / "served.jsonl").values()
+    assert run_lines(tmp_path / "local.jsonl") == run_lines(tmp_path / "served.jsonl")
+    (head, steps), = run_episodes(tmp_path / "served.jsonl").values()
     assert head["turns"] == 10 and len(steps) == 1 and len(head["turns_without_action"]) == 9
     e, = served["episodes_detail"]
     assert (e["steps"], e["turns"], e["truncated"], e["purchased"], e["reward"]) == (1, 10, False, False, 0.0)
     assert e["ended"] == head["ended"] == ENDED_OUT_OF_TURNS and not steps[-1]["truncated"]
-    _readers_score_every_episode(tmp_path, [(True, 0.0, 1)])
+    readers_score_every_episode(tmp_path, [(True, 0.0, 1)])
 
 
 def test_the_action_cap_ends_an_episode_mid_turn(real_dir, tmp_path):
     """Turns of two actions: the 9th action is the first of the 5th turn; the second is never played."""
     local, served = _run(pages_back_and_forth, real_dir, tmp_path, goals=1)
-    assert _lines(tmp_path / "local.jsonl") == _lines(tmp_path / "served.jsonl")
-    (head, steps), = _episodes(tmp_path / "local.jsonl").values()
+    assert run_lines(tmp_path / "local.jsonl") == run_lines(tmp_path / "served.jsonl")
+    (head, steps), = run_episodes(tmp_path / "local.jsonl").values()
     assert head["turns"] == 5 and len(steps) == 9 and steps[-1]["truncated"]
     assert (steps[-1]["model"]["turn"], steps[-1]["model"]["part"]) == (4, 0)
     e, = local["episodes_detail"]
@@ -242,8 +193,8 @@ def test_the_action_cap_ends_an_episode_mid_turn(real_dir, tmp_path):
 def test_ragen_small_plays_one_action_a_turn_and_a_silent_reply_spends_a_turn(real_dir, tmp_path):
     """12 turns of one action: of 'a || b' only the first part is one action (RAGEN keeps the first 1)."""
     local, served = _run(every_rule, real_dir, tmp_path, name="ragen-small", goals=1)
-    assert _lines(tmp_path / "local.jsonl") == _lines(tmp_path / "served.jsonl")
-    (head, steps), = _episodes(tmp_path / "local.jsonl").values()
+    assert run_lines(tmp_path / "local.jsonl") == run_lines(tmp_path / "served.jsonl")
+    (head, steps), = run_episodes(tmp_path / "local.jsonl").values()
     # base.yaml's separator splits every RAGEN reply; one action a turn keeps the first: of turn 0's
     # 'search[q] || click[next >]' the search, of turn 2's three actions 'click[< prev]' (no previous page on
     # the first results page: an invalid action, which spends one of the 9 actions, as RAGEN's env executes it)
@@ -286,7 +237,7 @@ def test_eval_ragen_eval_through_the_cli(real_dir, tmp_path, capsys):
     fingerprint = re.search(r"^protocol +ragen-eval, fingerprint ([0-9a-f]{16})", printed, re.M).group(1)
     result = json.loads(figures.read_text())
     assert result["protocol"]["deviations"] == []
-    episodes = _episodes(out)
+    episodes = run_episodes(out)
     assert len(episodes) == 2 and all(h["turns"] == 5 and len(s) == 6 for h, s in episodes.values())
     header = json.loads(out.read_text().splitlines()[0])
     assert header["protocol"]["fingerprint"] == result["protocol"]["fingerprint"] == fingerprint
@@ -310,7 +261,7 @@ def test_the_viewer_rebuilds_each_turns_request(real_dir, tmp_path, default_shop
         evaluate("openai:scripted", shop=str(real_dir), protocol=protocol, base_url=server.url, max_retries=0,
                  concurrency=1, out=tmp_path / "served.jsonl")
         sent = [body["messages"] for body in server.requests]
-    (head, steps), = _episodes(tmp_path / "served.jsonl").values()
+    (head, steps), = run_episodes(tmp_path / "served.jsonl").values()
     assert len(sent) == head["turns"] == 5
     app = create_app({"TESTING": True, "SHOP": default_shop, "RUNS": str(tmp_path), "SEED": 0, "MAX_SESSIONS": 2})
     try:
