@@ -26,7 +26,7 @@ from webshop_gym.search.porter import stem
 from webshop_gym.search.tokenizer import tokenize
 
 __all__ = ["STOP_WORDS", "MAX_TOKEN_LENGTH", "TOKEN", "StemLookup", "find_tokens", "tokens", "word_of", "analyze",
-           "analyze_with_java", "analyze_many", "term", "raw_tokens", "lower", "java_stem"]
+           "analyze_with_java", "analyze_many", "term", "raw_tokens", "lower", "java_stem", "stem_of"]
 
 STOP_WORDS = frozenset(
     "a an and are as at be but by for if in into is it no not of on or such that the their then "
@@ -44,9 +44,6 @@ TOKEN = re.compile(f"_*{_UNIT}(?:{_JOIN}?{_UNIT})*_*")
 
 _BARRIER = re.compile("(?<![A-Za-z0-9_])__+(?![A-Za-z0-9_])")
 """A run of ``_`` with neither a letter nor a digit on either side: it belongs to no token."""
-
-_EDGES = "".join(c for c in map(chr, range(128)) if not (c.isalnum() or c == "_" or c.isspace()))
-"""ASCII characters that can neither start nor end a token (every one but letters, digits, ``_`` and white space)."""
 
 
 class StemLookup(Protocol):
@@ -99,14 +96,6 @@ def tokens(text: str) -> list[str]:
     return out
 
 
-def _ascii_word(word: str, out: list[str]) -> None:
-    word = word.strip(_EDGES)
-    if word.isalnum():
-        out.append(word)
-    elif word:
-        out.extend(find_tokens(word))
-
-
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _JOINING_SPACE = "\u202f"
 """The one character Python splits on that joins a token (NARROW NO-BREAK SPACE, ``ExtendNumLet``)."""
@@ -134,7 +123,7 @@ def raw_tokens(text: str) -> list[str]:
     out: list[str] = []
     for word in text.split():
         if len(word) <= MAX_TOKEN_LENGTH and word.isascii():
-            _ascii_word(word, out)
+            out.extend(tokens(word))
         else:
             out.extend(tokenize(word))
     return out
@@ -176,6 +165,12 @@ def word_of(token: str) -> str | None:
     return None if word in STOP_WORDS else word
 
 
+def stem_of(word: str, stems: StemLookup | None = None) -> str:
+    """The stem of a word (:func:`word_of`'s): from ``stems`` (a catalog's stem table) when it holds it, else :func:`java_stem`."""
+    got = stems.get(word) if stems is not None else None
+    return java_stem(word) if got is None else got
+
+
 MEMO_SIZE = 65536
 """Tokens whose terms a process remembers (of at most 255 characters: about 40 MB at worst)."""
 _MEMO: dict[str, str | None] = {}
@@ -193,12 +188,7 @@ def term(token: str, stems: StemLookup | None = None) -> str | None:
     if got is not _MISSING:
         return got  # type: ignore[return-value]
     word = word_of(token)
-    if word is None:
-        got = None
-    else:
-        got = stems.get(word) if stems is not None else None
-        if got is None:
-            got = java_stem(word)
+    got = None if word is None else stem_of(word, stems)
     if len(_MEMO) >= MEMO_SIZE:
         _MEMO.clear()
     _MEMO[token] = got

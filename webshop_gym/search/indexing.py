@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from webshop_gym.search.analysis import StemLookup, java_stem, raw_tokens, word_of
+from webshop_gym.search.analysis import StemLookup, raw_tokens, stem_of, word_of
 from webshop_gym.search.lucene import document_text
 from webshop_gym.search.postings import POSTINGS_VERSION, assemble_ids, save_postings, tie_order
 from webshop_gym.utils.paths import build_atomically
@@ -79,9 +79,7 @@ class _Vocabulary:
         else:
             got = self.words.get(word)
             if got is None:
-                got = self.stems.get(word) if self.stems is not None else None
-                if got is None:
-                    got = java_stem(word)
+                got = stem_of(word, self.stems)
                 if word.isascii():
                     self.words[word] = got
             i = self.term_ids.get(got)
