@@ -101,7 +101,8 @@ class EpisodeTurns:
     A loop calls :meth:`reply` with each reply, then :meth:`next_action` once per engine step
     while :attr:`playing`; when the engine ends the episode it calls :meth:`drop`.  Between turns,
     :attr:`out_of_turns` says the episode is over by the turn cap; after a reply without an action,
-    :attr:`ends` says it is over by AgentBench's rule (:data:`ENDED_WITHOUT_ACTION`).
+    :attr:`ends` says it is over by AgentBench's rule (:data:`ENDED_WITHOUT_ACTION`); :attr:`ended`
+    names either.
     """
 
     def __init__(self, rule: TurnRule):
@@ -135,6 +136,16 @@ class EpisodeTurns:
     def out_of_turns(self) -> bool:
         """Whether the turn cap is reached and the last turn's actions are played."""
         return self.rule.turns is not None and self.taken >= self.rule.turns and not self.queue
+
+    @property
+    def ended(self) -> str | None:
+        """Why the episode is over before the engine ended it (the record's ``ended``), or ``None``.
+
+        :data:`ENDED_WITHOUT_ACTION` (:attr:`ends`) first, else :data:`ENDED_OUT_OF_TURNS` (:attr:`out_of_turns`).
+        """
+        if self.ends:
+            return ENDED_WITHOUT_ACTION
+        return ENDED_OUT_OF_TURNS if self.out_of_turns else None
 
     def next_action(self, admissible: Sequence[str] | None, closest: bool = False) -> tuple[ParsedAction, dict]:
         """The turn's next action, parsed against the page it is played on, and its run-file ``model`` entry."""

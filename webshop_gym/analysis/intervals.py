@@ -290,7 +290,7 @@ def goal_intervals(goals: Goals, resamples: int = RESAMPLES, seed: int = 0) -> d
     episodes, as every figure of the run.  ``resamples`` and ``seed`` are unused (see :func:`score_interval`).
     """
     # a goal's samples that all gave one reward hold what one play holds: one play's degrees of freedom
-    sampled = None if not goals.repeated else False
+    sampled = False if goals.repeated else None
     return {"score": cluster_interval(goals.reward, goals.played, sampled=sampled), "sr": goal_sr_interval(goals)}
 
 

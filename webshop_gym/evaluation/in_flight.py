@@ -26,8 +26,6 @@ from typing import Any
 
 from webshop_gym.agents.prompts import admissible_actions
 from webshop_gym.agents.turns import (
-    ENDED_OUT_OF_TURNS,
-    ENDED_WITHOUT_ACTION,
     EpisodeTurns,
     TurnRule,
 )
@@ -297,10 +295,8 @@ class _Flight:
                 action = decision.action
             elif not turns.reply(call.text or "", self.format):  # a reply without an action: a turn spent
                 episode["turns_without_action"].append({**turns.silent(episode["_info"]["steps"]), **accounting})
-                if turns.ends:  # AgentBench: the episode ends, reward 0
-                    restart.append(self._end_by_turns(lane, ENDED_WITHOUT_ACTION))
-                elif turns.out_of_turns:
-                    restart.append(self._end_by_turns(lane))
+                if turns.ended:  # AgentBench's end, or the last turn spent: reward 0
+                    restart.append(self._end_early(lane, turns.ended))
                 else:
                     self._submit(lane, episode["_info"])
                 continue
@@ -320,7 +316,7 @@ class _Flight:
                                       "action": parsed.action, **(accounting or {}), "model": model})
         return parsed.action
 
-    def _end_by_turns(self, lane: int, ended: str = ENDED_OUT_OF_TURNS) -> int:
+    def _end_early(self, lane: int, ended: str) -> int:
         """The lane's episode ends without a step, reward 0; its lane is freed.
 
         ``ended`` (the record's) says why: its last turn used, or a reply without an action under
@@ -353,8 +349,8 @@ class _Flight:
                             self._submit(lane, info)
                             continue
                         episode["_obs"], episode["_info"] = engine.observe(slot), info
-                        if turns.out_of_turns:
-                            restart.append(self._end_by_turns(lane))
+                        if turns.ended:
+                            restart.append(self._end_early(lane, turns.ended))
                             continue
                         group = following.setdefault(id(engine), (engine, [], []))
                         group[1].append(lane)

@@ -31,8 +31,6 @@ from collections.abc import Callable, Sequence
 from webshop_gym.agents.batch import unbatch_infos
 from webshop_gym.agents.prompts import admissible_actions
 from webshop_gym.agents.turns import (
-    ENDED_OUT_OF_TURNS,
-    ENDED_WITHOUT_ACTION,
     EpisodeTurns,
     TurnRule,
 )
@@ -183,32 +181,25 @@ class Lane:
                 if turns is not None:
                     turns.drop()  # the turn's remaining actions are never played
                 self._close(i, info, float(rewards[i]) if terminated[i] else 0.0, bool(terminated[i]), bool(truncated[i]))
-            elif turns is not None and turns.out_of_turns:
-                self.end_by_turns(i)
+            elif turns is not None and turns.ended:
+                self.end_early(i, turns.ended)
 
-    def end_by_turns(self, slot: int) -> None:
-        """The slot's episode used its last turn without ending: reward 0, its env slot ended without a step.
+    def end_early(self, slot: int, ended: str) -> None:
+        """The slot's episode ends before the engine ended it: reward 0, its env slot ended without a step.
 
-        The record's ``ended`` says why; ``truncated`` stays the engine's step cap, which was not reached.
+        ``ended`` (the record's) says why: its last turn used, or a reply without an action under
+        AgentBench's rule; ``truncated`` stays the engine's step cap, which was not reached.
         """
         self.env.end_episodes([slot])
-        self.current[slot]["ended"] = ENDED_OUT_OF_TURNS
-        self._close(slot, self.per[slot], 0.0, False, False)
-
-    def end_without_action(self, slot: int) -> None:
-        """A reply without an action ended the slot's episode (AgentBench): reward 0, not truncated, no step."""
-        self.env.end_episodes([slot])
-        self.current[slot]["ended"] = ENDED_WITHOUT_ACTION
+        self.current[slot]["ended"] = ended
         self._close(slot, self.per[slot], 0.0, False, False)
 
     def silent(self, slot: int) -> None:
         """The slot's last reply carried no action: it spent a turn (recorded), and perhaps the episode."""
         episode, turns = self.current[slot], self.turns[slot]
         episode["turns_without_action"].append(turns.silent(self.per[slot]["steps"]))
-        if turns.ends:
-            self.end_without_action(slot)
-        elif turns.out_of_turns:
-            self.end_by_turns(slot)
+        if turns.ended:
+            self.end_early(slot, turns.ended)
 
     def _close(self, i: int, info: dict, reward: float, purchased: bool, truncated: bool) -> None:
         episode = self.current[i]

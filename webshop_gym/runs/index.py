@@ -88,7 +88,7 @@ class _Columns:
         self.seen: list[int | None] = []
         self.opened: list[bool] = []
         self.errored: list[bool] = []
-        self.ended: list[bool] = []  # a reply without an action ended it (AgentBench): finished, with no terminal step
+        self.ended: list[bool] = []  # ended before the engine did (AgentBench's end, RAGEN's turns): no terminal step
         self.reachable: list[bool | None] = []
         self.record_extra: list[dict | None] = []  # reachable / reason / errored for exports
         self.accounting: list[dict | None] = []  # a served model's errored / tokens / requests / retries
@@ -139,7 +139,7 @@ class IndexTable:
     figures: dict
     samples: SampleFigures | None = None
     pairing: list = field(default_factory=list)
-    ended: np.ndarray | None = None  # a reply without an action ended it (AgentBench): scored, reward 0
+    ended: np.ndarray | None = None  # ended before the engine did (AgentBench's end, RAGEN's turns): scored, reward 0
 
     @property
     def unscored(self) -> np.ndarray:

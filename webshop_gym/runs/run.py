@@ -305,7 +305,8 @@ class RunEpisode:
     def unfinished(self) -> bool:
         """No terminal record (neither a purchase nor the step cap: the file was cut): ``--resume`` replays it, not scored.
 
-        An episode a reply without an action ended (AgentBench: its ``ended``) is finished without one.
+        An episode that ended before the engine ended it (its ``ended``: a reply without an action
+        under AgentBench's rule, or RAGEN's turns spent) is finished without one.
         """
         return not (self.purchased or self.truncated or self.errored or self.log.record.get("ended"))
 
