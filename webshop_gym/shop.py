@@ -273,6 +273,13 @@ def _load(path: str, goals: str | None, human_goals: bool, seed: int, num_produc
             goal_set = build_goals(catalog, human_goals=human_goals, seed=seed, progress=progress, report=report)
         engine = make_search(catalog, backend=search_backend, index=index, progress=progress)
         shop = Shop(catalog, goal_set, engine, Path(path))
+        if catalog.tagging:
+            # The title nouns are still being tagged in other processes, and the reward tables
+            # wait for them: build the search index meanwhile instead of at the first search
+            # (the first compile of a large shop then uses every core through to the end).
+            started_search = time.perf_counter()
+            engine.prepare(build=True)
+            report["search"] = {"cached": False, "seconds": round(time.perf_counter() - started_search, 3)}
         shop.rewards.prepare(progress=progress, report=report)
     finally:
         catalog.discard_pretagged()

@@ -20,6 +20,7 @@ import pytest
 
 from webshop_gym.data import catalog as catalog_module
 from webshop_gym.data.tagger import NOUN_TAGS, load_full_pipeline
+from webshop_gym.utils.paths import is_built
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -150,6 +151,10 @@ def test_progress_false_silences_every_bar(tmp_path, monkeypatch, capfd):
         _load.cache_clear()
         shop = load_shop(tmp_path / "shop", progress=progress)
         assert not any(v["cached"] for v in shop.load_report.values() if isinstance(v, dict))
+        # While the titles are tagged in other processes, load_shop builds the search index
+        # (it would otherwise wait idle); without background tagging the index waits for the first search.
+        assert ("search" in shop.load_report) is (not progress)
+        assert is_built(shop.engine.postings_path) is (not progress)
         err = capfd.readouterr().err
         if progress:
             for bar in ("reading attributes", "reading human instructions", "reading products", "tagging title nouns"):
@@ -181,7 +186,9 @@ def _check_a_100k_shop(tmp_path):
     cache = tmp_path / "cache"
     first = _run(tmp_path / "shop", cache, 0)
     built = {k: v["cached"] for k, v in first["report"].items() if isinstance(v, dict)}
-    assert built == {"catalog": False, "goals": False, "prices": False, "nouns": False, "reward_tables": False}
+    # the search index is built while the goals' titles are tagged in other processes
+    assert built == {"catalog": False, "goals": False, "prices": False, "search": False, "nouns": False,
+                     "reward_tables": False}
     second = _run(tmp_path / "shop", cache, 0)
     stages = {k: v["cached"] for k, v in second["report"].items() if isinstance(v, dict)}
     assert all(stages.values()), stages

@@ -58,3 +58,28 @@ def test_ragged_row_list_is_the_row_as_python_ints(tmp_path, dtype):
             got = r.row_list(i)
             assert got == r[i].tolist() and all(type(x) is int for x in got)
     assert [ragged.row_list(i) for i in range(len(rows))] == rows
+
+
+def test_release_drops_mapped_pages_and_keeps_the_values(tmp_path):
+    """A mapped column's pages leave the process's resident memory and are read back unchanged."""
+    import psutil
+
+    from webshop_gym.data.columns import Ragged, release_pages
+
+    strings = [f"product {i} " + "x" * (i % 97) for i in range(200_000)]
+    StringColumn.build(strings).save(tmp_path, "t")
+    Ragged.build([[i, i + 1] for i in range(200_000)]).save(tmp_path, "r")
+    column, rows = StringColumn.load(tmp_path, "t"), Ragged.load(tmp_path, "r")
+    me = psutil.Process()
+    column.release()
+    rows.release()
+    before = me.memory_info().rss
+    total = int(column.data.sum()) + int(rows.values.sum())  # every mapped page read, no Python objects made
+    resident = me.memory_info().rss - before
+    assert resident > 12 * 2**20  # 11 MB of text and 3 MB of rows
+    column.release()
+    rows.release()
+    assert me.memory_info().rss - before < resident / 4
+    assert int(column.data.sum()) + int(rows.values.sum()) == total
+    assert list(column) == strings and rows[199_999].tolist() == [199_999, 200_000]
+    release_pages(np.arange(3), column.data)  # an array in memory: nothing to do

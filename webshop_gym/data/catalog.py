@@ -247,6 +247,11 @@ class Catalog:
             report["nouns"] = {"cached": True, "complete": store.complete}
         return store
 
+    @property
+    def tagging(self) -> bool:
+        """Whether titles are being tagged in the background (``load_catalog(pretag=True)`` of a large shop)."""
+        return self._nouns.get("pretagged") is not None
+
     def discard_pretagged(self) -> None:
         """Stop title tagging started by ``load_catalog(pretag=True)`` that no stage will use."""
         tagger = self._nouns.pop("pretagged", None)
