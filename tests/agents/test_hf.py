@@ -188,7 +188,9 @@ def test_an_hf_policy_plays_ragen_turns_in_the_local_loop(hf_stack, tiny_tokeniz
     torch, _ = hf_stack
     from webshop_gym.agents import HFPolicy
 
-    policy = HFPolicy(_scripted_model(torch, tiny_tokenizer, answer), tiny_tokenizer, device="cpu", max_new_tokens=40)
+    # decoding as ragen-small's (sampling at 0.5, 400 new tokens): the script's logits leave one token possible
+    policy = HFPolicy(_scripted_model(torch, tiny_tokenizer, answer), tiny_tokenizer, device="cpu", do_sample=True,
+                      temperature=0.5, max_new_tokens=400)
     result = evaluate(policy, shop=str(real_dir), protocol=_ragen_small(), num_envs=1)
     episode, = result["episodes_detail"]
     assert (episode["steps"], episode["turns"], episode["truncated"], episode["reward"]) == (steps, turns, truncated, 0.0)

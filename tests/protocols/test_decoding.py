@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import copy
 import json
 
 import pytest
 
 from webshop_gym.cli.app import main
 from webshop_gym.evaluation.plan import choose_decoding
-from webshop_gym.protocols import get_protocol, protocol_names
+from webshop_gym.protocols import Protocol, get_protocol, protocol_names
 from webshop_gym.protocols.decoding import decoding_text
 from webshop_gym.protocols.play import protocol_record
 
@@ -91,3 +92,40 @@ def test_eval_prints_the_decoding_a_rule_policy_played(real_dir, capsys):
     assert any(line.split() == ["decoding", "no", "decoding"] for line in out.splitlines()), out
     printed = json.loads(next(line for line in out.splitlines() if line.startswith("json: "))[len("json: "):])
     assert printed["protocol"]["decoding"] == "no decoding"
+
+
+def test_a_policy_object_records_the_decoding_it_was_made_with(real_dir, tmp_path):
+    """An OpenAIPolicy made by the caller and passed to evaluate decodes as it was made: the run records that
+    decoding, as the served string form records its own, and one that differs from the protocol's is a deviation
+    (before, an object recorded "no decoding" and its 128-token greedy play passed for ragen-eval's 400)."""
+    from tests.openai_server import ChatServer
+    from webshop_gym.agents.openai import OpenAIPolicy
+    from webshop_gym.evaluation import evaluate
+
+    protocol = get_protocol("ragen-eval")  # greedy, at most 400 new tokens
+    data = copy.deepcopy(protocol.data)
+    data["test"] = {"list": {"shuffle_seed": 233, "permutation_seed": 42}, "indices": {"range": [0, 2]}}
+    small = dict(shop=str(real_dir), protocol=Protocol(data, ""), progress=False)
+    with ChatServer() as server:
+        served = evaluate("openai:scripted", base_url=server.url, max_retries=0, out=tmp_path / "served.jsonl", **small)
+        results = {}
+        for name, options in (("alike", {"max_new_tokens": 400}), ("longer", {}), ("hotter", {"max_new_tokens": 400,
+                                                                                             "temperature": 0.7})):
+            agent = OpenAIPolicy("scripted", base_url=server.url, prompt=protocol.data["prompt"]["format"],
+                                 max_retries=0, **options)
+            try:
+                results[name] = evaluate(agent, out=tmp_path / f"{name}.jsonl", **small)["protocol_record"]
+            finally:
+                agent.close()
+    greedy = {"do_sample": False, "temperature": None, "top_p": None, "max_new_tokens": 400}
+    record = served["protocol_record"]
+    assert record["played_decoding"] == results["alike"]["played_decoding"] == greedy
+    assert results["alike"]["deviations"] == record["deviations"] == []
+    assert results["alike"]["fingerprint"] == record["fingerprint"]
+    assert results["longer"]["played_decoding"]["max_new_tokens"] == OpenAIPolicy("m", client=object()).max_new_tokens
+    assert results["longer"]["deviations"] and results["longer"]["fingerprint"] != record["fingerprint"]
+    assert results["hotter"]["played_decoding"] == {"do_sample": True, "temperature": 0.7, "top_p": 1.0,
+                                                    "max_new_tokens": 400}
+    assert any(d.startswith("decoding sampling") for d in results["hotter"]["deviations"]), results["hotter"]
+    header = json.loads((tmp_path / "hotter.jsonl").read_text().splitlines()[0])
+    assert header["protocol"]["played_decoding"] == results["hotter"]["played_decoding"]

@@ -80,8 +80,11 @@ def _run(answer, real_dir, tmp_path, name="ragen-eval", goals=2):
     from webshop_gym.agents.openai import OpenAIPolicy
 
     protocol = _small(name, goals)
+    decoding = protocol.data["decoding"]  # the object decodes as the protocol, as the served string form does
     with ChatServer(answer=answer) as server:
-        agent = OpenAIPolicy("scripted", base_url=server.url, prompt="think-answer", max_retries=0)
+        agent = OpenAIPolicy("scripted", base_url=server.url, prompt="think-answer", max_retries=0,
+                             max_new_tokens=decoding["max_new_tokens"],
+                             temperature=decoding["temperature"] if decoding["do_sample"] else 0.0)
         try:
             local = evaluate(agent, shop=str(real_dir), protocol=protocol, num_envs=2, out=tmp_path / "local.jsonl")
         finally:

@@ -156,6 +156,12 @@ class HFPolicy:
 
     # -- the Policy protocol (one slot) ------------------------------------------------------------
 
+    @property
+    def decoding(self) -> dict:
+        """The decoding it plays, as a run records it (``evaluate`` of this object checks it against the protocol's)."""
+        return {"do_sample": self.do_sample, "temperature": self.temperature if self.do_sample else None,
+                "top_p": self.top_p if self.do_sample else None, "max_new_tokens": self.max_new_tokens}
+
     def reset(self, info: dict[str, Any] | None = None) -> None:
         """Start a new episode in slot 0 (single-env use)."""
         self.history.reset(0)

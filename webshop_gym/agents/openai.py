@@ -300,6 +300,17 @@ class OpenAIPolicy:
                 "temperature": self.temperature, "top_p": self.top_p, "seed": self.seed, "closest": self.closest,
                 "stop": self.stop, "request_options": self.request_options}
 
+    @property
+    def decoding(self) -> dict:
+        """The decoding it plays, as a run records it (``evaluate`` of this object checks it against the protocol's).
+
+        Temperature 0 is greedy; the new tokens are ``request_options``' ``max_completion_tokens`` when set.
+        """
+        sample = self.temperature > 0
+        tokens = self.request_options.get("max_completion_tokens") or self.max_new_tokens
+        return {"do_sample": sample, "temperature": self.temperature if sample else None,
+                "top_p": self.top_p if sample else None, "max_new_tokens": int(tokens)}
+
     # -- the endpoint ------------------------------------------------------------------------------
 
     def check(self) -> list[str]:

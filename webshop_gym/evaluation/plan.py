@@ -135,12 +135,17 @@ def choose_decoding(policy, kwargs: dict, protocol: Protocol | None) -> tuple[di
     0.  Values the protocol leaves open (``null``) take the policy's defaults: temperature and
     top-p 1, 128 new tokens.
 
+    A policy object (an :class:`~webshop_gym.agents.openai.OpenAIPolicy` or
+    :class:`~webshop_gym.agents.hf.HFPolicy` made by the caller) decodes as it was made: its
+    ``decoding`` property is what the run records and checks against the protocol's.
+
     Returns:
         ``(kwargs for the policy, the decoding played)``: the played decoding is ``None`` for a
         policy that decodes nothing (rule, random, oracle, a callable).
     """
     if not (isinstance(policy, str) and policy.startswith(("hf:", "openai:"))):
-        return kwargs, None
+        own = None if isinstance(policy, (str, type)) else getattr(policy, "decoding", None)
+        return kwargs, (dict(own) if isinstance(own, dict) else None)
     own = (None if protocol is None else protocol.data.get("decoding")) or {}
     out = dict(kwargs)
     served = policy.startswith("openai:")
