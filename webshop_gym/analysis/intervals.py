@@ -11,7 +11,12 @@ closed form, so every page that shows a figure shows the same interval:
   all its samples, with the small-sample factor ``G / (G - 1)``) and Student's ``t`` quantile on
   ``G - 1`` degrees of freedom in place of the normal one, because ``v`` is estimated from ``G``
   goals (the normal one when ``n_eff`` reaches its cap, the samples of a share of successes: the
-  binomial variance of the samples, nothing estimated).  Goals that are all successes or all failures with equal samples have a known variance:
+  binomial variance of the samples, nothing estimated).  With several samples a goal the ``t`` is
+  on Satterthwaite's degrees of freedom (:func:`degrees`), and the bound toward the nearer end of
+  the scale (the lower one when the mean is under 1/2) takes ``NEAR * 1.96 + (1 - NEAR) * t``
+  (:data:`NEAR`: 0.7): there the far bound can hardly miss, and ``t`` on both bounds covered
+  97.5-98% at the ends of the scale on 10-30 goals.  Goals that are all successes or all failures
+  with equal samples have a known variance:
   then it is the plain Wilson interval of the goals (of the episodes with one play per goal), so
   a Score of 0/1 rewards has SR's interval and a run that never succeeds gets SR's non-zero upper
   bound (``0.0 [0.0, 65.8]`` on 2 goals), never a zero-width interval.
@@ -32,7 +37,7 @@ from scipy import stats
 from webshop_gym.analysis.stats import Goals, Interval, plain
 from webshop_gym.protocols.scoring import pass_at_k
 
-__all__ = ["METHOD", "RESAMPLES", "SAMPLED_METHOD", "SAMPLES_DEFINITION", "Interval", "cluster_interval",
+__all__ = ["METHOD", "NEAR", "RESAMPLES", "SAMPLED_METHOD", "SAMPLES_DEFINITION", "Interval", "cluster_interval",
            "concentrated", "degrees", "effective_trials", "fmt", "goal_intervals", "goal_sr_interval", "method", "quantile", "sampled_intervals",
            "score_interval", "share_interval", "sr_interval", "wilson", "wilson_share"]
 
@@ -45,7 +50,8 @@ METHOD = ("95% intervals: SR by the Wilson score interval, Score by the Wilson-t
 #: The same for a run that played each goal K times (``eval --samples K``): the goal is the unit.
 SAMPLED_METHOD = ("95% intervals over goals (each goal with its {k} samples, not {k} independent episodes): Score, "
                   "SR, mean@{k} and pass@{k} by the Wilson-type interval at the effective number of trials (the "
-                  "variance over goals, Student's t on Satterthwaite's degrees of freedom; the goals as the trials when "
+                  "variance over goals, Student's t on Satterthwaite's degrees of freedom, the bound toward the nearer end of "
+                  "the scale 0.7 of the normal quantile and 0.3 of t; the goals as the trials when "
                   "the rarer outcome sits in one or two goals); paired differences by the percentile bootstrap of "
                   "goals ({resamples:,} resamples, seed {seed})")
 #: What mean@K and pass@K are, in words (shown beside them).
@@ -53,6 +59,9 @@ SAMPLES_DEFINITION = ("mean@K: the mean over goals of the share of a goal's K sa
                       "over goals of the unbiased estimate 1 - C(n-c, K)/C(n, K) from a goal's n samples, c of them "
                       "successes (with n = K: whether any sample succeeded)")
 Z95 = 1.959963984540054
+#: Sampled runs: the bound toward the nearer end of the scale (the lower one when the mean is under 1/2) takes
+#: ``NEAR * Z95 + (1 - NEAR) * t`` in place of Student's ``t``; chosen by simulation (docs/runs.md, round 5).
+NEAR = 0.7
 
 
 def wilson(successes: int, n: int) -> tuple[float, float]:
@@ -193,7 +202,8 @@ def cluster_interval(totals: Sequence[float] | np.ndarray, sizes: Sequence[int] 
     successes or reward total over its samples.  The interval is :func:`wilson_share` at
     :func:`effective_trials` with Student's ``t`` quantile on ``G - 1`` degrees of freedom
     (:func:`quantile`; the normal quantile when the effective trials reach ``units``: the binomial
-    variance of the units, nothing estimated), except when the variance is known (every goal all or nothing, the same
+    variance of the units, nothing estimated; ``sampled``: on :func:`degrees`, and the bound toward
+    the nearer end of the scale with ``NEAR * 1.96 + (1 - NEAR) * t``, none at a mean of exactly 1/2), except when the variance is known (every goal all or nothing, the same
     samples each, or the mean 0 or 1): then the plain Wilson interval of the goals
     (:func:`wilson`).  With one goal whose mean lies strictly inside (0, 1) no interval can be
     estimated: [0, 100].
@@ -222,6 +232,9 @@ def cluster_interval(totals: Sequence[float] | np.ndarray, sizes: Sequence[int] 
         if floor:
             trials, z = min(trials, float(g)), Z95
         low, high = wilson_share(m, trials, z)
+        if several and m != 0.5 and Z95 < z < math.inf:  # the bound toward the nearer end of the scale: NEAR
+            near = wilson_share(m, trials, NEAR * Z95 + (1 - NEAR) * z)
+            low, high = (near[0], high) if m < 0.5 else (low, near[1])
     return Interval(100.0 * m, 100.0 * min(low, m), 100.0 * max(high, m))
 
 
