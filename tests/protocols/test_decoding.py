@@ -98,6 +98,7 @@ def test_a_policy_object_records_the_decoding_it_was_made_with(real_dir, tmp_pat
     """An OpenAIPolicy made by the caller and passed to evaluate decodes as it was made: the run records that
     decoding, as the served string form records its own, and one that differs from the protocol's is a deviation
     (before, an object recorded "no decoding" and its 128-token greedy play passed for ragen-eval's 400)."""
+    pytest.importorskip("openai", reason="pip install 'webshop-gym[openai]' to run the served-model tests")
     from tests.openai_server import ChatServer
     from webshop_gym.agents.openai import OpenAIPolicy
     from webshop_gym.evaluation import evaluate
