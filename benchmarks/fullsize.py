@@ -3,7 +3,7 @@
 On one shop folder (e.g. the generated 1M-product shop), with an empty cache folder:
 
 * **first compile**: a fresh process runs what the first episode of a new user waits for:
-  ``load_shop`` (catalog, title nouns of the goals' targets, goals, prices, reward tables) and the
+  ``load_shop`` (catalog, title-token vocabulary, goals, prices, reward tables) and the
   search engine made ready (:meth:`BM25Search.prepare`: the Java-free postings with the stem
   table, the document ranges, the kernels), then one search.  Wall and CPU time of the process
   tree, peak RSS of the tree (sampled every 0.25 s), time per stage, and whether any Java module
@@ -13,7 +13,14 @@ On one shop folder (e.g. the generated 1M-product shop), with an empty cache fol
   one at a time, query cache off: p50 / p90 / p99 latency, in a fresh process on the compiled cache;
 * **workers**: ``WebShopVectorEnv(num_envs=16, num_workers=8)``, reset and 5 steps with a search in
   every slot: each spawned worker's RSS, USS and PSS (USS: memory only it holds; the catalog,
-  postings and reward tables are memory-mapped files shared by every process), and the time to ready.
+  postings and reward tables are memory-mapped files shared by every process), and the time to ready;
+* **first purchases**: a large shop tags a title when a reward first needs it (a goal's at its
+  first purchase, a purchased product's too), so in a fresh process: the first purchase of all
+  (spaCy loaded then), then 300 purchases one at a time (``score_one``, the single env's path) of
+  goals whose titles nobody tagged yet, buying another product not tagged yet (two titles
+  tagged a purchase), p50 / p99; then one batch of 1,000 such purchases (``score``, the vector
+  env's path); and, for scale, purchases whose titles are tagged already.  It appends the titles
+  it tags to the cache (as any run does), so it runs last.
 
     python benchmarks/fullsize.py /work/big/shop-1m --work /work/big/fullsize
 
@@ -78,6 +85,38 @@ ms = times * 1000
 print(json.dumps({"queries": len(queries), "p50_ms": float(np.percentile(ms, 50)), "p90_ms": float(np.percentile(ms, 90)),
                   "p99_ms": float(np.percentile(ms, 99)), "max_ms": float(ms.max()), "mean_ms": float(ms.mean()),
                   "words": float(np.mean([len(q.split()) for q in queries]))}))
+"""
+
+_CHILD_PURCHASES = """
+import json, sys, time
+import numpy as np
+from webshop_gym import load_shop
+shop = load_shop(sys.argv[1], progress=False)
+catalog, goals, rewards = shop.catalog, shop.goals, shop.rewards
+store = catalog.title_noun_store
+done = lambda row: bool(store.tagged[row]) or row in store._extra
+rng = np.random.default_rng(0)
+targets = {}
+for g in rng.choice(len(goals), 20000, replace=False).tolist():
+    targets.setdefault(int(goals.target[g]), g)
+fresh = [(g, t) for t, g in targets.items() if not done(t)]
+others = [r for r in rng.choice(len(catalog), 20000, replace=False).tolist() if not done(r) and r not in targets]
+prices = np.asarray(shop.prices)
+t = time.perf_counter(); rewards.score_one(fresh[0][0], others[0], [], float(prices[others[0]]))
+first = time.perf_counter() - t
+single = []
+for (g, _), r in zip(fresh[1:301], others[1:301]):
+    t = time.perf_counter(); rewards.score_one(g, r, [], float(prices[r])); single.append(time.perf_counter() - t)
+batch_goals = [g for g, _ in fresh[301:1301]]
+batch_rows = others[301:1301]
+t = time.perf_counter(); rewards.score(batch_goals, batch_rows, [[]] * len(batch_goals), prices[batch_rows])
+batch = time.perf_counter() - t
+again = []
+for (g, _), r in zip(fresh[1:301], others[1:301]):
+    t = time.perf_counter(); rewards.score_one(g, r, [], float(prices[r])); again.append(time.perf_counter() - t)
+ms = lambda xs, q: float(np.percentile(np.asarray(xs) * 1000, q))
+print(json.dumps({"first_s": first, "single": len(single), "single_p50_ms": ms(single, 50), "single_p99_ms": ms(single, 99),
+                  "batch": len(batch_goals), "batch_s": batch, "tagged_p50_ms": ms(again, 50), "tagged_p99_ms": ms(again, 99)}))
 """
 
 _CHILD_WORKERS = """
@@ -148,6 +187,15 @@ def main() -> None:
                 "all workers RSS GB": round(sum(x["rss_mb"] for x in w) / 1024, 2),
                 "all workers USS GB": round(sum(x["uss_mb"] for x in w) / 1024, 2),
                 "parent RSS MB": round(workers["parent"]["rss_mb"]), "load_after": round(os.getloadavg()[0], 2)})
+    bought = _run(_CHILD_PURCHASES, args.shop, cache)
+    row.update({"first purchase of a process s": round(bought["first_s"], 2),
+                "untagged purchases": bought["single"], "untagged purchase p50_ms": round(bought["single_p50_ms"], 2),
+                "untagged purchase p99_ms": round(bought["single_p99_ms"], 2),
+                "untagged batch": bought["batch"], "untagged batch s": round(bought["batch_s"], 2),
+                "tagged purchase p50_ms": round(bought["tagged_p50_ms"], 3),
+                "tagged purchase p99_ms": round(bought["tagged_p99_ms"], 3)})
+    print(f"purchases of untagged titles: first {bought['first_s']:.2f} s, then p50 {bought['single_p50_ms']:.2f} ms, "
+          f"p99 {bought['single_p99_ms']:.2f} ms; a batch of {bought['batch']} {bought['batch_s']:.2f} s", flush=True)
     print(table([row], [c for c in ("products", "goals", "first compile s", "first compile CPU s", "first compile peak GB",
                                     "reload s", "reload RSS MB", "queries p50_ms", "queries p99_ms",
                                     "worker RSS MB (max)", "worker USS MB (max)", "workers ready s") if c in row]))
@@ -156,7 +204,10 @@ def main() -> None:
                   "peak RSS of the tree sampled every 0.25 s); queries: unique goal instructions before the price "
                   "clause, one at a time, query cache off, k = 50, in a fresh process on the compiled cache; workers: "
                   "WebShopVectorEnv(num_envs=2*W, num_workers=W), reset and 5 search steps, RSS/USS/PSS per spawned "
-                  "worker (psutil memory_full_info); load: the 1-minute load average")
+                  "worker (psutil memory_full_info); purchases: in a fresh process on the compiled cache, goals "
+                  "and purchased products whose titles were not tagged yet (two titles tagged a purchase), "
+                  "score_one one at a time, then one score batch, then the same single purchases again (tagged); "
+                  "load: the 1-minute load average")
     print("wrote", save(args.out, {"rows": [row], "conditions": conditions}))
 
 

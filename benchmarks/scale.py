@@ -4,8 +4,9 @@ For each size, with an empty cache folder (cold: nothing compiled; the shop's JS
 in the OS page cache):
 
 * **first load**: ``load_shop`` in a fresh process compiles everything (streamed catalog, title
-  nouns of goal targets, goals, prices, reward tables); wall and CPU time (the process and its
-  tagging subprocesses), peak RSS of the process tree, time per stage;
+  nouns: every title up to 50,000 products, else only the title-token vocabulary, goals, prices,
+  reward tables); wall and CPU time (the process and its tagging subprocesses), peak RSS of the
+  process tree, time per stage;
 * **second load**: ``load_shop`` in another fresh process maps the cache; time and RSS;
 * **worker start**: ``WebShopVectorEnv(num_envs=8, num_workers=2)`` plus ``reset``: time until
   the spawned worker is ready (this process steps the other shard), and the worker's RSS before

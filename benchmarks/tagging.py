@@ -1,14 +1,16 @@
-"""What spaCy's title tagging alone costs a shop's first compile: CPU per title, and the floor it sets.
+"""What spaCy's exact tagging of the goals' titles costs: CPU per title, and the floor it set.
 
-The first compile of a shop tags the titles its goals point at with spaCy (``en_core_web_sm``:
+Until 2026-12-08 the first compile of a large shop tagged the titles its goals point at with spaCy (``en_core_web_sm``:
 tokenizer, tok2vec, tagger and parser; the reward's type factor needs the coarse tags the
 attribute ruler derives from the tags and dependency labels).  This script takes an evenly
 spaced sample of those titles from a compiled shop, tags it in this one process exactly as the
 compile does (:func:`webshop_gym.data.tagger.tag_here`, after a warm-up batch), and reports the
 CPU seconds per title, with the parser and without it (the parser is needed: without it some
 titles get other nouns; the count is printed).  From the shop's number of goal-target titles it
-gives the floor the tagging alone puts under a first compile on this machine's cores:
-titles x CPU per title / cores (perfect sharing, nothing else running).
+gives the floor the tagging alone put under a first compile on this machine's cores:
+titles x CPU per title / cores (perfect sharing, nothing else running).  Large shops now tag
+each title at its first purchase instead (docs/benchmarks.md, *Titles tagged on first use*);
+``webshop-gym data compile`` still tags them all ahead, at this cost.
 
     python benchmarks/tagging.py /work/big/shop-1m --work /work/big/fullsize --sample 6000
 

@@ -51,6 +51,22 @@ def test_spacys_own_ruler_is_the_fallback(default_shop, monkeypatch):
     assert nouns.tag_here(titles) == expected
 
 
+def test_a_few_titles_take_spacys_ruler_with_the_same_nouns(default_shop, monkeypatch):
+    """Titles tagged on first use come one or two at a time: spaCy's own ruler, the same nouns."""
+    from webshop_gym.data import tagger as nouns
+
+    titles = default_shop.catalog.title.tolist()[:120] + TRICKY
+    batched = nouns.tag_here(titles)  # the numpy rules (>= RULES_FROM titles)
+    assert len(titles) >= nouns.RULES_FROM
+
+    def no_rules():
+        raise AssertionError("a call of a few titles must not use the numpy rules")
+
+    monkeypatch.setattr(nouns, "_pos_rules", no_rules)
+    assert [nouns.tag_here([t])[0] for t in titles] == batched
+    assert nouns.tag_here(titles[: nouns.RULES_FROM - 1]) == batched[: nouns.RULES_FROM - 1]
+
+
 def test_tagging_in_worker_processes_gives_the_same_nouns(default_shop, monkeypatch):
     from webshop_gym.data import tagger as nouns
 

@@ -46,8 +46,9 @@ COMPILER_VERSION = "2"
 NOUNS_FOLDER = "nouns-v3"  # bump when the tagging or the nouns layout changes
 NOUNS_COMPLETE_FOLDER = NOUNS_FOLDER + "-all"
 TAG_ALL_UP_TO = 50_000
-"""Shops with at most this many products tag every title when compiled; larger shops tag the
-titles their goals point at and the others on first use (``webshop-gym data compile`` tags all)."""
+"""Shops with at most this many products tag every title when compiled; larger shops tag each
+title on first use, a goal's at its first purchase as a purchased product's (``webshop-gym data
+compile`` tags all).  Tagging the 1M shop's 555,814 goal titles up front took 395 s of two cores."""
 
 # --------------------------------------------------------------------------------------------
 # The compiled catalog
@@ -230,6 +231,10 @@ class Catalog:
         """Sorted unique noun ids of each of ``rows``, as ``(offsets, values)`` (tags on demand)."""
         return self._ensure_nouns().unique(np.asarray(rows, dtype=np.int64))
 
+    def noun_counts(self, rows) -> np.ndarray:
+        """Number of noun tokens (duplicates included) of each of ``rows``' titles (tags on demand)."""
+        return self._ensure_nouns().counts(np.asarray(rows, dtype=np.int64))
+
     def goal_target_rows(self) -> np.ndarray:
         """Rows that goals point at: products with a synthetic instruction or a human one with attributes."""
         rows = np.asarray(self.has_instruction).copy()
@@ -247,24 +252,13 @@ class Catalog:
             report["nouns"] = {"cached": True, "complete": store.complete}
         return store
 
-    @property
-    def tagging(self) -> bool:
-        """Whether titles are being tagged in the background (``load_catalog(pretag=True)`` of a large shop)."""
-        return self._nouns.get("pretagged") is not None
-
-    def discard_pretagged(self) -> None:
-        """Stop title tagging started by ``load_catalog(pretag=True)`` that no stage will use."""
-        tagger = self._nouns.pop("pretagged", None)
-        if tagger is not None:
-            tagger.close()
-
     def ensure_nouns(self, progress: bool = False, complete: bool = False, report: dict | None = None) -> None:
-        """Compile (or map) the title nouns now, so no reward waits for spaCy.
+        """Compile (or map) the title nouns now.
 
         Args:
             progress: show progress bars while tagging.
-            complete: tag every title (large shops otherwise tag the titles goals point at now and
-                the others on first use).
+            complete: tag every title, so that no reward waits for spaCy (large shops otherwise
+                tag no title now and each one on first use).
             report: a dict that receives ``{"nouns": {...}}``: whether the stage was cached, seconds.
         """
         self._ensure_nouns(progress=progress, complete=complete, report=report)
@@ -312,7 +306,6 @@ def load_catalog(
     progress: bool = True,
     cache: str | os.PathLike | None = None,
     report: dict | None = None,
-    pretag: bool = False,
 ) -> Catalog:
     """Load a shop directory's catalog, compiling and caching it on first use.
 
@@ -322,9 +315,6 @@ def load_catalog(
         progress: show progress bars while compiling.
         cache: cache folder (default :func:`webshop_gym.utils.paths.cache_dir`).
         report: a dict that receives ``{"catalog": {"cached": bool, "seconds": float}}``.
-        pretag: when compiling a large shop, start tagging the titles goals point at while
-            reading the products (for a caller that compiles the title nouns next, as
-            ``load_shop`` does; see :meth:`Catalog.ensure_nouns`).
 
     Returns:
         The memory-mapped catalog.
@@ -342,13 +332,9 @@ def load_catalog(
     root = Path(cache).expanduser() if cache is not None else cache_dir(create=False)
     final = root / "catalogs" / key
 
-    tagger = None
-
     def build(tmp: Path) -> None:
-        nonlocal tagger
         begun = time.perf_counter()
-        compiled = compile_base(files, num_products, tmp, progress=progress, pretag=pretag)
-        tagger = compiled.pop("tagger")
+        compiled = compile_base(files, num_products, tmp, progress=progress)
         meta = {
             "key": key,
             "compiler": COMPILER_VERSION,
@@ -363,16 +349,9 @@ def load_catalog(
 
     cached = is_built(final)
     if not cached:
-        try:
-            build_atomically(final, build, what=f"the compiled catalog of {files.products.parent}")
-        except BaseException:
-            if tagger is not None:
-                tagger.close()
-            raise
+        build_atomically(final, build, what=f"the compiled catalog of {files.products.parent}")
     meta = json.loads((final / "meta.json").read_text())
     catalog = _open(final, meta)
-    if tagger is not None:
-        catalog._nouns["pretagged"] = tagger
     if report is not None:
         report["catalog"] = {"cached": cached, "seconds": round(time.perf_counter() - started, 3)}
     return catalog
@@ -390,9 +369,8 @@ def _compile_nouns(catalog: Catalog, progress: bool = False, complete: bool = Fa
     cached = True
 
     def build_partial(tmp: Path) -> None:
-        rows = (np.arange(len(catalog)) if len(catalog) <= TAG_ALL_UP_TO else catalog.goal_target_rows())
-        counts = TitleNouns.build(tmp, catalog.title, rows, progress=progress,
-                                            pretagged=catalog._nouns.pop("pretagged", None))
+        rows = np.arange(len(catalog)) if len(catalog) <= TAG_ALL_UP_TO else np.zeros(0, dtype=np.int64)
+        counts = TitleNouns.build(tmp, catalog.title, rows, progress=progress)
         (tmp / "meta.json").write_text(json.dumps({"tagger": nouns_mod.model_id(), **counts,
                                                    "seconds": round(time.perf_counter() - started, 3)}))
 
@@ -413,7 +391,6 @@ def _compile_nouns(catalog: Catalog, progress: bool = False, complete: bool = Fa
 
             build_atomically(full, build_full, what="the title nouns of the catalog")
             store = TitleNouns(full, catalog.title, None)
-    catalog.discard_pretagged()  # another process built the stage first
     if report is not None:
         report["nouns"] = {"cached": cached, "complete": store.complete,
                            "seconds": round(time.perf_counter() - started, 3)}

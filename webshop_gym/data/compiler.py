@@ -38,8 +38,7 @@ from webshop_gym.data.records import (
     record_reviews,
     record_text,
 )
-from webshop_gym.data.tagger import MAX_TITLE_CHARS, PARALLEL_FROM
-from webshop_gym.data.tagger_pool import BackgroundTagger
+from webshop_gym.data.tagger import MAX_TITLE_CHARS
 from webshop_gym.error import DataError
 
 __all__ = ["compile_base"]
@@ -192,16 +191,13 @@ def _check_title(title: str, path: Path, index: int) -> None:
                             f"{exc.start}), which is not text spaCy can tag", index, "name") from None
 
 
-def _abandon(writers: dict, tagger) -> None:
-    """A failed compile: drop the half-written columns and stop the tagging processes."""
+def _abandon(writers: dict) -> None:
+    """A failed compile: drop the half-written columns."""
     for writer in writers.values():
         writer.abort()
-    if tagger is not None:
-        tagger.close()
 
 
-def compile_base(files: ShopFiles, num_products: int | None, folder: Path, progress: bool = True,
-                 pretag: bool = False) -> dict:
+def compile_base(files: ShopFiles, num_products: int | None, folder: Path, progress: bool = True) -> dict:
     """Read a shop's files and write every base column into ``folder``.
 
     Args:
@@ -209,13 +205,9 @@ def compile_base(files: ShopFiles, num_products: int | None, folder: Path, progr
         num_products: keep only the first N product records.
         folder: an empty folder that receives the ``.npy`` files.
         progress: show a progress bar per file.
-        pretag: start tagging the titles goals point at (in worker processes) while reading, once
-            there are at least :data:`~webshop_gym.data.tagger.PARALLEL_FROM` of them: the title-noun
-            stage, built next, then only waits for the rest.
 
     Returns:
-        ``{"counts": ..., "seconds": {stage: seconds}, "tagger": BackgroundTagger | None}``; the
-        tagger is still working (the caller passes it on or closes it).
+        ``{"counts": ..., "seconds": {stage: seconds}}``.
 
     Raises:
         DataError: a file or record is malformed (file, record and field named).
@@ -246,8 +238,6 @@ def compile_base(files: ShopFiles, num_products: int | None, folder: Path, progr
     n_bullets = n_reviews = n_groups = n_human = 0
 
     path = files.products
-    tagger = None
-    waiting: list[tuple[int, str]] = []  # goal targets read before tagging starts
     stream, bar = _stream(path, "reading products", progress)
     try:
         for index, record in stream.items("a list of product records"):
@@ -340,20 +330,10 @@ def compile_base(files: ShopFiles, num_products: int | None, folder: Path, progr
                 w["human_text"].append(text)
                 human_attr_rows.append([attr_names.add(a) for a in h_attrs])
                 human_opt_rows.append([human_opt_names.add(o) for o in h_opts])
-            if pretag and (instruction is not None or any(h_attrs for _, h_attrs, _ in entries)):
-                if tagger is not None:
-                    tagger.submit(len(asins) - 1, title)
-                else:
-                    waiting.append((len(asins) - 1, title))
-                    if len(waiting) >= PARALLEL_FROM:
-                        tagger = BackgroundTagger()
-                        for row, text in waiting:
-                            tagger.submit(row, text)
-                        waiting = []
         else:
             stream.end()
     except BaseException:
-        _abandon(writers, tagger)
+        _abandon(writers)
         raise
     finally:
         stream.close()
@@ -416,7 +396,7 @@ def compile_base(files: ShopFiles, num_products: int | None, folder: Path, progr
         fuzz.build().save(folder, "fuzz")
         seconds["write"] = time.perf_counter() - started
         counts = {"products": len(asins), "skipped": skipped, "duplicates": duplicates, "records": records}
-        return {"counts": counts, "seconds": {k: round(v, 3) for k, v in seconds.items()}, "tagger": tagger}
+        return {"counts": counts, "seconds": {k: round(v, 3) for k, v in seconds.items()}}
     except BaseException:
-        _abandon(writers, tagger)
+        _abandon(writers)
         raise

@@ -1,4 +1,4 @@
-"""Title tagging in worker processes: a pool for a list of titles, and one that works in the background.
+"""Title tagging in worker processes: a pool for a list of titles.
 
 Workers are plain subprocesses (``python -c ...``), not ``multiprocessing``: a user's script is
 never re-imported in them, so loading a large shop needs no ``if __name__ == "__main__":`` guard.
@@ -9,12 +9,11 @@ the entry point: it tags a small job in this process and a large one in a pool.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 
 from webshop_gym.data.tagger import BATCH_TITLES, PARALLEL_FROM, default_processes, tag_here
 
-__all__ = ["BackgroundTagger", "tag_in_processes", "tag_nouns"]
+__all__ = ["tag_in_processes", "tag_nouns"]
 
 
 class _TaggerProcess:
@@ -123,110 +122,6 @@ def tag_in_processes(chunks: list[list[str]], processes: int, bar) -> list[list[
         for worker in workers:
             worker.close()
     return results
-
-
-class BackgroundTagger:
-    """Tags titles in worker subprocesses while this process does other work.
-
-    The catalog compiler hands it the titles goals point at as it reads them, so that tagging
-    (the slow part of a first load) overlaps reading the products and building the goals.
-    :meth:`finish` waits for the rest and returns ``{row: nouns}``.
-
-    Args:
-        processes: worker processes (default: one per CPU).
-        chunk: titles per message to a worker.
-    """
-
-    def __init__(self, processes: int | None = None, chunk: int = 2000):
-        import queue
-
-        self.chunk = chunk
-        self._rows: list[int] = []
-        self._titles: list[str] = []
-        self._queue: queue.Queue = queue.Queue()
-        self._results: dict[int, list[list[str]]] = {}
-        self._chunks: list[list[int]] = []
-        self._done = threading.Condition()
-        self._error: BaseException | None = None
-        self._workers = [_TaggerProcess() for _ in range(processes or default_processes())]
-        self._threads = [threading.Thread(target=self._drive, args=(w,), daemon=True) for w in self._workers]
-        for thread in self._threads:
-            thread.start()
-
-    def _drive(self, worker: _TaggerProcess) -> None:
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            index, titles = item
-            try:
-                worker.send(titles)
-                result = worker.receive()
-            except BaseException as exc:  # noqa: BLE001 - reported by finish()
-                with self._done:
-                    self._error = exc
-                    self._done.notify_all()
-                return
-            with self._done:
-                self._results[index] = result
-                self._done.notify_all()
-
-    def submit(self, row: int, title: str) -> None:
-        """Queue one title (of catalog row ``row``)."""
-        self._rows.append(row)
-        self._titles.append(title)
-        if len(self._titles) >= self.chunk:
-            self._flush()
-
-    def _flush(self) -> None:
-        if self._titles:
-            self._queue.put((len(self._chunks), self._titles))
-            self._chunks.append(self._rows)
-            self._rows, self._titles = [], []
-
-    def finish(self, progress: bool = False) -> dict[int, list[str]]:
-        """Wait for every queued title; return ``{row: nouns}`` and stop the workers."""
-        self._flush()
-        total = sum(len(c) for c in self._chunks)
-        bar = None
-        if progress:
-            from tqdm import tqdm
-
-            from webshop_gym.utils import progress as _progress
-
-            bar = tqdm(disable=_progress.disable(), total=total, desc="tagging title nouns", unit="title", leave=False, dynamic_ncols=True)
-        try:
-            shown = 0
-            with self._done:
-                while len(self._results) < len(self._chunks) and self._error is None:
-                    self._done.wait(0.5)
-                    if bar is not None:
-                        now = sum(len(self._chunks[i]) for i in self._results)
-                        bar.update(now - shown)
-                        shown = now
-            if self._error is not None:
-                raise RuntimeError(f"tagging title nouns failed: {self._error}") from self._error
-        finally:
-            if bar is not None:
-                bar.close()
-            self.close()
-        out: dict[int, list[str]] = {}
-        for index, rows in enumerate(self._chunks):
-            out.update(zip(rows, self._results[index]))
-        return out
-
-    def close(self) -> None:
-        """Stop the workers (unfinished work is dropped)."""
-        for _ in self._threads:
-            self._queue.put(None)
-        for thread, worker in zip(self._threads, self._workers):
-            thread.join(timeout=0.5)
-            if thread.is_alive():  # busy with a chunk nobody will read
-                worker.proc.kill()
-                thread.join(timeout=10)
-            worker.close()
-        self._threads = []
-        self._workers = []
 
 
 def tag_nouns(

@@ -11,7 +11,6 @@ import threading
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -26,9 +25,6 @@ from webshop_gym.data.columns import (
 from webshop_gym.data.tagger import token_vocabulary
 from webshop_gym.data.tagger_pool import tag_nouns
 
-if TYPE_CHECKING:
-    from webshop_gym.data.tagger_pool import BackgroundTagger
-
 __all__ = ["TitleNouns"]
 
 log = logging.getLogger("webshop_gym")
@@ -40,9 +36,8 @@ class TitleNouns:
     The vocabulary holds every lower-cased token of every title (sorted), so the nouns of any
     title, tagged now or later, have ids that never change.  A compiled stage stores, per row,
     the noun ids in order (``noun_seq``), sorted and unique (``nouns``), their number
-    (``noun_count``) and whether the row was tagged (``tagged``).  Rows left untagged (large
-    shops tag at compile time only the titles goals point at) are tagged on first use, in this
-    process, and appended to a file beside the stage so that later processes read them back.
+    (``noun_count``) and whether the row was tagged (``tagged``).  Rows left untagged (a large
+    shop tags no title at compile time) are tagged on first use, in this process, and appended to a file beside the stage so that later processes read them back.
 
     Args:
         folder: the stage folder (``vocab``, ``tagged``, ``noun_seq``, ``nouns``, ``noun_count``).
@@ -69,8 +64,7 @@ class TitleNouns:
     # -- building -------------------------------------------------------------------------------
 
     @staticmethod
-    def build(folder: Path, titles: StringColumn, rows: np.ndarray, progress: bool = False,
-              pretagged: BackgroundTagger | None = None) -> dict:
+    def build(folder: Path, titles: StringColumn, rows: np.ndarray, progress: bool = False) -> dict:
         """Tag the titles of ``rows`` and write a stage into ``folder``; return its counts.
 
         Args:
@@ -78,8 +72,6 @@ class TitleNouns:
             titles: every title of the catalog.
             rows: the rows to tag.
             progress: show progress bars.
-            pretagged: a tagger already working on some of the rows (started while the catalog
-                was compiled); its results are used and the other rows are tagged here.
         """
         n = len(titles)
         words = token_vocabulary(_iter_titles(titles, progress, "listing title tokens"))
@@ -87,11 +79,7 @@ class TitleNouns:
         word_ids = {w: i for i, w in enumerate(words)}
         del words
         unique_rows = np.unique(np.asarray(rows, dtype=np.int64))
-        known = pretagged.finish(progress) if pretagged is not None else {}
-        missing = [r for r in unique_rows.tolist() if r not in known]
-        fresh = dict(zip(missing, tag_nouns([titles[r] for r in missing], progress=progress)))
-        tagged_words = [known[r] if r in known else fresh[r] for r in unique_rows.tolist()]
-        del known, fresh
+        tagged_words = tag_nouns([titles[r] for r in unique_rows.tolist()], progress=progress)
         seq = RaggedWriter()
         uniq = RaggedWriter()
         count = np.zeros(n, dtype=np.int32)

@@ -102,6 +102,12 @@ def _writable(a: np.ndarray, dtype) -> np.ndarray:
     return a if a.flags.writeable else a.copy()
 
 
+def _no_nouns(n: int) -> tuple[np.ndarray, ...]:
+    """Title-noun kernel arguments of ``n`` purchases whose titles have no nouns."""
+    off = np.zeros(n + 1, np.int64)
+    return off, np.zeros(0, np.int32), off.copy(), np.zeros(0, np.int32), np.zeros(n, np.int32)
+
+
 class RewardModel:
     """Scores purchases for one (catalog, goal set) pair.
 
@@ -148,7 +154,7 @@ class RewardModel:
         self.prepare()
         started = time.perf_counter()
         if len(self.catalog) and len(self.goals):
-            self.score(np.zeros(1, np.int64), np.zeros(1, np.int64), [[]], np.zeros(1))
+            self.score(np.zeros(1, np.int64), np.zeros(1, np.int64), [[]], np.zeros(1), _untagged=True)
         self.jit_seconds = time.perf_counter() - started
         return self.jit_seconds
 
@@ -181,6 +187,7 @@ class RewardModel:
         selected_fz: Sequence[Sequence[int]],
         prices: Sequence[float] | np.ndarray,
         kernel: bool = True,
+        _untagged: bool = False,
     ) -> RewardBatch:
         """Score a batch with the kernel.
 
@@ -191,6 +198,8 @@ class RewardModel:
                 (see :meth:`value_ids` and :meth:`string_ids`).
             prices: price paid for each purchase.
             kernel: use the compiled kernel (``False`` runs its pure-Python twin).
+            _untagged: score as if both titles had no nouns (:meth:`warmup`: the kernel compiled
+                without tagging a title, which a large shop does on first use).
         """
         if self._goal_tables is None:
             self.prepare()
@@ -224,10 +233,9 @@ class RewardModel:
         # one block per dtype, a C-contiguous row per output (the kernel sees the same array types)
         out = dict(zip(_OUT, (*np.empty((len(_FLOAT_OUT), n), np.float64), *np.empty((len(_BOOL_OUT), n), np.bool_),
                               *np.empty((len(_INT_OUT), n), np.int32))))  # fmt: skip
-        pn_off, pn_val = self.catalog.product_nouns(rows)  # the purchased titles' nouns, one row per purchase
-        pn_off, pn_val = _writable(pn_off, np.int64), _writable(pn_val, np.int32)
+        nouns = _no_nouns(n) if _untagged else self._title_nouns(goal_indices, rows)
         head, tail, entry = self._kernel_tables()
-        args = (0, n, *head, pn_off, pn_val, *tail, goal_indices, rows, sel_off, sel, prices,
+        args = (0, n, *head, *nouns, *tail, goal_indices, rows, sel_off, sel, prices,
                 *out.values())  # fmt: skip
         if not kernel:
             from webshop_gym.reward import _kernels
@@ -263,15 +271,51 @@ class RewardModel:
             one.bools = np.empty((len(_BOOL_OUT), 1), np.bool_)
             one.outs = (*one.floats, *one.bools, *np.empty((len(_INT_OUT), 1), np.int32))  # as score's rows
         one.goal[0], one.row[0], one.price[0], one.sel_off[1] = goal_index, row, price, len(sel)
-        pn_off, pn_val = self.catalog.product_nouns(one.row)
-        pn_off, pn_val = _writable(pn_off, np.int64), _writable(pn_val, np.int32)
+        nouns = self._title_nouns(one.goal, one.row)
         head, tail, entry = self._kernel_tables()
-        args = (0, 1, *head, pn_off, pn_val, *tail, one.goal, one.row, one.sel_off, sel, one.price, *one.outs)
+        args = (0, 1, *head, *nouns, *tail, one.goal, one.row, one.sel_off, sel, one.price, *one.outs)
         (entry or self._entry_point(args, head))(*args)
         total, r_type, r_att, w_att, title_score, r_option, w_option, w_price = one.floats[:, 0].tolist()
         query_match, category_match, r_price = one.bools[:, 0].tolist()
         return total, _breakdown(r_type, r_att, w_att, query_match, category_match, title_score, r_option, w_option, r_price,
                                  w_price)
+
+    def _title_nouns(self, goal_indices: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The kernel's title-noun arguments, one row per purchase.
+
+        They are the purchased title's nouns ``(offsets, values)``, the goal's, and the goal's
+        number of noun tokens.
+
+        A large shop tags titles on first use (the catalog's title nouns), so a goal's title is
+        tagged at its first purchase here, as a purchased product's is.
+        """
+        gt, catalog = self._goal_tables, self.catalog
+        target = np.asarray(gt.noun_row)[goal_indices]
+        own = target >= 0
+        store = catalog.title_noun_store
+        if not store.complete:  # titles not tagged yet, the purchased and the goals' ones in one call
+            store.ensure([*rows.tolist(), *target[own].tolist()])
+        pn_off, pn_val = catalog.product_nouns(rows)
+        if own.all():
+            gn_off, gn_val = catalog.product_nouns(target)
+            count = catalog.noun_counts(target)
+        else:  # goals named otherwise than their product's title: nouns tagged with the goal tables
+            own_off, own_val = catalog.product_nouns(target[own])
+            own_count = catalog.noun_counts(target[own])
+            pieces, count, k = [], np.empty(len(target), dtype=np.int32), 0
+            for b, g in enumerate(goal_indices.tolist()):
+                if own[b]:
+                    pieces.append(np.asarray(own_val[own_off[k] : own_off[k + 1]], dtype=np.int32))
+                    count[b] = own_count[k]
+                    k += 1
+                else:
+                    pieces.append(np.asarray(gt.nouns[g], dtype=np.int32))
+                    count[b] = gt.noun_count[g]
+            gn_off = np.zeros(len(pieces) + 1, dtype=np.int64)
+            np.cumsum([len(x) for x in pieces], out=gn_off[1:])
+            gn_val = np.concatenate(pieces)
+        return (_writable(pn_off, np.int64), _writable(pn_val, np.int32), _writable(gn_off, np.int64),
+                _writable(gn_val, np.int32), _writable(count, np.int32))
 
     def _entry_point(self, args: tuple, head: tuple):
         """Resolve the kernel's entry point for ``args`` and keep it beside the tables ``head`` belongs to."""
@@ -308,7 +352,6 @@ class RewardModel:
             np.asarray(c.bullets_lower.data), np.asarray(c.bullets_lower.offsets),
             np.asarray(c.description_lower.data), np.asarray(c.description_lower.offsets),
             gt.query, np.asarray(gt.parts.offsets), np.asarray(gt.parts.values),
-            np.asarray(gt.nouns.offsets), np.asarray(gt.nouns.values), gt.noun_count,
             gt.attr_offsets, gt.attr_fz, np.asarray(gt.attr_text.data), np.asarray(gt.attr_text.offsets),
             gt.opt_offsets, gt.opt_fz, gt.upper,
         )  # fmt: skip

@@ -212,11 +212,14 @@ def score_range(
     start, stop,
     # fuzz table
     tok_off, tok_cp, str_off, str_tok, max_joined,
-    # products (pn_off/pn_val: the purchased title's nouns, one row per purchase of the batch)
-    p_query, p_pcat, pc_off, pc_val, pn_off, pn_val, pa_off, pa_fz,
-    title_data, title_off, bul_data, bul_off, desc_data, desc_off,
+    # products
+    p_query, p_pcat, pc_off, pc_val,
+    # title nouns, one row per purchase of the batch: the purchased title's (pn_off/pn_val), the
+    # goal's (gn_off/gn_val) and its number of noun tokens (gn_count), tagged on first use
+    pn_off, pn_val, gn_off, gn_val, gn_count,
+    pa_off, pa_fz, title_data, title_off, bul_data, bul_off, desc_data, desc_off,
     # goals
-    g_query, gp_off, gp_val, gn_off, gn_val, g_ncount, ga_off, ga_fz, ga_data, ga_soff,
+    g_query, gp_off, gp_val, ga_off, ga_fz, ga_data, ga_soff,
     go_off, go_fz, g_upper,
     # the batch
     b_goal, b_row, bs_off, bs_fz, b_price,
@@ -242,11 +245,11 @@ def score_range(
         pc = p_pcat[p]
         common_parts = count_common(pc_val, pc_off[pc], pc_off[pc + 1], gp_val, gp_off[g], gp_off[g + 1])
         cm = common_parts >= 2
-        if g_ncount[g] == 0:
+        if gn_count[b] == 0:
             ts = 0.2
         else:
-            common = count_common(pn_val, pn_off[b], pn_off[b + 1], gn_val, gn_off[g], gn_off[g + 1])
-            ts = common / g_ncount[g]
+            common = count_common(pn_val, pn_off[b], pn_off[b + 1], gn_val, gn_off[b], gn_off[b + 1])
+            ts = common / gn_count[b]
         rt = 1.0
         if not (qm or cm or ts > 0.2):
             rt = 0.5

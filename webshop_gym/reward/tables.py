@@ -2,8 +2,10 @@
 
 Product-side arrays come straight from the compiled catalog (memory-mapped).  Goal-side arrays
 are built once per goal set, with numpy over the goal set's columns: each goal's query, category
-parts and title nouns become ids in the catalog's vocabularies (a goal whose title differs from
-its product's is tagged with spaCy here, never at step time), its attributes become raw UTF-8
+parts become ids in the catalog's vocabularies, its title nouns are those of its product's title
+(``noun_row``: read from the catalog's title nouns at each purchase, so a large shop tags a goal's
+title at its first purchase, not at compile time) or, for a goal whose title differs from its
+product's, ids tagged with spaCy here (never at step time), its attributes become raw UTF-8
 bytes (substring tests) and fuzz ids, and its options become fuzz ids with the reference's quirk
 for synthetic goals (``normalize_color`` and ``str`` of the ``(name, value)`` pair).  Strings are
 processed once per *distinct* value, never once per goal.
@@ -37,7 +39,7 @@ from webshop_gym.data.goals import GoalSet, IdRows, Options, flat_ids
 from webshop_gym.data.records import CATEGORY_SEPARATOR
 from webshop_gym.utils.paths import build_atomically, is_built
 
-TABLES_FOLDER = "reward-v1"
+TABLES_FOLDER = "reward-v2"
 """Bump when the goal tables' layout or rules change."""
 
 def max_joined_length(fuzz: FuzzTable) -> int:
@@ -56,6 +58,7 @@ class GoalTables:
 
     query: np.ndarray
     parts: Ragged
+    noun_row: np.ndarray
     nouns: Ragged
     noun_count: np.ndarray
     attr_offsets: np.ndarray
@@ -84,9 +87,15 @@ def _map_names(ids: np.ndarray, names, vocabulary: StringColumn, catalog_ids: np
     return mapped[ids]
 
 
-def _goal_nouns(catalog: Catalog, goals: GoalSet, progress: bool) -> tuple[Ragged, np.ndarray]:
-    """Per goal: sorted unique noun ids of its title, and the number of noun tokens."""
-    store = catalog.title_noun_store
+def _goal_nouns(catalog: Catalog, goals: GoalSet, progress: bool) -> tuple[np.ndarray, Ragged, np.ndarray]:
+    """Per goal: the catalog row whose title nouns are its own, and the nouns of the others.
+
+    ``(noun_row, nouns, noun_count)``: the row (-1: none), and for goals without one the sorted
+    unique noun ids of its title and its number of noun tokens (empty and 0 where a row is given).
+
+    A goal named like its product's title reads that title's nouns from the catalog at each
+    purchase (tagged then if the catalog has not tagged it yet): nothing is tagged here for it.
+    """
     target = np.asarray(goals.target, dtype=np.int64)
     ids, names = flat_ids(goals.name)
     if names is catalog.title and np.array_equal(ids, target):
@@ -94,34 +103,27 @@ def _goal_nouns(catalog: Catalog, goals: GoalSet, progress: bool) -> tuple[Ragge
     else:
         titles = catalog.title
         own = np.array([t >= 0 and names[n] == titles[t] for t, n in zip(target.tolist(), ids.tolist())], dtype=bool)
-    rows = target[own]
-    store.ensure(np.unique(rows).tolist())
-    offsets, values = store.unique(rows)
-    counts = store.counts(rows)
+    noun_row = np.where(own, target, -1).astype(np.int64)
+    count = np.zeros(len(goals), dtype=np.int32)
     if own.all():
-        return Ragged(offsets, values), counts
+        return noun_row, Ragged(np.zeros(len(goals) + 1, dtype=np.int64), np.zeros(0, dtype=np.int32)), count
     from webshop_gym.data.tagger_pool import tag_nouns
 
+    store = catalog.title_noun_store
     other = np.flatnonzero(~own)
     distinct = sorted(set(ids[other].tolist()))
     tagged = dict(zip(distinct, tag_nouns([names[n] for n in distinct], progress=progress)))
-    lengths = np.zeros(len(goals), dtype=np.int64)
-    lengths[own] = np.diff(offsets)
     extra = {n: sorted(set(store.ids(words))) for n, words in tagged.items()}
+    lengths = np.zeros(len(goals), dtype=np.int64)
     for g in other.tolist():
         lengths[g] = len(extra[int(ids[g])])
+        count[g] = len(tagged[int(ids[g])])
     out_offsets = np.zeros(len(goals) + 1, dtype=np.int64)
     np.cumsum(lengths, out=out_offsets[1:])
     out = np.empty(int(out_offsets[-1]), dtype=np.int32)
-    count = np.zeros(len(goals), dtype=np.int32)
-    own_rows = np.flatnonzero(own)
-    for k, g in enumerate(own_rows.tolist()):
-        out[out_offsets[g] : out_offsets[g + 1]] = values[offsets[k] : offsets[k + 1]]
-        count[g] = counts[k]
     for g in other.tolist():
         out[out_offsets[g] : out_offsets[g + 1]] = extra[int(ids[g])]
-        count[g] = len(tagged[int(ids[g])])
-    return Ragged(out_offsets, out), count
+    return noun_row, Ragged(out_offsets, out), count
 
 
 def _option_keys(catalog: Catalog, options: Options) -> tuple[np.ndarray, np.ndarray, np.ndarray, list, list]:
@@ -172,7 +174,7 @@ def build_goal_tables(catalog: Catalog, goals: GoalSet, folder: Path | None = No
         ])
         offsets, values = gather_rows(table, np.searchsorted(distinct, ids))
     parts = Ragged(offsets, values.astype(np.int32))
-    nouns, noun_count = _goal_nouns(catalog, goals, progress)
+    noun_row, nouns, noun_count = _goal_nouns(catalog, goals, progress)
 
     builder = FuzzTableBuilder(base=catalog.fuzz)
     # attributes
@@ -210,6 +212,7 @@ def build_goal_tables(catalog: Catalog, goals: GoalSet, folder: Path | None = No
     return GoalTables(
         query=np.asarray(query, dtype=np.int32),
         parts=parts,
+        noun_row=noun_row,
         nouns=nouns,
         noun_count=np.asarray(noun_count, dtype=np.int32),
         attr_offsets=np.asarray(attr_offsets, dtype=np.int64),
@@ -226,6 +229,7 @@ def build_goal_tables(catalog: Catalog, goals: GoalSet, folder: Path | None = No
 def _save(tables: GoalTables, folder: Path, seconds: float) -> None:
     save_array(folder, "query", tables.query)
     tables.parts.save(folder, "parts")
+    save_array(folder, "noun_row", tables.noun_row)
     tables.nouns.save(folder, "nouns")
     save_array(folder, "noun_count", tables.noun_count)
     save_array(folder, "attr_offsets", tables.attr_offsets)
@@ -241,6 +245,7 @@ def _load(folder: Path, goals: GoalSet) -> GoalTables:
     return GoalTables(
         query=load_array(folder, "query"),
         parts=Ragged.load(folder, "parts"),
+        noun_row=load_array(folder, "noun_row"),
         nouns=Ragged.load(folder, "nouns"),
         noun_count=load_array(folder, "noun_count"),
         attr_offsets=load_array(folder, "attr_offsets"),
