@@ -196,6 +196,13 @@ class TitleNouns:
         self.ensure([row])
         return self._extra[row]
 
+    def one(self, row: int) -> tuple[np.ndarray, int]:
+        """Sorted unique noun ids of one title (a new writable int32 array) and its number of noun tokens."""
+        if self.complete or self.tagged[row]:
+            return np.array(self.nouns[row], dtype=np.int32), int(self.noun_count[row])
+        seq = self.sequence(row)
+        return np.unique(seq).astype(np.int32), len(seq)
+
     def words(self, row: int) -> list[str]:
         """The lower-cased nouns of a title in order, duplicates kept."""
         vocab = self.vocab

@@ -290,9 +290,21 @@ class RewardModel:
         tagged at its first purchase here, as a purchased product's is.
         """
         gt, catalog = self._goal_tables, self.catalog
+        store = catalog.title_noun_store
+        if len(rows) == 1:  # a single purchase (the single env's): no numpy gathers
+            row, g = int(rows[0]), int(goal_indices[0])
+            t = int(gt.noun_row[g])
+            if not store.complete:
+                store.ensure((row, t) if t >= 0 else (row,))
+            p_val, _ = store.one(row)
+            if t >= 0:
+                g_val, count = store.one(t)
+            else:
+                g_val, count = np.array(gt.nouns[g], dtype=np.int32), int(gt.noun_count[g])
+            return (np.array([0, len(p_val)], dtype=np.int64), p_val, np.array([0, len(g_val)], dtype=np.int64),
+                    g_val, np.array([count], dtype=np.int32))
         target = np.asarray(gt.noun_row)[goal_indices]
         own = target >= 0
-        store = catalog.title_noun_store
         if not store.complete:  # titles not tagged yet, the purchased and the goals' ones in one call
             store.ensure([*rows.tolist(), *target[own].tolist()])
         pn_off, pn_val = catalog.product_nouns(rows)
