@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from thefuzz import fuzz
 
+import webshop_gym
 from tests.helpers import product, write_shop
 from webshop_gym.data.fuzz import FuzzTableBuilder
 from webshop_gym.reward import BREAKDOWN_KEYS, _kernels
@@ -129,6 +130,28 @@ def test_kernel_equals_reference_on_the_default_shop(default_shop):
 def test_kernel_equals_reference_on_the_real_shop(real_shop, real_human_shop):
     assert _compare(real_shop, _random_tuples(real_shop, 10000, seed=2)) == []
     assert _compare(real_human_shop, _random_tuples(real_human_shop, 2000, seed=3)) == []
+
+
+def test_goals_named_otherwise_than_their_product_score_as_the_reference(real_dir, golden_dir, tmp_path):
+    """A goal file may name a goal otherwise than its product's title: its nouns come from the goal
+    tables (tagged when they are built), in a batch mixing both kinds and one purchase at a time."""
+    goals = json.loads((golden_dir / "goals.json").read_text())[:40]
+    for k, goal in enumerate(goals):
+        if k % 2:
+            goal["name"] = ["Travel Coffee Mug with Lid", "Kids Rain Boots Yellow", "Throw Pillow"][k % 3]
+    path = tmp_path / "goals.json"
+    path.write_text(json.dumps(goals))
+    (tmp_path / "prices.json").write_text((golden_dir / "prices.json").read_text())
+    shop = webshop_gym.load_shop(real_dir, goals=path, progress=False)
+    shop.rewards.prepare()
+    noun_row = np.asarray(shop.rewards._goal_tables.noun_row)
+    assert (noun_row[1::2] < 0).all() and (noun_row[0::2] >= 0).all()
+    tuples = _random_tuples(shop, 400, seed=9)
+    assert _compare(shop, tuples) == []  # the batch (both kinds mixed) against the reference scorer
+    for g, asin, options, price in tuples[:100]:  # one at a time: the kernel's single path
+        row = shop.row(asin)
+        ids = shop._selected_fz(row, list(options.values()))
+        assert shop.rewards.score_one(g, row, ids, price) == shop.reward(g, asin, options, price)
 
 
 def test_twin_equals_kernel(default_shop):
