@@ -1,8 +1,7 @@
 """Issue 54, round 6: a binomial count on too few trials prints no interval, and says so, in every form a user reads.
 
-The rule (``webshop_gym.analysis.withheld``): a figure that is a count of ``n`` trials (SR of one play
-per goal, a Score of 0/1 rewards, pass@K, a run whose goals are each all or nothing) gets no 95%
-interval when at more than a tenth of the truths between 5% and 95% no run of counts of ``n`` has a
+The rule (``webshop_gym.analysis.withheld``): a figure that is a count of ``n`` trials whatever the run
+scored (SR of one play per goal, pass@K of K samples) gets no 95% interval when at more than a tenth of the truths between 5% and 95% no run of counts of ``n`` has a
 binomial probability inside 93-97%: under 14 trials.  The share is checked here against a count
 written apart (every run of counts, SciPy's binomial CDF), and the rule the way a user meets it:
 ``webshop-gym eval`` (its table, ``--json``), ``report`` (Markdown, LaTeX, HTML) and the viewer.
@@ -47,30 +46,30 @@ def test_the_share_without_any_interval_is_counted_exactly():
     assert all(_share_apart(n) == 0.0 for n in (50, 80, 120))  # past the computed sizes: nothing to withhold
 
 
-def test_only_binomial_counts_under_fourteen_trials_lose_their_interval():
+def test_only_counts_by_design_under_fourteen_trials_lose_their_interval():
+    """SR of one play per goal and pass@K are counts whatever the run scored; Score and sampled SR keep theirs."""
     ten = goal_intervals(Goals.of([1.0, 1.0] + [0.0] * 8))
-    assert isinstance(ten["sr"], NoInterval) and isinstance(ten["score"], NoInterval)  # 0/1 rewards: Score is SR
-    assert ten["sr"].value == 20.0 and ten["sr"].format() == "20.0 (no 95% interval at 10 episodes)"
+    assert isinstance(ten["sr"], NoInterval) and ten["sr"].value == 20.0
+    assert ten["sr"].format() == "20.0 (no 95% interval at 10 episodes)" and ten["sr"].reason.startswith(
+        "no 95% interval at 10 episodes; at 18% of the truths between 5% and 95% no interval of a count of 10")
     assert not ten["sr"] and ten["sr"].low is None and ten["sr"].high is None
-    partial = goal_intervals(Goals.of([1.0, 0.5, 0.25] + [0.0] * 7))  # partial rewards: not a count, printed
-    assert isinstance(partial["score"], Interval) and isinstance(partial["sr"], NoInterval)
-    assert goal_intervals(Goals.of([0.0] * 13))["sr"] == NoInterval(0.0, ten["sr"].reason.replace("10", "13")
-                                                                       .replace("18%", "11%"))
+    assert ten["score"] == Interval(20.0, *(100 * x for x in wilson(2, 10)))  # a mean reward: its interval stands
+    assert isinstance(goal_intervals(Goals.of([0.0] * 13))["sr"], NoInterval)
     fourteen = goal_intervals(Goals.of([1.0, 1.0] + [0.0] * 12))["sr"]  # 14 episodes: Wilson's interval
     assert fourteen == Interval(100 * 2 / 14, *(100 * x for x in wilson(2, 14)))
-    keys = np.repeat(np.arange(10), 4).tolist()  # 10 goals x 4 samples, each goal all or nothing: a count of goals
-    sampled = Goals.of(np.repeat([1.0] * 3 + [0.0] * 7, 4), keys)
-    assert goal_intervals(sampled)["sr"].note == "no 95% interval at 10 goals"
+    keys = np.repeat(np.arange(10), 4).tolist()  # 10 goals x 4 samples
+    sampled = Goals.of(np.repeat([1.0] * 3 + [0.0] * 7, 4), keys)  # each goal all or nothing: by the outcome only
+    assert isinstance(goal_intervals(sampled)["sr"], Interval)
     at_k = sampled_intervals(sampled, 4)
-    assert isinstance(at_k["pass@4"], NoInterval) and isinstance(at_k["mean@4"], NoInterval)
-    mixed = Goals.of(np.array([[1, 0, 1, 1], [0, 0, 0, 1]] + [[0, 0, 0, 0]] * 8, float).ravel(), keys)
-    assert isinstance(goal_intervals(mixed)["sr"], Interval)  # samples that disagree: not a count, printed
+    assert at_k["pass@4"].format() == "30.0 (no 95% interval at 10 goals)" and isinstance(at_k["mean@4"], Interval)
+    wide = Goals.of(np.repeat([1.0] * 3 + [0.0] * 11, 4), np.repeat(np.arange(14), 4).tolist())
+    assert sampled_intervals(wide, 4)["pass@4"] == Interval(100 * 3 / 14, *(100 * x for x in wilson(3, 14)))
 
 
 def test_json_carries_null_and_the_reason():
     figures = summarize([{"reward": r, "steps": 3, "invalid_actions": 0} for r in [1.0, 1.0] + [0.0] * 8])
-    assert figures["intervals"] == {"score": None, "sr": None}
-    assert set(figures["intervals_withheld"]) == {"score", "sr"}
+    assert figures["intervals"]["sr"] is None and figures["intervals"]["score"] is not None
+    assert figures["intervals_withheld"] == {"sr": goal_intervals(Goals.of([1.0, 1.0] + [0.0] * 8))["sr"].reason}
     assert figures["intervals_withheld"]["sr"].startswith(NOTE + "; at 18% of the truths")
     wide = summarize([{"reward": r, "steps": 3, "invalid_actions": 0} for r in [1.0, 1.0] + [0.0] * 28])
     assert wide["intervals"]["sr"] is not None and "intervals_withheld" not in wide
@@ -154,6 +153,6 @@ def test_the_viewer_says_so(ten_goals, make_viewer):
 def test_withheld_at_ten_goals_and_covering_at_thirty():
     ten = coverage(Scenario("beta", 0.05, 0.5), 10, 1, 200, resamples=0, before=False)  # SR: Wilson covered 91.4%
     assert ten["withheld"]["sr"] == 100.0 and ten["coverage"]["sr"] is None
-    assert ten["withheld"]["score"] == 0.0 and 93.0 <= ten["coverage"]["score"] <= 98.5  # partial rewards: printed
+    assert ten["withheld"]["score"] == 0.0 and 93.0 <= ten["coverage"]["score"] <= 98.5  # Score: printed
     thirty = coverage(Scenario("binomial", 0.5, partial=False), 30, 1, 400, resamples=0, before=False)
     assert thirty["withheld"]["sr"] == 0.0 and 92.5 <= thirty["coverage"]["sr"] <= 97.5, thirty["coverage"]

@@ -39,7 +39,7 @@ from webshop_gym.analysis.withheld import withheld
 from webshop_gym.protocols.scoring import pass_at_k
 
 __all__ = ["METHOD", "NEAR", "RESAMPLES", "SAMPLED_METHOD", "SAMPLES_DEFINITION", "Interval", "NoInterval", "cluster_interval",
-           "concentrated", "counted", "degrees", "effective_trials", "fmt", "goal_intervals", "goal_sr_interval", "method", "quantile", "sampled_intervals",
+           "concentrated", "degrees", "effective_trials", "fmt", "goal_intervals", "goal_sr_interval", "method", "quantile", "sampled_intervals",
            "score_interval", "share_interval", "sr_interval", "wilson", "wilson_share"]
 
 #: Resamples of the paired comparisons' bootstrap (the report's ``--bootstrap`` default too).
@@ -291,29 +291,6 @@ def score_interval(rewards: Sequence[float] | np.ndarray, resamples: int = RESAM
     return cluster_interval(np.asarray(rewards, dtype=float))
 
 
-def counted(totals: Sequence[float] | np.ndarray, sizes: Sequence[int] | np.ndarray | None = None) -> int | None:
-    """The count :func:`cluster_interval` takes Wilson's interval of (the clusters all successes), else ``None``.
-
-    That is when the variance is known: every cluster all successes or all failures with equal
-    sizes, or the mean 0 or 1.  Then the figure is a binomial count of the clusters, and
-    :func:`~webshop_gym.analysis.withheld.withheld` decides whether its interval can stand.
-    """
-    totals = np.asarray(totals, dtype=float)
-    sizes = np.ones(len(totals)) if sizes is None else np.asarray(sizes, dtype=float)
-    if len(totals) == 0:
-        return None
-    m = math.fsum(totals.tolist()) / math.fsum(sizes.tolist())
-    if m <= 0.0 or m >= 1.0 or _known(totals, sizes):
-        return round(m * len(totals))
-    return None
-
-
-def _standing(found: Interval | None, totals, sizes, unit: str) -> Interval | NoInterval | None:
-    """``found``, or a :class:`NoInterval` when it is Wilson's interval of a count that gets none (:func:`counted`)."""
-    count = counted(totals, sizes)
-    return found if count is None else withheld(found, len(totals), unit)
-
-
 def goal_intervals(goals: Goals, resamples: int = RESAMPLES,
                    seed: int = 0) -> dict[str, Interval | NoInterval | None]:
     """``{"score", "sr"}``: the 95% intervals of a run's Score and SR, its episodes grouped in goals.
@@ -327,28 +304,25 @@ def goal_intervals(goals: Goals, resamples: int = RESAMPLES,
     play's (``G - 1`` degrees of freedom, not Satterthwaite's).  The values are the means over the
     episodes, as every figure of the run.  ``resamples`` and ``seed`` are unused (see :func:`score_interval`).
 
-    A figure that is a binomial count (:func:`counted`: SR of one play per goal, a Score of 0/1
-    rewards, a run whose goals are each all successes or all failures) whose count gets no
-    interval (:func:`~webshop_gym.analysis.withheld.withheld`: 1-4 of the rarer outcome from 8
-    trials up) is a :class:`NoInterval` with its reason.
+    SR of one play per goal is a binomial count of the episodes whatever they scored: on fewer than
+    14 of them it has no interval that can stand (:func:`~webshop_gym.analysis.withheld.withheld_size`)
+    and is a :class:`NoInterval` with its reason.  Score, and SR of several samples a goal, keep
+    their interval (a count only by the outcome, not by what they are: see docs/runs.md).
     """
     # a goal's samples that all gave one reward hold what one play holds: one play's degrees of freedom
     sampled = False if goals.repeated else None
-    score = cluster_interval(goals.reward, goals.played, sampled=sampled)
-    unit = "goals" if goals.sampled else "episodes"
-    return {"score": _standing(score, goals.reward, goals.played, unit), "sr": goal_sr_interval(goals)}
+    return {"score": cluster_interval(goals.reward, goals.played, sampled=sampled), "sr": goal_sr_interval(goals)}
 
 
 def goal_sr_interval(goals: Goals) -> Interval | NoInterval | None:
     """SR (x100) with its 95% interval over goals (``None`` without goals; :class:`NoInterval`: withheld).
 
-    :func:`sr_interval` with one sample per goal, else :func:`share_interval` of the goals'
-    successes; a binomial count whose interval cannot stand (:func:`goal_intervals`) has none.
+    :func:`sr_interval` with one sample per goal (withheld on fewer than 14 episodes:
+    :func:`goal_intervals`), else :func:`share_interval` of the goals' successes.
     """
-    if not goals.sampled:
-        solved = (goals.solved > 0).astype(float)
-        return _standing(sr_interval(solved > 0), solved, None, "episodes")
-    return _standing(share_interval(goals.solved, goals.played), goals.solved, goals.played, "goals")
+    if not goals.sampled:  # a count of the episodes: withheld on too few (webshop_gym.analysis.withheld)
+        return withheld(sr_interval(goals.solved > 0), len(goals), "episodes")
+    return share_interval(goals.solved, goals.played)
 
 
 def sampled_intervals(goals: Goals, k: int) -> dict[str, Interval | NoInterval | None]:
@@ -361,17 +335,15 @@ def sampled_intervals(goals: Goals, k: int) -> dict[str, Interval | NoInterval |
     the Wilson interval of the goals solved when no goal was played more than ``k`` times (what
     ``eval --samples K`` gives), and ``None`` when some goal was (pass@k estimated from more
     samples, k < K): no interval we simulated covers 93-97% there (docs/runs.md), so none is
-    given; the value stands.  ``None`` without goals.  Either, when it is a binomial count of the
-    goals (pass@K; mean@K of goals each all successes or all failures) whose count gets no interval
-    (:func:`goal_intervals`): a :class:`NoInterval`.
+    given; the value stands.  ``None`` without goals.  pass@K of K samples is a binomial count of
+    the goals: on fewer than 14 goals a :class:`NoInterval` (:func:`goal_intervals`).
     """
     if not len(goals):
         return {f"mean@{k}": None, f"pass@{k}": None}
     passes = np.array([pass_at_k(c, n, k) for c, n in zip(goals.solved.tolist(), goals.played.tolist(), strict=True)])
     samples = float(goals.played.sum())
-    pass_ci = _standing(share_interval(passes), passes, None, "goals") if int(goals.played.max()) <= k else None
-    mean_ci = _standing(share_interval(goals.share, units=samples, counts=(goals.solved, goals.played)), goals.share,
-                        None, "goals")
+    pass_ci = withheld(share_interval(passes), len(goals), "goals") if int(goals.played.max()) <= k else None
+    mean_ci = share_interval(goals.share, units=samples, counts=(goals.solved, goals.played))
     return {f"mean@{k}": mean_ci, f"pass@{k}": pass_ci}
 
 

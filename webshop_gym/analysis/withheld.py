@@ -1,17 +1,19 @@
 """When a binomial count gets no 95% interval: at sizes where none can cover 93-97% (issue 54, round 6).
 
-A figure that is a count of ``n`` independent trials (SR of one play per goal; SR and Score of a
-run whose goals are each all successes or all failures, or of 0/1 rewards; pass@K, the goals
-solved) has the Wilson interval of its count, and its coverage is a sum of binomial probabilities.
-At some truths no interval of counts whatever can cover 93-97%: every run of counts has a
+A figure that is a count of ``n`` independent trials whatever the run scored (SR of one play per
+goal: the episodes solved; pass@K of K samples: the goals solved) has the Wilson interval of its
+count, and its coverage is a sum of binomial probabilities.  (Score, and SR or mean@K of several
+samples a goal, are counts only by the outcome, every reward 0 or 1 or every goal all or nothing;
+withholding their interval on that outcome leaves the intervals still printed covering less, so
+they keep theirs: docs/runs.md.)  At some truths no interval of counts whatever can cover 93-97%: every run of counts has a
 probability outside the band (10 trials, a truth of 5%: the counts 0-1 have 91.4%, 0-2 have
 98.8%).  On few trials such truths are everywhere on the scale; the more trials, the fewer.
 
 :func:`no_interval_share` computes exactly the share of the truths between 5% and 95% (a grid of
 901) at which no run of counts of ``n`` trials has a probability inside 93-97%, and
 :func:`withheld_size` says whether it is more than a tenth: **under 14 trials** (18% at 10 trials,
-11% at 13, 9% at 14, 7% at 20, 3% at 30, under 2% from 34 trials up, none from 50).  Then the figure is printed without an interval, with
-the reason (:func:`withheld`).  The ends of the scale are left out of the share: there, at every
+11% at 13, 9% at 14, 7% at 20, 3% at 30, under 2% from 34 trials up, none from 50).  Then the
+figure is printed without an interval, with the reason (:func:`withheld`).  The ends of the scale are left out of the share: there, at every
 size, a truth within about two rare outcomes of 0 or 100% has no interval that covers 93-97%
 (the count's own lattice, the same at 30 trials as at 3,000), so they cannot tell sizes apart;
 the interval printed there covers more than 97% or, at a few truths, 84-93% (docs/runs.md).
