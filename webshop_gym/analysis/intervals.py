@@ -21,6 +21,10 @@ closed form, so every page that shows a figure shows the same interval:
   a Score of 0/1 rewards has SR's interval and a run that never succeeds gets SR's non-zero upper
   bound (``0.0 [0.0, 65.8]`` on 2 goals), never a zero-width interval.
 
+SR of one play per goal on fewer than 14 episodes, and pass@K on fewer than 14 goals, are counts
+at a size where no interval can cover 93-97% at a tenth of the truths or more: they get none, a
+:class:`~webshop_gym.analysis.stats.NoInterval` with its reason (:mod:`webshop_gym.analysis.withheld`).
+
 The method was chosen by simulation (``benchmarks/intervals.py``; docs/runs.md lists every cell
 simulated and its coverage).  Both scale to percent (x100) and round the same way everywhere
 (:func:`fmt`: one decimal).
