@@ -53,7 +53,14 @@ from webshop_gym.analysis.intervals import (  # noqa: E402
     sampled_intervals,
     sr_interval,
 )
-from webshop_gym.analysis.stats import Goals, paired, paired_goals, resampled_mean, resampled_ratio  # noqa: E402
+from webshop_gym.analysis.stats import (  # noqa: E402
+    Goals,
+    NoInterval,
+    paired,
+    paired_goals,
+    resampled_mean,
+    resampled_ratio,
+)
 from webshop_gym.protocols.scoring import pass_at_k  # noqa: E402
 
 #: Partial-credit levels of a goal (WebShop rewards are fractions with small denominators), drawn uniformly.
@@ -193,8 +200,9 @@ def run_intervals(rewards: np.ndarray, resamples: int, seed: int, before: bool =
     return found
 
 
-def _bounds(interval) -> tuple[float, float]:
-    return interval.low, interval.high
+def _bounds(interval) -> tuple[float | None, float | None]:
+    """An interval's bounds; ``(None, None)`` where the readers withhold it (a :class:`NoInterval`)."""
+    return (None, None) if isinstance(interval, NoInterval) else (interval.low, interval.high)
 
 
 #: The columns of the coverage table: what readers show, then the methods before or refused.
@@ -209,6 +217,7 @@ def coverage(scenario: Scenario, goals: int, k: int, runs: int, resamples: int, 
     rng = np.random.default_rng([seed, goals, k, index])
     truth = scenario.truth(k)
     hits: dict[str, int] = {}
+    shown: dict[str, int] = {}
     zero: dict[str, int] = {}
     widths: dict[str, float] = {}
     for r in range(runs):
@@ -216,19 +225,36 @@ def coverage(scenario: Scenario, goals: int, k: int, runs: int, resamples: int, 
         for name, (low, high) in run_intervals(rewards, resamples, r, before).items():
             target = truth[name.split(" (")[0]]
             column = "pass@k of K (refused)" if " of " in name else name
+            shown.setdefault(column, 0)
+            if low is None:  # withheld: no interval can stand behind this count (webshop_gym.analysis.withheld)
+                continue
+            shown[column] += 1
             hits[column] = hits.get(column, 0) + int(low - 1e-9 <= target <= high + 1e-9)
             zero[column] = zero.get(column, 0) + int(high - low <= 1e-12)
             widths[column] = widths.get(column, 0.0) + (high - low)
+    printed = {n: max(1, c) for n, c in shown.items()}
     return {"scenario": scenario.name, "goals": goals, "K": k, "runs": runs,
-            "coverage": {n: 100.0 * h / runs for n, h in hits.items()},
-            "zero_width": {n: 100.0 * z / runs for n, z in zero.items()},
-            "width": {n: w / runs for n, w in widths.items()}, "truth": truth}
+            "coverage": {n: 100.0 * hits.get(n, 0) / printed[n] if shown[n] else None for n in shown},
+            "withheld": {n: 100.0 * (runs - c) / runs for n, c in shown.items()},
+            "zero_width": {n: 100.0 * zero.get(n, 0) / printed[n] for n in shown},
+            "width": {n: widths.get(n, 0.0) / printed[n] for n in shown}, "truth": truth}
+
+
+def _covered(cell: dict, name: str) -> str:
+    """A table cell: the coverage of the intervals printed, with the runs withheld and zero-width beside it."""
+    found, withheld = cell["coverage"][name], cell["withheld"][name]
+    text = "-" if found is None else f"{found:.1f}"
+    if withheld >= 0.05:
+        text += f" ({withheld:.0f}% withheld)" if withheld >= 0.5 else f" ({withheld:.1f}% withheld)"
+    if found is not None and cell["zero_width"][name] >= 0.5:
+        text += f" ({cell['zero_width'][name]:.0f}% 0-wide)"
+    return text
 
 
 def _cell(args: tuple) -> dict:
-    scenario, goals, k, runs, resamples, before = args
+    scenario, goals, k, runs, resamples, before, seed = args
     t0 = time.perf_counter()
-    found = coverage(scenario, goals, k, runs, resamples, before=before)
+    found = coverage(scenario, goals, k, runs, resamples, seed, before=before)
     found["seconds"] = round(time.perf_counter() - t0, 1)
     return found
 
@@ -277,6 +303,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--cell", action="append", metavar="SCENARIO:GOALS:K",
                         help="keep only these cells of the grid (repeatable), e.g. 'near 100 0.05:10:4'")
     parser.add_argument("--jobs", type=int, default=2, help="processes (default 2)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="the simulated runs' seed (default 0, the docs' table; another seed gives independent runs)")
     parser.add_argument("--no-paired", action="store_true", help="skip the paired tests under the null")
     parser.add_argument("--no-before", action="store_true",
                         help="skip the methods before (the percentile bootstraps: most of the time; their columns stay empty)")
@@ -292,20 +320,20 @@ def main(argv: list[str] | None = None) -> dict:
     if args.scenarios and not cells_asked:
         parser.error(f"unknown scenario among {args.scenarios}; known: {', '.join(s.name for s in SCENARIOS)}")
     started, load_before = time.perf_counter(), os.getloadavg()
-    work = [(s, g, k, args.runs, args.resamples, not args.no_before) for s, g, k in cells_asked]
+    work = [(s, g, k, args.runs, args.resamples, not args.no_before, args.seed) for s, g, k in cells_asked]
     if args.jobs > 1:
         with ProcessPoolExecutor(args.jobs) as pool:
             cells = list(pool.map(_cell, work))
     else:
         cells = [_cell(w) for w in work]
     rows = [{"scenario": c["scenario"], "goals": c["goals"], "K": c["K"], "truth": f"{c['truth']['score']:.1f}",
-             **{n: f"{c['coverage'][n]:.1f}" + (f" ({c['zero_width'][n]:.0f}% 0-wide)" if c["zero_width"][n] >= 0.5 else "")
-                for n in NAMES if n in c["coverage"]}} for c in cells]
+             **{n: _covered(c, n) for n in NAMES if n in c["coverage"]}} for c in cells]
     print(f"Coverage (%) of nominal 95% intervals, {args.runs:,} simulated runs a cell, {args.resamples:,} bootstrap "
           "resamples (the methods before); truth: the Score; the first four columns are what every reader shows, then "
           "pass@k from K > k samples by the Wilson interval at the effective trials (the library refuses it), Score "
           "by the percentile bootstrap (of goals; of episodes) and SR of episodes as before; (x% 0-wide): runs with a "
-          "zero-width interval")
+          "zero-width interval; (x% withheld): runs whose figure is a count no interval can stand behind "
+          "(the readers print none; the coverage is of the intervals printed)")
     print(table(rows, ["scenario", "goals", "K", "truth", *(n for n in NAMES if any(n in c["coverage"] for c in cells))]))
     nulls = []
     if not args.no_paired:
@@ -325,7 +353,7 @@ def main(argv: list[str] | None = None) -> dict:
         print(table([{"scenario": n["scenario"], "null": n["null"], "goals": n["goals"], "K": n["K"],
                       **{t: f"{n['percent'][t]:.1f}" for t in tests if t in n["percent"]}} for n in nulls],
                     ["scenario", "null", "goals", "K", *tests]))
-    payload = {"runs": args.runs, "resamples": args.resamples, "seconds": round(time.perf_counter() - started, 1),
+    payload = {"runs": args.runs, "resamples": args.resamples, "seed": args.seed, "seconds": round(time.perf_counter() - started, 1),
                "load_average": {"start": load_before, "end": os.getloadavg()}, "coverage": cells, "null": nulls,
                "conditions": "simulated runs (benchmarks/intervals.py docstring); coverage of nominal 95% intervals"}
     path = save("intervals", payload, Path(args.json) if args.json else None)

@@ -16,6 +16,7 @@ bs4 = pytest.importorskip("bs4")
 from tests.openai_server import ChatServer  # noqa: E402
 from tests.runs.test_served import _eval  # noqa: E402
 from webshop_gym.analysis.figures import intervals  # noqa: E402
+from webshop_gym.analysis.stats import NoInterval  # noqa: E402
 from webshop_gym.cli.app import main  # noqa: E402
 
 GOALS = 16
@@ -89,8 +90,8 @@ def _check_report_tables(tables: dict, result: dict, score_ci: str, sr_ci: str) 
     row = runs[0]
     assert row["run"] == "served" and row["policy"] == "openai:scripted" and row["split"] == "test"
     assert row["episodes"] == want["episodes"]
-    assert row["Score [95% CI]"] == score_ci and score_ci.startswith(want["score"] + " [")
-    assert row["SR % [95% CI]"] == sr_ci and sr_ci.startswith(want["sr"] + " [")
+    assert row["Score [95% CI]"] == score_ci and score_ci.startswith(want["score"] + _shown(result, "score"))
+    assert row["SR % [95% CI]"] == sr_ci and sr_ci.startswith(want["sr"] + _shown(result, "sr"))
     assert row["mean steps"] == want["mean steps"] and row["valid %"] == want["valid %"]
     calls = next(v for k, v in tables.items() if k.startswith("Model calls"))
     assert calls[0]["run"] == "served" and calls[0]["errored episodes"] == want["errored"]
@@ -104,14 +105,26 @@ def _check_report_tables(tables: dict, result: dict, score_ci: str, sr_ci: str) 
 def test_report_html_and_markdown_tables_agree_with_eval_by_header_name(served, tmp_path, capsys):
     folder, run, result = served
     found = intervals([e["reward"] for e in _episodes_of(run)], [e["errored"] for e in _episodes_of(run)])
-    score_ci = f"{result['score']:.1f} [{found['score'].low:.1f}, {found['score'].high:.1f}]"
-    sr_ci = f"{result['sr']:.1f} [{found['sr'].low:.1f}, {found['sr'].high:.1f}]"
+    score_ci, sr_ci = _ci_cell(result["score"], found["score"]), _ci_cell(result["sr"], found["sr"])
     for fmt in ("md", "html"):
         out = tmp_path / f"report.{fmt}"
         assert main(["report", str(run), "--no-plots", "--format", fmt, "--out", str(out)]) == 0
         text = out.read_text(encoding="utf-8")
         _check_report_tables(_md_tables(text) if fmt == "md" else _html_tables(text), result, score_ci, sr_ci)
     capsys.readouterr()
+
+
+def _ci_cell(value: float, found) -> str:
+    """A figure's cell: ``x [low, high]``, or ``x (no 95% interval at 13 episodes)`` for a count on too few trials."""
+    if isinstance(found, NoInterval):  # issue 54, round 6: a count of 13 scored episodes prints no interval
+        return f"{value:.1f} ({found.note})"
+    return f"{value:.1f} [{found.low:.1f}, {found.high:.1f}]"
+
+
+def _shown(result: dict, key: str) -> str:
+    """What follows a figure in eval's JSON terms: `` [`` before an interval, or `` (`` + the withheld note."""
+    reason = (result.get("intervals_withheld") or {}).get(key)
+    return f" ({reason.split(';')[0]})" if reason else " ["
 
 
 def _episodes_of(run) -> list[dict]:
@@ -148,7 +161,8 @@ def test_viewer_pages_agree_with_eval_and_report(served, make_viewer, tmp_path, 
     listing = _html_tables(client.get("/runs/").get_data(as_text=True))["runs"]
     row = next(r for r in listing if r["run"].startswith("served"))
     assert row["episodes"] == want["episodes"]
-    assert row["Score [95% CI]"].startswith(want["score"] + " [") and row["SR % [95% CI]"].startswith(want["sr"] + " [")
+    assert row["Score [95% CI]"].startswith(want["score"] + _shown(result, "score"))
+    assert row["SR % [95% CI]"].startswith(want["sr"] + _shown(result, "sr"))
     # the interval is the report's, and holds its own point
     out = tmp_path / "r.md"
     assert main(["report", str(run), "--no-plots", "--format", "md", "--out", str(out)]) == 0

@@ -19,7 +19,8 @@ episode records, and never again elsewhere.  The rules:
 * **Intervals.**  :func:`intervals` gives the 95% intervals of Score and SR over the scored
   episodes (:mod:`webshop_gym.analysis.intervals`); :func:`summarize` gives them as
   ``intervals``: ``{"score": {"low", "high"}, "sr": {...}}`` (10,000 resamples, seed 0: the
-  viewer's and ``eval``'s).  A run that played each goal K times (``eval --samples K``) is
+  viewer's and ``eval``'s); a withheld one (a binomial count no interval can stand behind:
+  :mod:`webshop_gym.analysis.withheld`) is ``null`` there with its reason in ``intervals_withheld``.  A run that played each goal K times (``eval --samples K``) is
   resampled by **goals** (:func:`goal_keys`: the protocol's resolved episode), not episodes;
   its counts of goals (``counts.goals``, ``unreachable``) count goals.
 * **A protocol's metrics.**  :func:`protocol_figures` gives the metrics a run's protocol
@@ -45,7 +46,13 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from webshop_gym.analysis.intervals import RESAMPLES, Interval, goal_intervals, sampled_intervals
+from webshop_gym.analysis.intervals import (
+    RESAMPLES,
+    Interval,
+    NoInterval,
+    goal_intervals,
+    sampled_intervals,
+)
 from webshop_gym.analysis.stats import Goals, PairedComparison, paired_goals
 from webshop_gym.protocols import Protocol
 from webshop_gym.protocols.decoding import decoding_text
@@ -53,7 +60,7 @@ from webshop_gym.protocols.naming import bare_name, setting_note
 from webshop_gym.protocols.play import recorded_protocol
 from webshop_gym.protocols.scoring import samples_by_goal
 
-__all__ = ["BREAKDOWN", "SampleFigures", "accounting", "add_accounting", "billed", "compare_goals", "cost", "goal_key",
+__all__ = ["BREAKDOWN", "SampleFigures", "accounting", "interval_records", "add_accounting", "billed", "compare_goals", "cost", "goal_key",
            "goal_keys", "intervals", "pairing_goal", "pairing_goals", "paired_positions", "pairing_key", "pairing_order", "protocol_figures",
            "sample_figures", "samples_of", "scored", "summarize"]
 
@@ -170,7 +177,8 @@ def goal_keys(samples: int, goals: Sequence, protocols: Sequence[Mapping | None]
 
 
 def intervals(rewards: Sequence[float] | np.ndarray, errored: Sequence[bool] | np.ndarray | None = None,
-              resamples: int = RESAMPLES, seed: int = 0, goals: Sequence | None = None) -> dict[str, Interval | None]:
+              resamples: int = RESAMPLES, seed: int = 0,
+              goals: Sequence | None = None) -> dict[str, Interval | NoInterval | None]:
     """``{"score", "sr"}``: the 95% intervals of Score and SR over the scored episodes (``None`` without any).
 
     Args:
@@ -191,6 +199,17 @@ def intervals(rewards: Sequence[float] | np.ndarray, errored: Sequence[bool] | n
         found = {"score": replace(found["score"], value=100.0 * float(kept.mean())),
                  "sr": replace(found["sr"], value=100.0 * float((kept == 1.0).mean()))}
     return found
+
+
+def interval_records(found: Mapping[str, Interval | NoInterval | None]) -> tuple[dict, dict]:
+    """Intervals as the JSON forms write them: ``{key: {"low", "high"} or None}`` and ``{key: reason}`` of the withheld.
+
+    A withheld interval (:class:`~webshop_gym.analysis.stats.NoInterval`) is ``null`` in the
+    first, with its one-line reason in the second (``intervals_withheld``; empty when none is).
+    """
+    bounds = {k: {"low": float(v.low), "high": float(v.high)} if isinstance(v, Interval) else None
+              for k, v in found.items()}
+    return bounds, {k: v.reason for k, v in found.items() if isinstance(v, NoInterval)}
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -229,7 +248,7 @@ def _sample_goals(protocol: Protocol, rows: list[dict]) -> Goals:
                     [protocol.is_success(r["raw_reward"], r["purchased"]) for r in rows])
 
 
-def _sampled(protocol: Protocol, goals: Goals, values: dict) -> dict[str, Interval | None]:
+def _sampled(protocol: Protocol, goals: Goals, values: dict) -> dict[str, Interval | NoInterval | None]:
     """mean@K and pass@K of a sampled run (the protocol's ``values``) with their intervals over its ``goals``.
 
     ``{}``: one sample per goal, or no goal played K times.
@@ -280,8 +299,9 @@ def protocol_figures(protocol: Protocol | Mapping | None, episodes: Sequence[dic
         for key in (f"mean@{samples}", f"pass@{samples}"):
             out[key] = values.get(key)
         found = _sampled(protocol, _sample_goals(protocol, rows), values)
-        out["intervals"] = {key: None if v is None else {"low": float(v.low), "high": float(v.high)}
-                            for key, v in found.items()}
+        out["intervals"], reasons = interval_records(found)
+        if reasons:
+            out["intervals_withheld"] = reasons
     return out
 
 
@@ -326,7 +346,9 @@ def summarize(episodes: Sequence[dict], protocol: Protocol | Mapping | None = No
     keys = goal_keys(samples_of(protocol), [e.get("goal_index") for e in episodes],
                      [e.get("protocol") for e in episodes])
     found = intervals(rewards, goals=keys)
-    out["intervals"] = {k: None if v is None else {"low": float(v.low), "high": float(v.high)} for k, v in found.items()}
+    out["intervals"], reasons = interval_records(found)
+    if reasons:  # a binomial count whose interval cannot stand: null above, the reason here
+        out["intervals_withheld"] = reasons
     if keys is not None:  # a sampled run: its goals, each played several times
         out["counts"]["goals"] = len(set(keys))
     if any("reachable" in e for e in episodes):

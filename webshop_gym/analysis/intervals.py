@@ -21,6 +21,10 @@ closed form, so every page that shows a figure shows the same interval:
   a Score of 0/1 rewards has SR's interval and a run that never succeeds gets SR's non-zero upper
   bound (``0.0 [0.0, 65.8]`` on 2 goals), never a zero-width interval.
 
+SR of one play per goal on fewer than 14 episodes, and pass@K on fewer than 14 goals, are counts
+at a size where no interval can cover 93-97% at a tenth of the truths or more: they get none, a
+:class:`~webshop_gym.analysis.stats.NoInterval` with its reason (:mod:`webshop_gym.analysis.withheld`).
+
 The method was chosen by simulation (``benchmarks/intervals.py``; docs/runs.md lists every cell
 simulated and its coverage).  Both scale to percent (x100) and round the same way everywhere
 (:func:`fmt`: one decimal).
@@ -34,10 +38,11 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from scipy import stats
 
-from webshop_gym.analysis.stats import Goals, Interval, plain
+from webshop_gym.analysis.stats import Goals, Interval, NoInterval, plain
+from webshop_gym.analysis.withheld import withheld
 from webshop_gym.protocols.scoring import pass_at_k
 
-__all__ = ["METHOD", "NEAR", "RESAMPLES", "SAMPLED_METHOD", "SAMPLES_DEFINITION", "Interval", "cluster_interval",
+__all__ = ["METHOD", "NEAR", "RESAMPLES", "SAMPLED_METHOD", "SAMPLES_DEFINITION", "Interval", "NoInterval", "cluster_interval",
            "concentrated", "degrees", "effective_trials", "fmt", "goal_intervals", "goal_sr_interval", "method", "quantile", "sampled_intervals",
            "score_interval", "share_interval", "sr_interval", "wilson", "wilson_share"]
 
@@ -290,7 +295,8 @@ def score_interval(rewards: Sequence[float] | np.ndarray, resamples: int = RESAM
     return cluster_interval(np.asarray(rewards, dtype=float))
 
 
-def goal_intervals(goals: Goals, resamples: int = RESAMPLES, seed: int = 0) -> dict[str, Interval | None]:
+def goal_intervals(goals: Goals, resamples: int = RESAMPLES,
+                   seed: int = 0) -> dict[str, Interval | NoInterval | None]:
     """``{"score", "sr"}``: the 95% intervals of a run's Score and SR, its episodes grouped in goals.
 
     One sample per goal (every run without ``--samples``): the episode is the unit,
@@ -301,23 +307,29 @@ def goal_intervals(goals: Goals, resamples: int = RESAMPLES, seed: int = 0) -> d
     deterministic policy's), they hold what one play per goal holds, and Score's interval is one
     play's (``G - 1`` degrees of freedom, not Satterthwaite's).  The values are the means over the
     episodes, as every figure of the run.  ``resamples`` and ``seed`` are unused (see :func:`score_interval`).
+
+    SR of one play per goal is a binomial count of the episodes whatever they scored: on fewer than
+    14 of them it has no interval that can stand (:func:`~webshop_gym.analysis.withheld.withheld_size`)
+    and is a :class:`NoInterval` with its reason.  Score, and SR of several samples a goal, keep
+    their interval (a count only by the outcome, not by what they are: see docs/runs.md).
     """
     # a goal's samples that all gave one reward hold what one play holds: one play's degrees of freedom
     sampled = False if goals.repeated else None
     return {"score": cluster_interval(goals.reward, goals.played, sampled=sampled), "sr": goal_sr_interval(goals)}
 
 
-def goal_sr_interval(goals: Goals) -> Interval | None:
-    """SR (x100) with its 95% interval over goals (``None`` without goals).
+def goal_sr_interval(goals: Goals) -> Interval | NoInterval | None:
+    """SR (x100) with its 95% interval over goals (``None`` without goals; :class:`NoInterval`: withheld).
 
-    :func:`sr_interval` with one sample per goal, else :func:`share_interval` of the goals' successes.
+    :func:`sr_interval` with one sample per goal (withheld on fewer than 14 episodes:
+    :func:`goal_intervals`), else :func:`share_interval` of the goals' successes.
     """
-    if not goals.sampled:
-        return sr_interval(goals.solved > 0)
+    if not goals.sampled:  # a count of the episodes: withheld on too few (webshop_gym.analysis.withheld)
+        return withheld(sr_interval(goals.solved > 0), len(goals), "episodes")
     return share_interval(goals.solved, goals.played)
 
 
-def sampled_intervals(goals: Goals, k: int) -> dict[str, Interval | None]:
+def sampled_intervals(goals: Goals, k: int) -> dict[str, Interval | NoInterval | None]:
     """``{"mean@K", "pass@K"}`` with their 95% intervals over goals (K = ``k``, the samples per goal asked).
 
     mean@K is the mean over goals of their share of successful samples, pass@K the mean over
@@ -327,13 +339,14 @@ def sampled_intervals(goals: Goals, k: int) -> dict[str, Interval | None]:
     the Wilson interval of the goals solved when no goal was played more than ``k`` times (what
     ``eval --samples K`` gives), and ``None`` when some goal was (pass@k estimated from more
     samples, k < K): no interval we simulated covers 93-97% there (docs/runs.md), so none is
-    given; the value stands.  ``None`` without goals.
+    given; the value stands.  ``None`` without goals.  pass@K of K samples is a binomial count of
+    the goals: on fewer than 14 goals a :class:`NoInterval` (:func:`goal_intervals`).
     """
     if not len(goals):
         return {f"mean@{k}": None, f"pass@{k}": None}
     passes = np.array([pass_at_k(c, n, k) for c, n in zip(goals.solved.tolist(), goals.played.tolist(), strict=True)])
     samples = float(goals.played.sum())
-    pass_ci = share_interval(passes) if int(goals.played.max()) <= k else None
+    pass_ci = withheld(share_interval(passes), len(goals), "goals") if int(goals.played.max()) <= k else None
     mean_ci = share_interval(goals.share, units=samples, counts=(goals.solved, goals.played))
     return {f"mean@{k}": mean_ci, f"pass@{k}": pass_ci}
 

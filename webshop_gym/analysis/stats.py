@@ -31,7 +31,7 @@ from fractions import Fraction
 
 import numpy as np
 
-__all__ = ["PAIRED_COLUMNS", "SAMPLED_PAIRED_COLUMNS", "Goals", "Interval", "PairedComparison", "bootstrap_ci",
+__all__ = ["PAIRED_COLUMNS", "SAMPLED_PAIRED_COLUMNS", "Goals", "Interval", "NoInterval", "PairedComparison", "bootstrap_ci",
            "FlipTest", "flip", "flip_test", "paired", "paired_cells", "paired_columns", "paired_goals", "p_text", "plain", "resampled_mean", "resampled_ratio",
            "sign_test"]
 
@@ -50,6 +50,37 @@ class Interval:
     def format(self, digits: int = 1) -> str:
         """``"81.9 [72.3, 90.1]"`` (never ``-0.0``: a figure that rounds to zero prints ``0.0``)."""
         return f"{plain(self.value, digits)} [{plain(self.low, digits)}, {plain(self.high, digits)}]"
+
+
+@dataclass(frozen=True)
+class NoInterval:
+    """A figure whose 95% interval is withheld: no interval can stand behind it (``reason``, one line).
+
+    It has a ``value`` and no bounds (``low`` and ``high`` are ``None``), and it is false in a
+    test, as a missing interval is, so a reader that prints ``[low, high]`` only for an interval
+    prints none; :meth:`format` gives the figure with the short note every table prints.
+
+    Example:
+        >>> NoInterval(20.0, "no 95% interval: 2 of 10 episodes; ...").format()
+        '20.0 (no 95% interval: 2 of 10 episodes)'
+    """
+
+    value: float
+    reason: str
+    low = None
+    high = None
+
+    def __bool__(self) -> bool:
+        return False
+
+    @property
+    def note(self) -> str:
+        """The reason's first clause (``no 95% interval: 2 of 10 episodes``): what a table cell prints."""
+        return self.reason.split(";")[0]
+
+    def format(self, digits: int = 1) -> str:
+        """``"20.0 (no 95% interval: 2 of 10 episodes)"``."""
+        return f"{plain(self.value, digits)} ({self.note})"
 
 
 def plain(value: float, digits: int = 1) -> str:

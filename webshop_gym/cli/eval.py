@@ -200,7 +200,7 @@ def run(args: argparse.Namespace) -> int:
         print(text)
         return status
     print(table)
-    summary = {k: result[k] for k in ("policy", "split", "score", "sr", "intervals", "sr_reachable", "unreachable",
+    summary = {k: result[k] for k in ("policy", "split", "score", "sr", "intervals", "intervals_withheld", "sr_reachable", "unreachable",
                                       "mean_steps", "valid_rate", "breakdown", "errored", "tokens", "requests",
                                       "retries", "cost", "billed", "cost_billed", "tags", "protocol") if k in result}
     print("json: " + json.dumps(_rounded(summary), default=_json_default))

@@ -403,7 +403,11 @@ def _fingerprint_text(fingerprint: dict | None) -> str:
 
 
 def _interval_text(result: dict, key: str) -> str:
+    """`` [low, high]``, or `` (no 95% interval: 2 of 10 episodes)`` where it is withheld (``intervals_withheld``)."""
     found = (result.get("intervals") or {}).get(key)
+    reason = (result.get("intervals_withheld") or {}).get(key)
+    if reason:
+        return f" ({reason.split(';')[0]})"
     return "" if not found else f" [{found['low']:.1f}, {found['high']:.1f}]"
 
 
@@ -425,8 +429,8 @@ def protocol_rows(result: dict) -> list[tuple[str, str]]:
         rows.append((f"{m['label']} ({m['name']}, as the protocol aggregates it)", _fmt(m["value"], 1)))
     k = figures.get("samples", 1)
     if k > 1:
-        found = figures.get("intervals") or {}
-        cells = [_fmt(figures.get(key), 1) + _interval_text({"intervals": found}, key) for key in (f"mean@{k}", f"pass@{k}")]
+        found = {"intervals": figures.get("intervals") or {}, "intervals_withheld": figures.get("intervals_withheld") or {}}
+        cells = [_fmt(figures.get(key), 1) + _interval_text(found, key) for key in (f"mean@{k}", f"pass@{k}")]
         rows.append((f"mean@{k} / pass@{k} (%) [95% CI]", " / ".join(cells)))
         goals = (result.get("counts") or {}).get("goals")
         if goals is not None:

@@ -126,8 +126,10 @@ def score_and_sr(rows) -> bytes:
     series, errors = [], []
     for row in rows:
         parts = [row.score, row.sr]
-        series.append((row.label, [p.value if p else 0.0 for p in parts]))
-        errors.append(([p.low if p else 0.0 for p in parts], [p.high if p else 0.0 for p in parts]))
+        values = [0.0 if p is None else p.value for p in parts]  # a withheld interval: its value, no error bar
+        series.append((row.label, values))
+        errors.append(([p.low if p else v for p, v in zip(parts, values, strict=True)],
+                       [p.high if p else v for p, v in zip(parts, values, strict=True)]))
     _grouped(ax, ["Score", "SR (%)"], series, fmt="{:.1f}", errors=errors)
     ax.set_ylim(0, 110)
     return _png(fig)

@@ -37,6 +37,7 @@ from webshop_gym.analysis.intervals import method as interval_method
 from webshop_gym.analysis.stats import (
     Goals,
     Interval,
+    NoInterval,
     PairedComparison,
     paired_cells,
     paired_columns,
@@ -75,16 +76,17 @@ class RunSummary:
     Attributes:
         label: the run's name (its file name without ``.jsonl``; the path when two names clash).
         run: the run.
-        score, sr: with their bootstrap 95% intervals.
+        score, sr: with their 95% intervals (a :class:`~webshop_gym.analysis.stats.NoInterval` where withheld).
         categories: per product category ``{"episodes", "successes", "sr", "low", "high"}`` (SR's 95%
-            interval, over goals for a sampled run).
+            interval, over goals for a sampled run; where it is withheld, ``low`` and ``high`` are the
+            SR and ``withheld`` says why).
         causes: purchases per first reward part short; ``any_causes``: purchases with each part short.
     """
 
     label: str
     run: Run
-    score: Interval | None
-    sr: Interval | None
+    score: Interval | NoInterval | None
+    sr: Interval | NoInterval | None
     categories: dict[str, dict]
     causes: Counter
     any_causes: Counter
@@ -168,7 +170,11 @@ def summarize_run(label: str, run: Run, resamples: int = RESAMPLES, seed: int = 
         picked = members[name]  # the category's SR interval, over its goals as the run's (the plot's error bars)
         found = goal_sr_interval(Goals.of([run.episodes[i].reward for i in picked],
                                           None if keys is None else [keys[i] for i in picked]))
-        c["low"], c["high"] = found.low, found.high
+        if isinstance(found, NoInterval):  # a count no interval can stand behind: no error bar, the reason kept
+            c["low"] = c["high"] = c["sr"]
+            c["withheld"] = found.reason
+        else:
+            c["low"], c["high"] = found.low, found.high
     found = intervals([e.reward for e in run.episodes], [not e.scored for e in run.episodes], resamples, seed, keys)
     return RunSummary(
         label, run, found["score"], found["sr"],
@@ -263,7 +269,8 @@ def _f(value, digits: int = 1) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-def _ci(interval: Interval | None, digits: int = 1) -> str:
+def _ci(interval: Interval | NoInterval | None, digits: int = 1) -> str:
+    """``81.9 [72.3, 90.1]``; a withheld interval: ``20.0 (no 95% interval: 2 of 10 episodes)``; ``-``: none."""
     return "-" if interval is None else interval.format(digits)
 
 
@@ -496,6 +503,9 @@ def _family_metrics(report: Report) -> list[str]:
 def _sampled_cell(figures: dict, key: str) -> str:
     """mean@K or pass@K of a run's protocol figures with its interval, as ``eval`` prints it (``-``: none)."""
     found = (figures.get("intervals") or {}).get(key)
+    reason = (figures.get("intervals_withheld") or {}).get(key)
+    if reason:  # a binomial count no interval can stand behind: the figure and why, as eval prints it
+        return f"{_f(figures.get(key))} ({reason.split(';')[0]})"
     return _f(figures.get(key)) + (f" [{_f(found['low'])}, {_f(found['high'])}]" if found else "")
 
 
