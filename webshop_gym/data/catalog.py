@@ -231,10 +231,6 @@ class Catalog:
         """Sorted unique noun ids of each of ``rows``, as ``(offsets, values)`` (tags on demand)."""
         return self._ensure_nouns().unique(np.asarray(rows, dtype=np.int64))
 
-    def noun_counts(self, rows) -> np.ndarray:
-        """Number of noun tokens (duplicates included) of each of ``rows``' titles (tags on demand)."""
-        return self._ensure_nouns().counts(np.asarray(rows, dtype=np.int64))
-
     def goal_target_rows(self) -> np.ndarray:
         """Rows that goals point at: products with a synthetic instruction or a human one with attributes."""
         rows = np.asarray(self.has_instruction).copy()

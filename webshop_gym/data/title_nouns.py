@@ -37,7 +37,8 @@ class TitleNouns:
     title, tagged now or later, have ids that never change.  A compiled stage stores, per row,
     the noun ids in order (``noun_seq``), sorted and unique (``nouns``), their number
     (``noun_count``) and whether the row was tagged (``tagged``).  Rows left untagged (a large
-    shop tags no title at compile time) are tagged on first use, in this process, and appended to a file beside the stage so that later processes read them back.
+    shop tags no title at compile time) are tagged on first use, in this process, and appended
+    to a file beside the stage so that later processes read them back.
 
     Args:
         folder: the stage folder (``vocab``, ``tagged``, ``noun_seq``, ``nouns``, ``noun_count``).
@@ -212,11 +213,7 @@ class TitleNouns:
         """Sorted unique noun ids of each of ``rows``: ``(offsets, values)`` with one row per entry."""
         rows = np.asarray(rows, dtype=np.int64)
         if len(rows) == 1:  # the common case of a single purchase, without numpy's per-call overheads
-            row = int(rows[0])
-            if self.complete or self.tagged[row]:
-                ids = np.array(self.nouns[row])  # a writable copy, like the batch path's (one kernel type)
-            else:
-                ids = np.unique(self.sequence(row)).astype(np.int32)
+            ids, _ = self.one(int(rows[0]))  # a writable copy, like the batch path's (one kernel type)
             return np.array([0, len(ids)], dtype=np.int64), ids
         offsets, values = gather_rows(self.nouns, rows)
         if self.complete:

@@ -289,8 +289,7 @@ class RewardModel:
         A large shop tags titles on first use (the catalog's title nouns), so a goal's title is
         tagged at its first purchase here, as a purchased product's is.
         """
-        gt, catalog = self._goal_tables, self.catalog
-        store = catalog.title_noun_store
+        gt, store = self._goal_tables, self.catalog.title_noun_store
         if len(rows) == 1:  # a single purchase (the single env's): no numpy gathers
             row, g = int(rows[0]), int(goal_indices[0])
             t = int(gt.noun_row[g])
@@ -307,13 +306,13 @@ class RewardModel:
         own = target >= 0
         if not store.complete:  # titles not tagged yet, the purchased and the goals' ones in one call
             store.ensure([*rows.tolist(), *target[own].tolist()])
-        pn_off, pn_val = catalog.product_nouns(rows)
+        pn_off, pn_val = store.unique(rows)
         if own.all():
-            gn_off, gn_val = catalog.product_nouns(target)
-            count = catalog.noun_counts(target)
+            gn_off, gn_val = store.unique(target)
+            count = store.counts(target)
         else:  # goals named otherwise than their product's title: nouns tagged with the goal tables
-            own_off, own_val = catalog.product_nouns(target[own])
-            own_count = catalog.noun_counts(target[own])
+            own_off, own_val = store.unique(target[own])
+            own_count = store.counts(target[own])
             pieces, count, k = [], np.empty(len(target), dtype=np.int32), 0
             for b, g in enumerate(goal_indices.tolist()):
                 if own[b]:
